@@ -1,0 +1,35 @@
+import pg from 'pg';
+
+export type Pool = pg.Pool;
+export interface PoolOptions {
+  connectionString: string;
+  /** Role to SET on each new connection; omit to keep the connecting user. */
+  role?: string;
+  max?: number;
+  applicationName?: string;
+}
+
+// int8 (bigint) as a JS number is safe for our sequences (< 2^53); counts come back as numbers.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export function createPool(options: PoolOptions): Pool {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max ?? 10,
+    application_name: options.applicationName,
+    // Fail fast instead of hanging on a dead database; callers retry.
+    connectionTimeoutMillis: 5000,
+  });
+  if (options.role) {
+    const role = options.role;
+    pool.on('connect', (client) => {
+      // Identifier quoting by pg: role names come from our own constants/config.
+      client.query(`SET ROLE ${pg.escapeIdentifier(role)}`).catch(() => {
+        // The next query on this client fails with the real permission error.
+      });
+    });
+  }
+  // An idle client losing its connection (database restart) must not crash the process.
+  pool.on('error', () => {});
+  return pool;
+}

@@ -1,0 +1,5 @@
+export { createPool, type Pool, type PoolOptions } from './create-pool.ts';
+export { migrate, type MigrateResult } from './migrate.ts';
+export { withTransaction, type Queryable } from './with-transaction.ts';
+export { databaseUrlFor, recreateDatabase } from './admin.ts';
+export { ROLES, type AppRole } from './roles.ts';
