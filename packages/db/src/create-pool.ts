@@ -19,16 +19,9 @@ export function createPool(options: PoolOptions): Pool {
     application_name: options.applicationName,
     // Fail fast instead of hanging on a dead database; callers retry.
     connectionTimeoutMillis: 5000,
+    // The role is a startup parameter, so every session is under it before its first query.
+    ...(options.role ? { options: `-c role=${options.role}` } : {}),
   });
-  if (options.role) {
-    const role = options.role;
-    pool.on('connect', (client) => {
-      // Identifier quoting by pg: role names come from our own constants/config.
-      client.query(`SET ROLE ${pg.escapeIdentifier(role)}`).catch(() => {
-        // The next query on this client fails with the real permission error.
-      });
-    });
-  }
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', () => {});
   return pool;

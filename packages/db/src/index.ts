@@ -3,3 +3,13 @@ export { migrate, type MigrateResult } from './migrate.ts';
 export { withTransaction, type Queryable } from './with-transaction.ts';
 export { databaseUrlFor, recreateDatabase } from './admin.ts';
 export { ROLES, type AppRole } from './roles.ts';
+export {
+  startEmbeddedPostgres,
+  EmbeddedPostgresError,
+  DEFAULT_EMBEDDED_PORT,
+  type EmbeddedPostgres,
+  type EmbeddedPostgresOptions,
+  type EmbeddedPostgresExit,
+  type EmbeddedPostgresErrorCode,
+  type EmbeddedPostgresLogger,
+} from './embedded-postgres.ts';

@@ -1,0 +1,42 @@
+import { jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+
+export interface DownstreamCaller {
+  sub: string;
+  act: Record<string, unknown> | null;
+  client: string | null;
+  scopes: string[];
+}
+
+/**
+ * The downstream is its own resource server: a token must be issued by the trusted issuer
+ * for this audience, unexpired, and carry the scope of the operation.
+ */
+export async function verifyDownstreamToken(
+  token: string,
+  options: { keys: JWTVerifyGetKey; issuer: string; audience: string },
+): Promise<{ ok: true; caller: DownstreamCaller } | { ok: false; description: string }> {
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(token, options.keys, {
+      issuer: options.issuer,
+      audience: options.audience,
+      algorithms: ['ES256', 'RS256', 'PS256', 'EdDSA'],
+      requiredClaims: ['exp', 'sub'],
+      clockTolerance: 30,
+    }));
+  } catch (error) {
+    return { ok: false, description: error instanceof Error ? error.message : 'invalid token' };
+  }
+  const scope = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
+  const act =
+    payload.act && typeof payload.act === 'object'
+      ? (payload.act as Record<string, unknown>)
+      : null;
+  const client =
+    typeof payload.client_id === 'string'
+      ? payload.client_id
+      : typeof payload.azp === 'string'
+        ? payload.azp
+        : null;
+  return { ok: true, caller: { sub: String(payload.sub), act, client, scopes: scope } };
+}

@@ -1,0 +1,45 @@
+import { ConfigError, parseConfig } from '@mtg/config';
+import { createPool } from '@mtg/db';
+import { createLogger } from '@mtg/log';
+import { downstreamConfigSchema } from './config.ts';
+import { createApp } from './create-app.ts';
+import { serveUntilSignalled } from './serve.ts';
+
+async function main() {
+  let config;
+  try {
+    config = parseConfig(downstreamConfigSchema, process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`downstream: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger('downstream', { level: config.LOG_LEVEL });
+  const pool = createPool({
+    connectionString: config.DATABASE_URL,
+    role: config.DATABASE_ROLE,
+    applicationName: 'downstream',
+  });
+  // Fail at start, not at the first request, when the role is missing or not granted.
+  const { rows } = await pool.query<{ role: string }>('SELECT current_user AS role');
+  if (rows[0]?.role !== config.DATABASE_ROLE) {
+    throw new Error(
+      `database connection runs as "${rows[0]?.role}", not "${config.DATABASE_ROLE}": run the ` +
+        `migrations (npm run migrate) and make sure the login role may SET ROLE ${config.DATABASE_ROLE}`,
+    );
+  }
+  await serveUntilSignalled(createApp({ db: pool, logger }), {
+    port: config.DOWNSTREAM_PORT,
+    host: config.DOWNSTREAM_HOST,
+    logger,
+    service: 'downstream',
+    onClose: () => pool.end(),
+  });
+}
+
+main().catch((error) => {
+  process.stderr.write(`downstream: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

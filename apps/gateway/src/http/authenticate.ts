@@ -1,0 +1,96 @@
+import type { NextFunction, Request, Response } from 'express';
+import {
+  bearerChallenge,
+  extractBearer,
+  verifyAccessToken,
+  type Principal,
+  type VerifyAccessTokenOptions as VerifyOptions,
+} from '@mtg/identity';
+import type { Logger } from '@mtg/log';
+
+export interface AuthenticateOptions {
+  verify: Omit<VerifyOptions, 'now'>;
+  resourceMetadataUrl: string;
+  logger: Logger;
+  /** Reports each denial (the audit writer arrives with the tasks issue). */
+  onDenied?: (req: Request, code: string) => void;
+}
+
+/** The verified principal of this request (set by authenticate). */
+export function principalOf(res: Response): Principal {
+  const p = res.locals.principal as Principal | undefined;
+  if (!p) throw new Error('principalOf called before authenticate');
+  return p;
+}
+
+/**
+ * OAuth 2.0 resource-server gate (RFC 6750 / RFC 9728): every request to a protected route
+ * carries a bearer token that verifies for this resource, or gets a 401 challenge naming
+ * the protected resource metadata.
+ */
+export function authenticate(options: AuthenticateOptions) {
+  const challenge = (error: 'invalid_request' | 'invalid_token' | undefined, description?: string) =>
+    bearerChallenge({
+      ...(error ? { error } : {}),
+      ...(description ? { description } : {}),
+      resourceMetadataUrl: options.resourceMetadataUrl,
+    });
+
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const bearer = extractBearer(req.headers.authorization);
+    if (!bearer.ok) {
+      const malformed = bearer.code === 'malformed';
+      options.onDenied?.(req, malformed ? 'token_malformed_header' : 'token_missing');
+      res
+        .status(malformed ? 400 : 401)
+        .set(
+          'WWW-Authenticate',
+          malformed
+            ? challenge('invalid_request', 'Authorization header must be "Bearer <token>"')
+            : challenge(undefined),
+        )
+        .json({
+          error: malformed ? 'invalid_request' : 'invalid_token',
+          error_description: malformed ? 'malformed Authorization header' : 'missing access token',
+        });
+      return;
+    }
+    const verified = await verifyAccessToken(bearer.token, options.verify);
+    if (!verified.ok) {
+      options.onDenied?.(req, `token_${verified.code}`);
+      options.logger.info('token rejected', {
+        correlationId: res.locals.correlationId,
+        code: verified.code,
+      });
+      if (verified.code === 'keys_unavailable') {
+        // Our problem, not the token's: the issuer's keys could not be fetched.
+        res.status(503).set('Retry-After', '5').json({
+          error: 'temporarily_unavailable',
+          error_description: 'signing keys of the authorization server are unavailable',
+        });
+        return;
+      }
+      res
+        .status(401)
+        .set('WWW-Authenticate', challenge('invalid_token', verified.description))
+        .json({ error: 'invalid_token', error_description: verified.description });
+      return;
+    }
+    const principal = verified.principal;
+    res.locals.principal = principal;
+    // The SDKs read authInfo from req.auth and hand it to request handlers.
+    (req as Request & { auth?: unknown }).auth = {
+      token: bearer.token,
+      clientId: principal.client,
+      scopes: principal.scopes,
+      expiresAt: principal.expiresAt,
+      extra: {
+        principal,
+        correlationId: res.locals.correlationId,
+        // An explicit idempotency key may also come as a header (IETF Idempotency-Key draft).
+        idempotencyKey: req.headers['idempotency-key'],
+      },
+    };
+    next();
+  };
+}

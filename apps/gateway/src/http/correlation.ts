@@ -1,0 +1,37 @@
+import { randomUUID } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '@mtg/log';
+
+const SAFE_ID = /^[A-Za-z0-9._:-]{1,100}$/;
+
+/**
+ * Gives every request a correlation id (the caller's X-Request-Id when it is a safe token,
+ * else a new UUID), echoes it, and writes one log line when the response finishes.
+ */
+export function correlateAndLog(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && SAFE_ID.test(incoming) ? incoming : randomUUID();
+    res.locals.correlationId = id;
+    res.setHeader('X-Request-Id', id);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const principal = res.locals.principal as
+        | { subject: string; tenant: string; client: string }
+        | undefined;
+      const body = req.body as { method?: unknown } | undefined;
+      logger.info('request', {
+        correlationId: id,
+        method: req.method,
+        path: req.path,
+        status: res.statusCode,
+        ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        rpc: body && typeof body.method === 'string' ? body.method : undefined,
+        subject: principal?.subject,
+        tenant: principal?.tenant,
+        client: principal?.client,
+      });
+    });
+    next();
+  };
+}

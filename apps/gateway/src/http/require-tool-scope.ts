@@ -1,0 +1,51 @@
+import type { NextFunction, Request, Response } from 'express';
+import { bearerChallenge } from '@mtg/identity';
+import type { Catalogue, LongToolDefinition } from '@mtg/tools';
+import { principalOf } from './authenticate.ts';
+
+/**
+ * Step-up signal of the MCP authorization spec: a `tools/call` for a tool whose scope the
+ * token lacks gets HTTP 403 `insufficient_scope` naming the scope, before any SDK or tool
+ * code runs. (Unknown tools fall through to the protocol's own -32602.)
+ */
+export function requireToolScope(
+  catalogue: Catalogue,
+  longTools: ReadonlyMap<string, LongToolDefinition>,
+  resourceMetadataUrl: string,
+  onDenied?: (req: Request, code: string, tool: string) => void,
+) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.method !== 'POST') return next();
+    const messages: Array<{ method?: unknown; params?: { name?: unknown } }> = Array.isArray(
+      req.body,
+    )
+      ? req.body
+      : [req.body];
+    const principal = principalOf(res);
+    for (const m of messages) {
+      if (m.method !== 'tools/call' || typeof m.params?.name !== 'string') continue;
+      const tool = catalogue.get(m.params.name) ?? longTools.get(m.params.name);
+      if (tool?.scope && !principal.scopes.includes(tool.scope)) {
+        onDenied?.(req, 'insufficient_scope', tool.name);
+        res
+          .status(403)
+          .set(
+            'WWW-Authenticate',
+            bearerChallenge({
+              error: 'insufficient_scope',
+              description: `tool ${tool.name} requires scope ${tool.scope}`,
+              scope: [tool.scope],
+              resourceMetadataUrl,
+            }),
+          )
+          .json({
+            error: 'insufficient_scope',
+            error_description: `tool ${tool.name} requires scope ${tool.scope}`,
+            scope: tool.scope,
+          });
+        return;
+      }
+    }
+    next();
+  };
+}

@@ -1,0 +1,2 @@
+export { buildGateway, SCOPES, type Gateway } from './build-gateway.ts';
+export { gatewayConfigSchema, type GatewayConfig } from './config.ts';

@@ -1,0 +1,32 @@
+import { ConfigError, parseConfig } from '@mtg/config';
+import { createLogger } from '@mtg/log';
+import { buildGateway } from './build-gateway.ts';
+import { gatewayConfigSchema } from './config.ts';
+import { serveUntilSignalled } from './serve.ts';
+
+async function main() {
+  let config;
+  try {
+    config = parseConfig(gatewayConfigSchema, process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`gateway: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger('gateway', { level: config.LOG_LEVEL });
+  const gateway = await buildGateway(config, process.env, logger);
+  await serveUntilSignalled(gateway.app, {
+    port: config.GATEWAY_PORT,
+    host: config.GATEWAY_HOST,
+    logger,
+    ready: { service: 'gateway', url: config.resource },
+    onClose: () => gateway.close(),
+  });
+}
+
+main().catch((error) => {
+  process.stderr.write(`gateway: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

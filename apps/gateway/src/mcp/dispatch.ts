@@ -1,0 +1,149 @@
+import type { Principal } from '@mtg/identity';
+import type { TaskError, TaskRow, TaskService } from '@mtg/tasks';
+import {
+  toolListing,
+  type Catalogue,
+  type LongToolDefinition,
+  type ToolListing,
+  type ToolResult,
+} from '@mtg/tools';
+import { rpcErrorFor } from './task-errors.ts';
+
+/** How the caller's wire wants a long tool started. */
+export type CallMode =
+  | { kind: 'plain' } // no task support: answer with a job handle
+  | { kind: 'core-task'; ttlMs?: number } // 2025-11-25 `task` param
+  | { kind: 'ext-task' }; // 2026-07-28 tasks extension
+
+export interface CallContext {
+  principal: Principal;
+  correlationId: string;
+  idempotencyKey?: string;
+  deadlineMs?: number;
+  wire: string;
+}
+
+export type DispatchOutcome =
+  | { kind: 'result'; result: ToolResult }
+  | { kind: 'task'; task: TaskRow }
+  | { kind: 'error'; code: number; message: string; data?: Record<string, unknown> };
+
+/** Era-independent tools/list and tools/call; adapters only translate shapes. */
+export interface Dispatch {
+  listTools(principal: Principal): { tools: Array<ToolListing & { execution?: { taskSupport: string } }> };
+  callTool(params: { name: string; arguments?: unknown }, mode: CallMode, ctx: CallContext): Promise<DispatchOutcome>;
+  tasks: TaskService;
+}
+
+export function createDispatch(
+  catalogue: Catalogue,
+  longTools: ReadonlyMap<string, LongToolDefinition>,
+  tasks: TaskService,
+): Dispatch {
+  const invalid = (detail: string): DispatchOutcome => ({
+    kind: 'result',
+    result: { isError: true, content: [{ type: 'text', text: `Invalid arguments: ${detail}` }] },
+  });
+  return {
+    tasks,
+    listTools(principal) {
+      const instant = catalogue.visibleTo(principal).map(toolListing);
+      const long = [...longTools.values()]
+        .filter((t) => principal.scopes.includes(t.scope))
+        .map((t) => ({ ...toolListing({ ...t, run: async () => ({ content: [] }) }), execution: { taskSupport: 'optional' } }));
+      return { tools: [...instant, ...long] };
+    },
+    async callTool(params, mode, ctx) {
+      const long = longTools.get(params.name);
+      if (!long) {
+        const outcome = await catalogue.call(ctx.principal, params.name, params.arguments, ctx.correlationId);
+        if (outcome.ok) return { kind: 'result', result: outcome.result };
+        // Scope is enforced at HTTP level first (403); a tool the caller cannot see is unknown.
+        return { kind: 'error', code: -32602, message: `Unknown tool: ${params.name}` };
+      }
+      if (!ctx.principal.scopes.includes(long.scope)) {
+        return { kind: 'error', code: -32602, message: `Unknown tool: ${params.name}` };
+      }
+      const parsed = long.inputSchema.safeParse(params.arguments ?? {});
+      if (!parsed.success) {
+        return invalid(parsed.error.issues.map((i) => `${i.path.join('.') || '(arguments)'}: ${i.message}`).join('; '));
+      }
+      const started = await tasks.start({
+        principal: ctx.principal,
+        tool: long,
+        args: parsed.data,
+        correlationId: ctx.correlationId,
+        wire: ctx.wire,
+        ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}),
+        ...(ctx.deadlineMs !== undefined ? { deadlineMs: ctx.deadlineMs } : {}),
+        ...(mode.kind === 'core-task' && mode.ttlMs !== undefined ? { ttlMs: mode.ttlMs } : {}),
+      });
+      if (!started.ok) {
+        if (mode.kind === 'plain') return { kind: 'result', result: toolErrorFor(started) };
+        return { kind: 'error', ...rpcErrorFor(started) };
+      }
+      if (mode.kind === 'plain') return { kind: 'result', result: jobHandle(started.task, started.created) };
+      return { kind: 'task', task: started.task };
+    },
+  };
+}
+
+/** What a client without task support gets at once from a long tool. */
+export function jobHandle(task: TaskRow, created: boolean): ToolResult {
+  const handle = {
+    jobId: task.id,
+    status: task.status,
+    tool: task.tool,
+    pollIntervalMs: task.poll_interval_ms,
+    deadline: task.deadline.toISOString(),
+    deduplicated: !created,
+    next: `Call get_job_status with {"jobId":"${task.id}"} until status is completed, failed or cancelled, then get_job_result.`,
+  };
+  return {
+    content: [
+      {
+        type: 'text',
+        text:
+          `${created ? 'Started' : 'Already running (same request)'}: job ${task.id} (${task.tool}). ` +
+          `Poll get_job_status every ${Math.round(task.poll_interval_ms / 1000) || 1}s; fetch the result with get_job_result.`,
+      },
+    ],
+    structuredContent: handle,
+  };
+}
+
+export function toolErrorFor(error: TaskError): ToolResult {
+  return {
+    isError: true,
+    content: [{ type: 'text', text: error.message }],
+    structuredContent: {
+      error: error.code,
+      ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
+    },
+  };
+}
+
+export function callContextFrom(
+  authInfo: { extra?: Record<string, unknown> } | undefined,
+  meta: Record<string, unknown> | undefined,
+  wire: string,
+): CallContext {
+  const principal = authInfo?.extra?.principal as Principal | undefined;
+  if (!principal) throw new Error('MCP request reached a handler without a verified principal');
+  const metaKey = meta?.[IDEMPOTENCY_META_KEY];
+  const headerKey = authInfo?.extra?.idempotencyKey;
+  const key = typeof metaKey === 'string' ? metaKey : typeof headerKey === 'string' ? headerKey : undefined;
+  const deadline = meta?.[DEADLINE_META_KEY];
+  return {
+    principal,
+    correlationId: String(authInfo?.extra?.correlationId ?? ''),
+    wire,
+    ...(key && key.length <= 200 ? { idempotencyKey: key } : {}),
+    ...(typeof deadline === 'number' && Number.isFinite(deadline) && deadline > 0 ? { deadlineMs: deadline } : {}),
+  };
+}
+
+/** Where a client puts an explicit idempotency key (or the `Idempotency-Key` header). */
+export const IDEMPOTENCY_META_KEY = 'io.mcp-task-gateway/idempotency-key';
+/** Where a client asks for a deadline (ms from now; capped per tool). */
+export const DEADLINE_META_KEY = 'io.mcp-task-gateway/deadline-ms';

@@ -1,0 +1,124 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  CancelTaskRequestSchema,
+  GetTaskPayloadRequestSchema,
+  GetTaskRequestSchema,
+  ListTasksRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { TaskError, TaskRow, TaskView } from '@mtg/tasks';
+import { callContextFrom, type Dispatch } from './dispatch.ts';
+import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
+import { rpcErrorFor } from './task-errors.ts';
+
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+const WIRE = 'core-2025';
+
+/**
+ * A fresh v1-SDK server for one 2025-era request (2025-11-25, 2025-06-18, 2025-03-26),
+ * with the 2025-11-25 core tasks served from Postgres. The SDK's TaskStore is not used:
+ * it never sees auth info and its cancel is not atomic (research/mcp-protocol.md); these
+ * handlers call the task service, which authorizes every verb.
+ */
+export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: number }): Server {
+  const server = new Server(SERVER_INFO, {
+    capabilities: {
+      tools: {},
+      tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+    },
+    instructions: INSTRUCTIONS,
+  });
+  const fail = (e: TaskError): never => {
+    const { code, message, data } = rpcErrorFor(e);
+    throw new McpError(code, message, data);
+  };
+
+  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => {
+    const ctx = callContextFrom(extra.authInfo, undefined, WIRE);
+    return dispatch.listTools(ctx.principal) as never;
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const ctx = callContextFrom(extra.authInfo, request.params._meta, WIRE);
+    const task = request.params.task;
+    const mode = task ? ({ kind: 'core-task', ...(task.ttl ? { ttlMs: task.ttl } : {}) } as const) : ({ kind: 'plain' } as const);
+    const listed = dispatch.listTools(ctx.principal).tools.find((t) => t.name === request.params.name);
+    if (task && listed && !listed.execution) {
+      // Spec: a tool that does not support tasks, asked to run as one.
+      throw new McpError(-32601, `Tool ${request.params.name} does not support task-augmented calls`);
+    }
+    const outcome = await dispatch.callTool(request.params, mode, { ...ctx, wire: task ? WIRE : 'plain-2025' });
+    if (outcome.kind === 'error') throw new McpError(outcome.code, outcome.message, outcome.data);
+    if (outcome.kind === 'task') return { task: coreTask(outcome.task) } as never;
+    return outcome.result as never;
+  });
+
+  server.setRequestHandler(GetTaskRequestSchema, async (request, extra) => {
+    const r = await dispatch.tasks.get(request.params.taskId, callContextFrom(extra.authInfo, undefined, WIRE));
+    if (!r.ok) return fail(r);
+    return coreTask(r.row) as never;
+  });
+
+  server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {
+    const taskId = request.params.taskId;
+    const r = await dispatch.tasks.awaitResult(taskId, callContextFrom(extra.authInfo, undefined, WIRE), options.resultWaitMs);
+    if (!r.ok) {
+      if (r.code === 'result_not_ready') {
+        throw new McpError(-32603, `Task ${taskId} still running after ${options.resultWaitMs} ms; call tasks/result again`);
+      }
+      return fail(r);
+    }
+    if (r.result) {
+      const stored = r.result.result;
+      return { ...stored, _meta: { ...((stored as { _meta?: object })._meta ?? {}), [RELATED_TASK]: { taskId } } } as never;
+    }
+    throw new McpError(-32603, `Task ${r.task.status}: ${r.task.statusMessage ?? r.task.outcome ?? ''}`, {
+      status: r.task.status,
+      outcome: r.task.outcome,
+      [RELATED_TASK]: { taskId },
+    });
+  });
+
+  server.setRequestHandler(ListTasksRequestSchema, async (request, extra) => {
+    const r = await dispatch.tasks.list(callContextFrom(extra.authInfo, undefined, WIRE), {
+      ...(request.params?.cursor ? { cursor: request.params.cursor } : {}),
+    });
+    if (!r.ok) return fail(r);
+    return { tasks: r.tasks.map(coreTaskFromView), ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) } as never;
+  });
+
+  server.setRequestHandler(CancelTaskRequestSchema, async (request, extra) => {
+    const r = await dispatch.tasks.cancel(request.params.taskId, callContextFrom(extra.authInfo, undefined, WIRE));
+    if (!r.ok) return fail(r);
+    return coreTaskFromView(r.task) as never;
+  });
+
+  return server;
+}
+
+/** The 2025-11-25 Task object. */
+function coreTask(row: TaskRow) {
+  return {
+    taskId: row.id,
+    status: row.status,
+    ttl: row.ttl_ms,
+    createdAt: row.created_at.toISOString(),
+    lastUpdatedAt: row.updated_at.toISOString(),
+    pollInterval: row.poll_interval_ms,
+    ...(row.status_message ? { statusMessage: row.status_message } : {}),
+  };
+}
+
+function coreTaskFromView(v: TaskView) {
+  return {
+    taskId: v.taskId,
+    status: v.status,
+    ttl: v.ttlMs,
+    createdAt: v.createdAt,
+    lastUpdatedAt: v.lastUpdatedAt,
+    pollInterval: v.pollIntervalMs,
+    ...(v.statusMessage ? { statusMessage: v.statusMessage } : {}),
+  };
+}

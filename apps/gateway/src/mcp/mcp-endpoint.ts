@@ -1,0 +1,61 @@
+import type { Request, Response } from 'express';
+import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
+import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Logger } from '@mtg/log';
+import type { Dispatch } from './dispatch.ts';
+import { createLegacyServer } from './legacy-server.ts';
+import { createModernServer } from './modern-server.ts';
+import { RPC, sendRpcError } from '../http/json-rpc-error.ts';
+
+/**
+ * One /mcp endpoint for every protocol era. 2026-07-28 requests (per-request `_meta`
+ * envelope, `server/discover`) go to the v2 SDK's stateless handler; everything else
+ * (`initialize`-based 2025-11-25 / 2025-06-18 / 2025-03-26) to a fresh v1 server and a
+ * stateless transport per request. Either way no state survives the request, so any
+ * replica answers any request.
+ */
+export function mcpEndpoint(dispatch: Dispatch, logger: Logger, options: { resultWaitMs: number }) {
+  const modern = toNodeHandler(
+    createMcpHandler(() => createModernServer(dispatch), {
+      legacy: 'reject',
+      responseMode: 'auto',
+      onerror: (error) => logger.warn('mcp modern error', { error: error.message }),
+    }),
+    { onerror: (error) => logger.error('mcp modern adapter error', { error: error.message }) },
+  );
+
+  async function legacy(req: Request, res: Response) {
+    const server = createLegacyServer(dispatch, options);
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req as never, res as never, req.body);
+  }
+
+  return async (req: Request, res: Response) => {
+    try {
+      if (req.method !== 'POST') {
+        // Stateless: no standalone SSE stream (GET) and no sessions to delete (DELETE).
+        res.setHeader('Allow', 'POST');
+        sendRpcError(res, 405, RPC.invalidRequest, 'Method not allowed: this endpoint is stateless; use POST');
+        return;
+      }
+      const probe = await toWebRequest(req as never, req.body);
+      if (await isLegacyRequest(probe, req.body)) await legacy(req, res);
+      else await modern(req as never, res as never, req.body);
+    } catch (error) {
+      logger.error('mcp endpoint failure', {
+        correlationId: res.locals.correlationId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      if (!res.headersSent) sendRpcError(res, 500, RPC.internalError, 'Internal error');
+    }
+  };
+}

@@ -1,0 +1,122 @@
+import { MissingRequiredClientCapabilityError, ProtocolError, Server } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { TaskError, TaskView } from '@mtg/tasks';
+import { callContextFrom, type Dispatch } from './dispatch.ts';
+import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
+import { rpcErrorFor } from './task-errors.ts';
+
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+const WIRE = 'ext-2026';
+
+type Ctx = {
+  http?: { authInfo?: { extra?: Record<string, unknown> } };
+  mcpReq: { _meta?: Record<string, unknown>; envelope?: { clientCapabilities?: { extensions?: Record<string, unknown> } } };
+};
+
+/**
+ * A fresh v2-SDK server for one 2026-07-28 request (stateless: never reused), serving the
+ * tasks extension from Postgres. The SDK has no server side for the extension, so its three
+ * methods are custom handlers over the task service.
+ */
+export function createModernServer(dispatch: Dispatch): Server {
+  const server = new Server(SERVER_INFO, {
+    capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } as never,
+    instructions: INSTRUCTIONS,
+  });
+  const optedIn = (ctx: Ctx) => ctx.mcpReq.envelope?.clientCapabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
+  const requireExtension = (ctx: Ctx) => {
+    if (!optedIn(ctx)) {
+      throw new MissingRequiredClientCapabilityError(
+        { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } } as never,
+        `tasks/* requires the ${TASKS_EXTENSION} extension in the request's client capabilities`,
+      );
+    }
+  };
+  const fail = (e: TaskError): never => {
+    const { code, message, data } = rpcErrorFor(e);
+    throw new ProtocolError(code, message, data);
+  };
+
+  server.setRequestHandler('tools/list', (_request, ctx) => {
+    const c = callContextFrom((ctx as Ctx).http?.authInfo, undefined, WIRE);
+    return dispatch.listTools(c.principal) as never;
+  });
+
+  server.setRequestHandler('tools/call', async (request, ctx) => {
+    const c = ctx as unknown as Ctx;
+    const call = callContextFrom(c.http?.authInfo, c.mcpReq._meta, WIRE);
+    const mode = optedIn(c) ? ({ kind: 'ext-task' } as const) : ({ kind: 'plain' } as const);
+    const outcome = await dispatch.callTool(request.params, mode, { ...call, wire: optedIn(c) ? WIRE : 'plain-2026' });
+    if (outcome.kind === 'error') throw new ProtocolError(outcome.code, outcome.message, outcome.data);
+    if (outcome.kind === 'task') {
+      // Only now, with the row committed, does the client learn the task exists.
+      const t = outcome.task;
+      return {
+        resultType: 'task',
+        taskId: t.id,
+        status: t.status,
+        ...(t.status_message ? { statusMessage: t.status_message } : {}),
+        createdAt: t.created_at.toISOString(),
+        lastUpdatedAt: t.updated_at.toISOString(),
+        ttlMs: t.ttl_ms,
+        pollIntervalMs: t.poll_interval_ms,
+      } as never;
+    }
+    return outcome.result as never;
+  });
+
+  const taskIdParams = z.object({ taskId: z.string() }).passthrough();
+
+  server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params, ctx) => {
+    const c = ctx as unknown as Ctx;
+    requireExtension(c);
+    const call = callContextFrom(c.http?.authInfo, undefined, WIRE);
+    const r = await dispatch.tasks.get(params.taskId, call);
+    if (!r.ok) return fail(r);
+    return (await detailedTask(dispatch, r.task, call)) as never;
+  });
+
+  server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params, ctx) => {
+    const c = ctx as unknown as Ctx;
+    requireExtension(c);
+    const r = await dispatch.tasks.get(params.taskId, callContextFrom(c.http?.authInfo, undefined, WIRE));
+    if (!r.ok) return fail(r);
+    // Accepted per spec. No tool of this gateway asks for input yet, so responses for a
+    // task that is not input_required change nothing (checkpoint mode uses this later).
+    return { resultType: 'complete' } as never;
+  });
+
+  server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params, ctx) => {
+    const c = ctx as unknown as Ctx;
+    requireExtension(c);
+    const r = await dispatch.tasks.cancel(params.taskId, callContextFrom(c.http?.authInfo, undefined, WIRE));
+    if (!r.ok && r.code !== 'task_terminal') return fail(r);
+    return { resultType: 'complete' } as never;
+  });
+
+  return server;
+}
+
+/** A 2026 `tasks/get` answer: the task, with the final result or error inlined. */
+async function detailedTask(dispatch: Dispatch, task: TaskView, call: ReturnType<typeof callContextFrom>) {
+  const base = {
+    resultType: 'complete',
+    taskId: task.taskId,
+    status: task.status,
+    ...(task.statusMessage ? { statusMessage: task.statusMessage } : {}),
+    createdAt: task.createdAt,
+    lastUpdatedAt: task.lastUpdatedAt,
+    ttlMs: task.ttlMs,
+    pollIntervalMs: task.pollIntervalMs,
+  };
+  if (task.status === 'completed') {
+    const r = await dispatch.tasks.result(task.taskId, call);
+    if (r.ok && r.result) return { ...base, result: { resultType: 'complete', ...r.result.result } };
+    return { ...base, status: 'failed', error: { code: -32603, message: 'The result is no longer stored' } };
+  }
+  if (task.status === 'failed') {
+    return { ...base, error: { code: -32603, message: task.statusMessage ?? 'Task failed', data: { outcome: task.outcome } } };
+  }
+  if (task.status === 'input_required') return { ...base, inputRequests: {} };
+  return base;
+}

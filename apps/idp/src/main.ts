@@ -1,0 +1,78 @@
+import { ConfigError, parseConfig } from '@mtg/config';
+import { createLogger } from '@mtg/log';
+import { dataDir, loadOrCreateDevSecrets } from '../../../scripts/lib/dev-secrets.ts';
+import type { StaticClientId } from './clients.ts';
+import { idpConfigSchema } from './config.ts';
+import { startIdp } from './create-idp.ts';
+
+const logger = createLogger('idp');
+
+async function main(): Promise<void> {
+  const config = parseConfig(idpConfigSchema, process.env);
+  const dir = dataDir({ DATA_DIR: config.DATA_DIR });
+
+  // The development default: secrets generated once into <DATA_DIR>/dev-secrets.json and
+  // shared with the other processes of the local stack.
+  const devSecrets =
+    config.IDP_CLIENT_SECRETS && config.IDP_ADMIN_TOKEN
+      ? undefined
+      : await loadOrCreateDevSecrets(dir);
+  const clientSecrets = (config.IDP_CLIENT_SECRETS ?? devSecrets?.clientSecrets) as Record<
+    StaticClientId,
+    string
+  >;
+  const adminToken = (config.IDP_ADMIN_TOKEN ?? devSecrets?.idpAdminToken) as string;
+
+  const running = await startIdp({
+    port: config.IDP_PORT,
+    host: config.IDP_HOST,
+    issuer: config.IDP_ISSUER,
+    dataDir: dir,
+    clientSecrets,
+    adminToken,
+    resources: {
+      gateway: config.GATEWAY_RESOURCE,
+      worker: config.WORKER_RESOURCE,
+      downstream: config.DOWNSTREAM_RESOURCE,
+    },
+    accessTokenTtl: config.IDP_ACCESS_TOKEN_TTL,
+    ssfPush: config.SSF_PUSH_URL
+      ? { url: config.SSF_PUSH_URL, authorization: config.SSF_PUSH_AUTH }
+      : undefined,
+    logger,
+  });
+
+  logger.info('listening', {
+    url: running.url,
+    issuer: running.idp.issuer,
+    dataDir: dir,
+    secrets: devSecrets ? 'dev-secrets.json' : 'environment',
+    ssfPushUrl: config.SSF_PUSH_URL ?? null,
+  });
+  process.send?.({ type: 'ready', service: 'idp', url: running.url, issuer: running.idp.issuer });
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('stopping', { signal });
+    running.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error('close failed', { error });
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    logger.error(error.message, { code: error.code, issues: error.issues });
+  } else {
+    logger.error('idp failed to start', { error });
+  }
+  process.exitCode = 1;
+});

@@ -1,0 +1,61 @@
+import type { ResourceServer } from 'oidc-provider';
+import { SIGNING_ALG } from './signing-key.ts';
+
+/** The scopes the dev IdP grants for its resource servers (the contract's list). */
+export const RESOURCE_SCOPES = [
+  'env:provision',
+  'reports:run',
+  'records:write',
+  'tasks:admin',
+] as const;
+
+/** What a user token carries when no scope is requested: everything but administration. */
+export const DEFAULT_USER_SCOPES: readonly string[] = RESOURCE_SCOPES.filter(
+  (s) => s !== 'tasks:admin',
+);
+
+/** Resource indicators (RFC 8707) of the stack; each becomes a JWT access token audience. */
+export interface Resources {
+  /** The gateway's MCP endpoint, e.g. http://127.0.0.1:3000/mcp. */
+  gateway: string;
+  /** The worker service, the audience of task-bound delegations. */
+  worker: string;
+  /** The demo downstream system. */
+  downstream: string;
+}
+
+export function isKnownResource(resources: Resources, value: string): boolean {
+  return (
+    value === resources.gateway || value === resources.worker || value === resources.downstream
+  );
+}
+
+/**
+ * The resource each service client operates. A client may exchange a token issued for the
+ * resource it operates (the gateway exchanges tokens sent to the gateway), besides tokens
+ * issued to itself.
+ */
+export function resourceServedBy(resources: Resources, clientId: string): string | undefined {
+  if (clientId === 'mcp-gateway') return resources.gateway;
+  if (clientId === 'mcp-worker') return resources.worker;
+  return undefined;
+}
+
+export function splitScope(scope: string | undefined): string[] {
+  return [...new Set((scope ?? '').split(' ').filter(Boolean))];
+}
+
+/** How oidc-provider issues tokens for a known resource: ES256 JWTs (RFC 9068). */
+export function resourceServerInfo(
+  resources: Resources,
+  resource: string,
+  accessTokenTtl: number,
+): ResourceServer | undefined {
+  if (!isKnownResource(resources, resource)) return undefined;
+  return {
+    scope: RESOURCE_SCOPES.join(' '),
+    accessTokenTTL: accessTokenTtl,
+    accessTokenFormat: 'jwt',
+    jwt: { sign: { alg: SIGNING_ALG } },
+  };
+}

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { url } from '@mtg/config';
+
+/** The worker's environment. Parsed once in main.ts. */
+export const workerConfigSchema = z
+  .object({
+    DATABASE_URL: z.string().min(1, 'is required (postgres://...)'),
+    DATABASE_ROLE: z.string().min(1).default('mtg_worker'),
+    WORKER_ID: z.string().min(1).optional(),
+    /** Tasks one worker process runs at once. */
+    WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(20),
+    /** Lease length: a dead worker's task is picked up again after about this long. */
+    WORKER_LEASE_MS: z.coerce.number().int().min(500).max(60_000).default(4000),
+    WORKER_POLL_MS: z.coerce.number().int().min(100).default(2000),
+    WORKER_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),
+    SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+    /** Duration of each demo step and batch. */
+    DEMO_STEP_MS: z.coerce.number().int().min(0).default(1500),
+    AUTH_ISSUER: url().optional(),
+    IDP_ISSUER: url().optional(),
+    CLIENT_ID: z.string().min(1).default('mcp-worker'),
+    CLIENT_SECRET: z
+      .string()
+      .min(1, 'is required: the worker authenticates to the IdP as its own client'),
+    DOWNSTREAM_URL: url().default('http://127.0.0.1:9500'),
+    DOWNSTREAM_RESOURCE: url().optional(),
+    LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
+  })
+  .transform((c) => ({
+    ...c,
+    workerId: c.WORKER_ID ?? `worker-${process.pid}`,
+    issuer: c.AUTH_ISSUER ?? c.IDP_ISSUER ?? 'http://127.0.0.1:9400',
+    downstreamResource: c.DOWNSTREAM_RESOURCE ?? c.DOWNSTREAM_URL.replace(/\/$/, ''),
+  }));
+
+export type WorkerConfig = z.infer<typeof workerConfigSchema>;

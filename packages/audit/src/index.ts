@@ -1,0 +1,2 @@
+export { appendAudit, type AuditEvent, type AuditEventType } from './append-audit.ts';
+export { canonicalJson } from './canonical-json.ts';

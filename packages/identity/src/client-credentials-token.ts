@@ -1,0 +1,51 @@
+import * as oidc from 'openid-client';
+
+/**
+ * A cached client-credentials access token for one resource, refreshed when it has less than
+ * `refreshBeforeSeconds` left. Used by the worker for its own (workload) identity.
+ */
+export function clientCredentialsToken(options: {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  resource: string;
+  scope?: string;
+  refreshBeforeSeconds?: number;
+}): () => Promise<string> {
+  let configuration: Promise<oidc.Configuration> | undefined;
+  let cached: { token: string; expiresAt: number } | undefined;
+  let inflight: Promise<string> | undefined;
+  const margin = (options.refreshBeforeSeconds ?? 30) * 1000;
+
+  const discover = () => {
+    configuration ??= oidc
+      .discovery(new URL(options.issuer), options.clientId, options.clientSecret, oidc.ClientSecretBasic(), {
+        ...(options.issuer.startsWith('http://') ? { execute: [oidc.allowInsecureRequests] } : {}),
+      })
+      .catch((error: unknown) => {
+        configuration = undefined;
+        throw error;
+      });
+    return configuration;
+  };
+
+  return async () => {
+    if (cached && cached.expiresAt - margin > Date.now()) return cached.token;
+    inflight ??= (async () => {
+      try {
+        const response = await oidc.clientCredentialsGrant(await discover(), {
+          resource: options.resource,
+          ...(options.scope ? { scope: options.scope } : {}),
+        });
+        cached = {
+          token: response.access_token,
+          expiresAt: Date.now() + (response.expires_in ?? 60) * 1000,
+        };
+        return cached.token;
+      } finally {
+        inflight = undefined;
+      }
+    })();
+    return inflight;
+  };
+}

@@ -1,0 +1,50 @@
+export { hasScopes, type Principal, type Actor } from './principal.ts';
+export {
+  createKeySource,
+  KeysUnavailableError,
+  type KeySource,
+  type KeySourceOptions,
+  type RemoteKeySourceOptions,
+  type StaticKeySourceOptions,
+  type GetKey,
+} from './create-key-source.ts';
+export {
+  verifyAccessToken,
+  DEFAULT_ALGORITHMS,
+  type TokenErrorCode,
+  type VerifyAccessTokenOptions,
+  type VerifyOptions,
+  type KeyResolver,
+  type VerifyAccessTokenResult,
+} from './verify-access-token.ts';
+export {
+  CLAIM_PRESETS,
+  resolveClaimMapping,
+  mapClaims,
+  type ClaimMapping,
+  type ClaimMappingOverrides,
+  type ClaimPreset,
+  type ScopeClaim,
+  type TenantMapping,
+  type MappedClaims,
+  type MapClaimsResult,
+} from './claim-mapping.ts';
+export {
+  claimMappingEnv,
+  claimMappingFromEnv,
+  claimMappingFromConfig,
+  type ClaimMappingEnv,
+} from './claim-mapping-env.ts';
+export {
+  bearerChallenge,
+  type BearerChallengeOptions,
+  type BearerErrorCode,
+} from './bearer-challenge.ts';
+export {
+  protectedResourceMetadata,
+  metadataUrlsFor,
+  type ProtectedResourceMetadata,
+  type ProtectedResourceMetadataOptions,
+} from './protected-resource-metadata.ts';
+export { extractBearer, type ExtractBearerResult } from './extract-bearer.ts';
+export { clientCredentialsToken } from './client-credentials-token.ts';

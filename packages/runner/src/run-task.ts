@@ -1,0 +1,300 @@
+import type { Pool } from 'pg';
+import { appendAudit } from '@mtg/audit';
+import { withTransaction } from '@mtg/db';
+import type { Logger } from '@mtg/log';
+import { appendCancelled, settleTask, type TaskRow } from '@mtg/tasks';
+import type { DownstreamClient, LongToolDefinition, TaskContext } from '@mtg/tools';
+import { journalStep, loadJournal, recordProgress } from './journal.ts';
+import { claimLease, releaseLease, renewAndCheck, type Boundary, type Lease } from './lease.ts';
+import { abortableSleep, StopRun, ToolError, type StopReason } from './stop.ts';
+
+export interface RunDeps {
+  pool: Pool;
+  tools: ReadonlyMap<string, LongToolDefinition>;
+  workerId: string;
+  /** Lease length; renewed at every boundary and every leaseMs/3 in between. */
+  leaseMs: number;
+  stepMs: number;
+  /** Attempts after which an unexpected error fails the task instead of retrying. */
+  maxAttempts: number;
+  downstreamFor(task: TaskRow, signal: AbortSignal): DownstreamClient;
+  logger: Logger;
+  /** Aborted on graceful shutdown: the run stops at its next step boundary. */
+  drain?: AbortSignal;
+}
+
+/** What the worker loop does with the job afterwards. */
+export type RunResult =
+  | 'settled' // terminal now: complete the job
+  | 'gone' // nothing to run: complete the job
+  | 'released' // shutdown: lease given back; let the job be retried elsewhere
+  | 'held' // another live worker has it: retry later
+  | 'lost' // lease taken over while running: the other worker owns it now
+  | 'retry'; // unexpected error: retry from the journal
+
+/**
+ * Runs (or resumes) one task under a fenced lease. `stop` aborts it from outside: a cancel
+ * or deadline notification, or shutdown. Finished steps are never run again; on any stop
+ * the run waits for its in-flight steps to settle before it records the outcome, so once
+ * the task shows `cancelled` no step of this run is still talking to a downstream system.
+ */
+export async function runTask(
+  deps: RunDeps,
+  taskId: string,
+  stop: AbortSignal,
+): Promise<RunResult> {
+  const claim = await claimLease(deps.pool, taskId, deps.workerId, deps.leaseMs);
+  if (claim.kind !== 'claimed') return claim.kind;
+  const { lease, task } = claim;
+  const tool = deps.tools.get(task.tool);
+  const log = deps.logger.child({ taskId, tool: task.tool, epoch: lease.epoch });
+  const auditBase = {
+    taskId,
+    tenant: task.tenant,
+    subject: task.subject,
+    client: task.client,
+    tool: task.tool,
+    correlationId: task.correlation_id,
+  };
+  await appendAudit(deps.pool, {
+    type: claim.firstStart ? 'task.started' : 'task.lease_taken',
+    ...auditBase,
+    actor: { subject: deps.workerId, kind: 'worker' },
+    data: { worker: deps.workerId, epoch: lease.epoch, attempt: task.attempts },
+  });
+
+  const run = new AbortController();
+  const onStop = () => run.abort(stop.reason ?? new StopRun('shutdown'));
+  stop.addEventListener('abort', onStop, { once: true });
+  if (stop.aborted) onStop();
+  const inflight = new Set<Promise<unknown>>();
+  let lastBoundary: Boundary | undefined;
+  const check = async (): Promise<void> => {
+    const b = await renewAndCheck(deps.pool, taskId, lease, deps.leaseMs);
+    lastBoundary = b;
+    const reason = boundaryStop(b) ?? (deps.drain?.aborted ? 'shutdown' : undefined);
+    if (reason) run.abort(new StopRun(reason));
+    if (run.signal.aborted) throw toStop(run.signal.reason);
+  };
+  const renewer = setInterval(() => {
+    check().catch(() => {});
+  }, Math.max(250, Math.floor(deps.leaseMs / 3)));
+  renewer.unref();
+
+  const started = Date.now();
+  const downstreamSystems = new Set<string>();
+  try {
+    if (!tool) throw new Error(`no such tool on this worker: ${task.tool}`);
+    const journal = await loadJournal(deps.pool, taskId);
+    let seq = journal.size;
+    const downstream = deps.downstreamFor(task, run.signal);
+    const context: TaskContext = {
+      taskId,
+      owner: { tenant: task.tenant, subject: task.subject, client: task.client },
+      signal: run.signal,
+      stepMs: deps.stepMs,
+      sleep: (ms) => abortableSleep(ms, run.signal).catch((e) => { throw toStop(e); }),
+      downstream: {
+        write: (path, body, o) => {
+          downstreamSystems.add('downstream');
+          return downstream.write(path, body, o);
+        },
+        read: (path, o) => {
+          downstreamSystems.add('downstream');
+          return downstream.read(path, o);
+        },
+      },
+      async progress(current, total, message) {
+        await recordProgress(deps.pool, taskId, lease, { current, total }, message);
+      },
+      step(name, fn) {
+        if (journal.has(name)) return Promise.resolve(journal.get(name) as never);
+        const p = (async () => {
+          await check();
+          const stepStarted = new Date();
+          let output;
+          try {
+            output = await fn(run.signal);
+          } catch (error) {
+            if (run.signal.aborted) throw toStop(run.signal.reason);
+            throw error;
+          }
+          const recorded = await withTransaction(deps.pool, async (c) => {
+            const ok = await journalStep(c, taskId, lease, { name, seq: ++seq, output, startedAt: stepStarted });
+            if (ok) {
+              await appendAudit(c, {
+                type: 'task.step_completed',
+                ...auditBase,
+                data: { step: name, durationMs: Date.now() - stepStarted.getTime(), worker: deps.workerId },
+              });
+            }
+            return ok;
+          });
+          if (!recorded) throw new StopRun('lease_lost');
+          journal.set(name, output);
+          return output;
+        })();
+        inflight.add(p);
+        p.then(() => inflight.delete(p), () => inflight.delete(p));
+        return p;
+      },
+    };
+
+    const structured = await tool.execute(context, task.arguments as never);
+    await check();
+    return await complete(deps, tool, task, lease, auditBase, {
+      content: [{ type: 'text', text: JSON.stringify(structured) }],
+      structuredContent: structured,
+    }, started, downstreamSystems);
+  } catch (error) {
+    // Nothing may still be running when the outcome is written.
+    await Promise.allSettled([...inflight]);
+    if (error instanceof ToolError) {
+      return await complete(deps, tool!, task, lease, auditBase, {
+        content: [{ type: 'text', text: error.message }],
+        isError: true,
+      }, started, downstreamSystems);
+    }
+    const reason = error instanceof StopRun ? error.reason : run.signal.aborted ? toStop(run.signal.reason).reason : undefined;
+    if (reason) return await stopped(deps, task, lease, auditBase, reason, lastBoundary, log);
+    log.warn('task attempt failed', { error: error instanceof Error ? error.message : String(error) });
+    if (task.attempts < deps.maxAttempts) {
+      await releaseLease(deps.pool, taskId, lease);
+      return 'retry';
+    }
+    return await fail(deps, task, lease, auditBase, 'failed', `Task failed after ${task.attempts} attempts: ${error instanceof Error ? error.message : String(error)}`);
+  } finally {
+    clearInterval(renewer);
+    stop.removeEventListener('abort', onStop);
+  }
+}
+
+function boundaryStop(b: Boundary): StopReason | undefined {
+  if (!b.mine) return 'lease_lost';
+  if (b.cancelRequested) return b.cancelRequestedBy?.path === 'revocation' ? 'revoked' : 'cancel';
+  if (b.pastDeadline) return 'deadline';
+  return undefined;
+}
+
+function toStop(reason: unknown): StopRun {
+  return reason instanceof StopRun ? reason : new StopRun('shutdown');
+}
+
+async function stopped(
+  deps: RunDeps,
+  task: TaskRow,
+  lease: Lease,
+  auditBase: Record<string, string>,
+  reason: StopReason,
+  lastBoundary: Boundary | undefined,
+  log: Logger,
+): Promise<RunResult> {
+  if (reason === 'lease_lost') {
+    log.info('lease lost; another worker or the gateway owns the task now');
+    return 'lost';
+  }
+  if (reason === 'shutdown') {
+    await releaseLease(deps.pool, task.id, lease);
+    return 'released';
+  }
+  // A notification can arrive before our own boundary read: read the row's truth.
+  const b = await renewAndCheck(deps.pool, task.id, lease, deps.leaseMs).catch(() => lastBoundary);
+  if (!b?.mine) return 'lost';
+  if (b.cancelRequested) {
+    const by = (b.cancelRequestedBy ?? { path: 'owner', reason: 'cancelled' }) as Record<string, unknown> & { path: string };
+    await withTransaction(deps.pool, async (c) => {
+      const row = await settleTask(c, {
+        taskId: task.id,
+        status: 'cancelled',
+        outcome: by.path === 'revocation' ? 'revoked' : 'cancelled',
+        message: `Cancelled: ${String(by.reason ?? by.path)}`,
+        endedBy: by,
+        lease,
+      });
+      if (row) await appendCancelled(c, row, by, 'worker');
+    });
+    return 'settled';
+  }
+  if (b.pastDeadline || reason === 'deadline') {
+    return fail(deps, task, lease, auditBase, 'deadline', `Deadline exceeded (${task.deadline.toISOString()}); the task was stopped`);
+  }
+  // Aborted without a recorded reason (e.g. notification for a cancel that lost a race):
+  // give the lease back so the job resumes.
+  await releaseLease(deps.pool, task.id, lease);
+  return 'retry';
+}
+
+async function fail(
+  deps: RunDeps,
+  task: TaskRow,
+  lease: Lease,
+  auditBase: Record<string, string>,
+  outcome: string,
+  message: string,
+): Promise<RunResult> {
+  await withTransaction(deps.pool, async (c) => {
+    const row = await settleTask(c, {
+      taskId: task.id, status: 'failed', outcome, message,
+      endedBy: { path: outcome === 'deadline' ? 'deadline' : 'worker', worker: deps.workerId },
+      lease,
+    });
+    if (row) {
+      await appendAudit(c, {
+        type: 'task.failed',
+        ...auditBase,
+        reason: outcome,
+        data: { message, durationMs: row.ended_at!.getTime() - row.created_at.getTime(), attempts: row.attempts },
+      });
+    }
+  });
+  return 'settled';
+}
+
+async function complete(
+  deps: RunDeps,
+  tool: LongToolDefinition,
+  task: TaskRow,
+  lease: Lease,
+  auditBase: Record<string, string>,
+  result: { content: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean },
+  started: number,
+  downstreamSystems: Set<string>,
+): Promise<RunResult> {
+  const text = JSON.stringify(result);
+  const size = Buffer.byteLength(text);
+  if (size > tool.limits.maxResultBytes) {
+    return fail(deps, task, lease, auditBase, 'result_too_large',
+      `Result of ${size} bytes exceeds the ${tool.limits.maxResultBytes}-byte limit of ${tool.name}`);
+  }
+  const settled = await withTransaction(deps.pool, async (c) => {
+    const stored = await c.query(
+      `INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
+       SELECT id, $4, $5, $6, now() + ttl_ms * interval '1 millisecond', $7 FROM app.tasks
+        WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status IN ('working', 'input_required')`,
+      [task.id, lease.owner, lease.epoch, text, result.isError === true, size, tool.limits.deleteResultOnRead],
+    );
+    if (stored.rowCount !== 1) return undefined;
+    const row = await settleTask(c, {
+      taskId: task.id, status: 'completed', outcome: result.isError ? 'tool_error' : 'completed',
+      message: result.isError ? 'Completed with a tool error' : 'Completed',
+      endedBy: { path: 'worker', worker: deps.workerId },
+      lease,
+    });
+    if (!row) throw new Error('settle refused after a fenced result insert'); // rolls back
+    await appendAudit(c, {
+      type: 'task.completed',
+      ...auditBase,
+      reason: result.isError ? 'tool_error' : 'success',
+      data: {
+        outcome: result.isError ? 'tool_error' : 'success',
+        durationMs: row.ended_at!.getTime() - row.created_at.getTime(),
+        runMs: Date.now() - started,
+        resultBytes: size,
+        downstreamSystems: [...downstreamSystems],
+        attempts: row.attempts,
+      },
+    });
+    return row;
+  });
+  return settled ? 'settled' : 'lost';
+}

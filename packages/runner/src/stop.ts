@@ -1,0 +1,38 @@
+/** Why a run stops before its tool finished. */
+export type StopReason = 'cancel' | 'deadline' | 'lease_lost' | 'shutdown' | 'revoked';
+
+/** Thrown at a boundary (or from an aborted wait) to unwind the tool's code. */
+export class StopRun extends Error {
+  readonly reason: StopReason;
+  constructor(reason: StopReason) {
+    super(`run stopped: ${reason}`);
+    this.name = 'StopRun';
+    this.reason = reason;
+  }
+}
+
+/**
+ * An expected failure of the tool's own work (bad input discovered downstream, a refused
+ * write): the task completes with an `isError` result, as MCP asks for tool errors.
+ */
+export class ToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}
+
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

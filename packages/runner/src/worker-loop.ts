@@ -1,0 +1,125 @@
+import type { PgBoss } from 'pg-boss';
+import type { Logger } from '@mtg/log';
+import { CHANNELS, HEARTBEAT_SECONDS, JOB_QUEUE, type TaskEvents } from '@mtg/tasks';
+import { runTask, type RunDeps } from './run-task.ts';
+import { StopRun } from './stop.ts';
+
+export interface WorkerLoopOptions {
+  boss: PgBoss;
+  events: TaskEvents;
+  run: RunDeps;
+  /** Tasks this process runs at once. */
+  concurrency: number;
+  /** Fallback poll when no notification arrives (missed while reconnecting, etc.). */
+  pollMs: number;
+  logger: Logger;
+}
+
+type Job = { id: string; data: { taskId: string } };
+
+/**
+ * Pulls task jobs and runs them. Pickup is pushed, not polled: the gateway NOTIFYs on our
+ * own channel in the transaction that creates the task, and the notification (delivered at
+ * commit) makes this loop fetch at once. Cancel/deadline/revocation notifications reach the
+ * running task's abort signal directly.
+ */
+export function createWorkerLoop(o: WorkerLoopOptions) {
+  const running = new Map<string, { stop: AbortController; drain: AbortController; done: Promise<void> }>();
+  let fetching = false;
+  let again = false;
+  let stopped = false;
+  let poller: NodeJS.Timeout | undefined;
+  const offs: Array<() => void> = [];
+
+  const kick = async (): Promise<void> => {
+    if (stopped) return;
+    if (fetching) {
+      again = true;
+      return;
+    }
+    fetching = true;
+    try {
+      do {
+        again = false;
+        const free = o.concurrency - running.size;
+        if (free <= 0) break;
+        const jobs = (await o.boss.fetch(JOB_QUEUE, { batchSize: free })) as unknown as Job[];
+        for (const job of jobs) start(job);
+        if (jobs.length === free) again = true;
+      } while (again && !stopped);
+    } catch (error) {
+      o.logger.warn('job fetch failed', { error: error instanceof Error ? error.message : String(error) });
+    } finally {
+      fetching = false;
+    }
+  };
+
+  const start = (job: Job) => {
+    const taskId = job.data?.taskId;
+    if (typeof taskId !== 'string') {
+      void o.boss.fail(JOB_QUEUE, job as never, { error: 'job without taskId' } as never);
+      return;
+    }
+    const stop = new AbortController();
+    const drain = new AbortController();
+    const heartbeat = setInterval(() => {
+      o.boss.touch(JOB_QUEUE, job as never).catch(() => {});
+    }, (HEARTBEAT_SECONDS * 1000) / 3);
+    heartbeat.unref();
+    const done = (async () => {
+      try {
+        const result = await runTask({ ...o.run, drain: drain.signal }, taskId, stop.signal);
+        o.logger.info('task run ended', { taskId, result });
+        if (result === 'settled' || result === 'gone' || result === 'lost') {
+          await o.boss.complete(JOB_QUEUE, job as never);
+        } else {
+          // released (shutdown), held (another live worker), retry: pg-boss retries soon.
+          await o.boss.fail(JOB_QUEUE, job as never, { reason: result } as never);
+        }
+      } catch (error) {
+        o.logger.error('task run crashed', { taskId, error: error instanceof Error ? error.message : String(error) });
+        await o.boss.fail(JOB_QUEUE, job as never).catch(() => {});
+      } finally {
+        clearInterval(heartbeat);
+        running.delete(taskId);
+        void kick();
+      }
+    })();
+    running.set(taskId, { stop, drain, done });
+  };
+
+  return {
+    running: () => running.size,
+    async start() {
+      offs.push(o.events.on(CHANNELS.created, () => void kick()));
+      offs.push(
+        o.events.on(CHANNELS.control, (payload) => {
+          const entry = running.get(String(payload.taskId));
+          if (!entry) return;
+          const reason = payload.action === 'deadline' ? 'deadline' : payload.action === 'revoke' ? 'revoked' : 'cancel';
+          entry.stop.abort(new StopRun(reason));
+        }),
+      );
+      poller = setInterval(() => void kick(), o.pollMs);
+      poller.unref();
+      await kick();
+    },
+    /**
+     * Graceful stop: no new jobs; running tasks stop at their next step boundary (the step in
+     * flight finishes and is journaled), give their lease back and let pg-boss hand the job
+     * to another worker. After graceMs, in-flight steps are aborted too.
+     */
+    async stop(graceMs: number) {
+      stopped = true;
+      clearInterval(poller);
+      for (const off of offs) off();
+      for (const r of running.values()) r.drain.abort();
+      const all = Promise.allSettled([...running.values()].map((r) => r.done));
+      const timer = setTimeout(() => {
+        for (const r of running.values()) r.stop.abort(new StopRun('shutdown'));
+      }, graceMs);
+      await all;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,86 @@
+import type { Pool } from 'pg';
+import { appendAudit } from '@mtg/audit';
+import type { Principal } from '@mtg/identity';
+import { NOT_FOUND, taskError, type TaskError } from './errors.ts';
+import { TASK_ID } from './task-id.ts';
+import { OWNER_MATCH, RETAINED, type TaskRow } from './task-row.ts';
+
+export interface VerbContext {
+  principal: Principal;
+  correlationId: string;
+  wire: string;
+}
+
+/**
+ * Loads a task for a verb if, and only if, the caller owns it (same tenant, subject and
+ * client), it is retained, and the caller's token still holds the tool's scope. Every other
+ * case answers NOT_FOUND — a foreign task and a missing one are indistinguishable to the
+ * caller — while the audit event records the precise reason.
+ */
+export async function authorizeTask(
+  pool: Pool,
+  taskId: string,
+  verb: string,
+  ctx: VerbContext,
+  scopeOf: (tool: string) => string | undefined,
+): Promise<{ ok: true; task: TaskRow } | TaskError> {
+  const p = ctx.principal;
+  const row = TASK_ID.test(taskId)
+    ? (
+        await pool.query<TaskRow>(
+          `SELECT * FROM app.tasks WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
+          [taskId, p.tenant, p.subject, p.client],
+        )
+      ).rows[0]
+    : undefined;
+  if (!row) {
+    await deny(pool, ctx, verb, taskId, await whyNotFound(pool, taskId, p));
+    return NOT_FOUND;
+  }
+  const scope = scopeOf(row.tool);
+  if (scope && !p.scopes.includes(scope)) {
+    await deny(pool, ctx, verb, taskId, 'scope_missing', row.tool);
+    return taskError(
+      'insufficient_scope',
+      `Your token lacks scope ${scope}, needed for tasks of ${row.tool}`,
+      { scope },
+    );
+  }
+  return { ok: true, task: row };
+}
+
+/** For the audit record only; never shown to the caller. */
+async function whyNotFound(pool: Pool, taskId: string, p: Principal): Promise<string> {
+  if (!TASK_ID.test(taskId)) return 'malformed_task_id';
+  const r = await pool.query<{ tenant: string; subject: string; client: string; gone: boolean }>(
+    `SELECT tenant, subject, client, NOT ${RETAINED} AS gone FROM app.tasks WHERE id = $1`,
+    [taskId],
+  );
+  const t = r.rows[0];
+  if (!t) return 'unknown_task';
+  if (t.tenant !== p.tenant) return 'cross_tenant';
+  if (t.subject !== p.subject) return 'other_subject';
+  if (t.client !== p.client) return 'other_client';
+  return t.gone ? 'retention_passed' : 'unknown_task';
+}
+
+export async function deny(
+  pool: Pool,
+  ctx: VerbContext,
+  verb: string,
+  taskId: string | undefined,
+  reason: string,
+  tool?: string,
+): Promise<void> {
+  await appendAudit(pool, {
+    type: 'task.denied',
+    ...(taskId && TASK_ID.test(taskId) ? { taskId } : {}),
+    tenant: ctx.principal.tenant,
+    subject: ctx.principal.subject,
+    client: ctx.principal.client,
+    ...(tool ? { tool } : {}),
+    reason,
+    correlationId: ctx.correlationId,
+    data: { verb, wire: ctx.wire },
+  });
+}

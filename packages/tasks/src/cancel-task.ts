@@ -1,0 +1,156 @@
+import type { Pool } from 'pg';
+import { appendAudit } from '@mtg/audit';
+import { withTransaction } from '@mtg/db';
+import { authorizeTask, deny, type VerbContext } from './authorize-task.ts';
+import { CHANNELS } from './channels.ts';
+import { NOT_FOUND, taskError, type TaskOutcome } from './errors.ts';
+import type { TaskEvents } from './task-events.ts';
+import { TASK_ID } from './task-id.ts';
+import { isTerminal, RETAINED, toView, type TaskRow, type TaskView } from './task-row.ts';
+import { settleTask } from './settle-task.ts';
+
+export interface CancelOptions {
+  reason?: string;
+}
+
+export const ADMIN_SCOPE = 'tasks:admin';
+
+/**
+ * Cancels a task and returns only once the stop is acknowledged: the running worker
+ * settles it (after its in-flight downstream calls ended), or — when no live worker holds
+ * it, or the worker does not answer within the bound — the row is settled here and the
+ * lease epoch bumped, so the stale worker's later writes are refused. After this returns,
+ * no further step of the task is recorded and no downstream write is issued.
+ */
+export async function cancelTask(
+  deps: { pool: Pool; events: TaskEvents; cancelAckTimeoutMs: number },
+  scopeOf: (tool: string) => string | undefined,
+  taskId: string,
+  ctx: VerbContext,
+  options: CancelOptions,
+): Promise<TaskOutcome<{ task: TaskView }>> {
+  const p = ctx.principal;
+  let task: TaskRow;
+  let path: 'owner' | 'admin' = 'owner';
+  const own = await authorizeTask(deps.pool, taskId, 'cancel', ctx, scopeOf);
+  if (own.ok) {
+    task = own.task;
+  } else if (own.code === 'task_not_found' && p.scopes.includes(ADMIN_SCOPE) && TASK_ID.test(taskId)) {
+    // Administrators cancel other users' work in their own tenant only.
+    const r = await deps.pool.query<TaskRow>(
+      `SELECT * FROM app.tasks WHERE id = $1 AND tenant = $2 AND ${RETAINED}`,
+      [taskId, p.tenant],
+    );
+    if (!r.rows[0]) return NOT_FOUND;
+    task = r.rows[0];
+    path = 'admin';
+  } else {
+    return own;
+  }
+  if (isTerminal(task.status)) {
+    return taskError('task_terminal', `Task already ${task.status}; it cannot be cancelled`);
+  }
+
+  const by = {
+    path,
+    subject: p.subject,
+    client: p.client,
+    tenant: p.tenant,
+    reason: options.reason ?? (path === 'admin' ? 'cancelled by administrator' : 'cancelled by owner'),
+  };
+  await withTransaction(deps.pool, async (c) => {
+    await c.query(
+      `UPDATE app.tasks SET cancel_requested_at = COALESCE(cancel_requested_at, now()),
+              cancel_requested_by = COALESCE(cancel_requested_by, $2), updated_at = now()
+        WHERE id = $1 AND status IN ('working', 'input_required')`,
+      [taskId, JSON.stringify(by)],
+    );
+    await c.query('SELECT pg_notify($1, $2)', [
+      CHANNELS.control,
+      JSON.stringify({ taskId, action: 'cancel', reason: by.reason }),
+    ]);
+    await appendAudit(c, {
+      type: 'task.cancel_requested',
+      taskId,
+      tenant: task.tenant,
+      subject: task.subject,
+      client: task.client,
+      tool: task.tool,
+      reason: path,
+      correlationId: ctx.correlationId,
+      actor: { subject: p.subject, client: p.client, kind: path === 'admin' ? 'admin' : 'user' },
+      data: { wire: ctx.wire, note: by.reason },
+    });
+  });
+
+  const settled = await awaitStop(deps, task, by);
+  const finalRow = settled ??
+    (await deps.pool.query<TaskRow>('SELECT * FROM app.tasks WHERE id = $1', [taskId])).rows[0]!;
+  return { ok: true, task: toView(finalRow) };
+}
+
+async function awaitStop(
+  deps: { pool: Pool; events: TaskEvents; cancelAckTimeoutMs: number },
+  task: TaskRow,
+  by: Record<string, unknown> & { path: string; reason: string },
+): Promise<TaskRow | undefined> {
+  const deadline = Date.now() + deps.cancelAckTimeoutMs;
+  for (;;) {
+    const r = await deps.pool.query<TaskRow & { live: boolean }>(
+      `SELECT *, lease_owner IS NOT NULL AND lease_expires_at > now() AS live
+         FROM app.tasks WHERE id = $1`,
+      [task.id],
+    );
+    const row = r.rows[0]!;
+    if (isTerminal(row.status)) return row;
+    if (!row.live || Date.now() >= deadline) {
+      // Nobody is running it (queued, or its worker died), or the worker did not answer in
+      // time: stop it here. The epoch bump fences off any worker that still holds it.
+      const settled = await withTransaction(deps.pool, async (c) => {
+        const s = await settleTask(c, {
+          taskId: task.id,
+          status: 'cancelled',
+          outcome: by.path === 'revocation' ? 'revoked' : 'cancelled',
+          message: `Cancelled: ${by.reason}`,
+          endedBy: by,
+        });
+        if (s) await appendCancelled(c, s, by, row.live ? 'ack_timeout' : 'no_live_worker');
+        return s;
+      });
+      if (settled) return settled;
+      continue; // a worker settled it meanwhile; re-read
+    }
+    await deps.events.waitForSettled(task.id, Math.min(250, deadline - Date.now()), CHANNELS.settled);
+  }
+}
+
+/** The `task.cancelled` / `task.admin_cancelled` event, written with the settlement. */
+export async function appendCancelled(
+  db: Parameters<typeof appendAudit>[0],
+  row: TaskRow,
+  by: Record<string, unknown> & { path: string },
+  settledBy: string,
+): Promise<void> {
+  await appendAudit(db, {
+    type: by.path === 'admin' ? 'task.admin_cancelled' : 'task.cancelled',
+    taskId: row.id,
+    tenant: row.tenant,
+    subject: row.subject,
+    client: row.client,
+    tool: row.tool,
+    reason: by.path === 'revocation' ? 'revoked' : String(by.path),
+    correlationId: row.correlation_id,
+    actor: {
+      subject: String(by.subject ?? 'system'),
+      ...(by.client ? { client: String(by.client) } : {}),
+      kind: by.path === 'admin' ? 'admin' : by.path === 'owner' ? 'user' : 'system',
+    },
+    data: {
+      settledBy,
+      note: by.reason,
+      durationMs: row.ended_at && row.created_at ? row.ended_at.getTime() - row.created_at.getTime() : undefined,
+    },
+  });
+}
+
+export { deny };

@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool, PoolClient } from 'pg';
+import { appendAudit } from '@mtg/audit';
+import type { Principal } from '@mtg/identity';
+import type { LongToolDefinition } from '@mtg/tools';
+import { argumentHash, derivedKey } from './argument-hash.ts';
+import { CHANNELS } from './channels.ts';
+import { taskError, type TaskOutcome } from './errors.ts';
+import type { JobQueue } from './job-queue.ts';
+import { newTaskId } from './task-id.ts';
+import type { TaskRow } from './task-row.ts';
+
+export interface StartLimits {
+  maxActivePerUser: number;
+  maxActivePerTenant: number;
+  /** How long a derived key keeps deduplicating after its task ended. */
+  derivedDedupeWindowMs: number;
+  pollIntervalMs: number;
+}
+
+export interface StartInput {
+  principal: Principal;
+  tool: LongToolDefinition;
+  /** Arguments already validated against the tool's schema. */
+  args: unknown;
+  idempotencyKey?: string;
+  deadlineMs?: number;
+  ttlMs?: number;
+  correlationId: string;
+  wire: string;
+}
+
+export type StartOutcome = TaskOutcome<{ task: TaskRow; created: boolean }>;
+
+class Refused extends Error {
+  outcome: Extract<StartOutcome, { ok: false }>;
+  constructor(outcome: Extract<StartOutcome, { ok: false }>) {
+    super(outcome.message);
+    this.outcome = outcome;
+  }
+}
+
+const INSERT = `
+INSERT INTO app.tasks (id, issuer, tenant, subject, client, scopes, tool, arguments,
+  argument_summary, argument_hash, idempotency_key, idempotency_kind, dedupe_key,
+  dedupe_window_ms, correlation_id, status_message, deadline, ttl_ms, poll_interval_ms, job_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11, $13, $14, 'queued',
+  now() + $15 * interval '1 millisecond', $16, $17, $18)
+ON CONFLICT (tenant, subject, client, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+RETURNING *`;
+
+/**
+ * Starts a task, or returns the one an equal start already made. Check-and-create is one
+ * INSERT against a unique index, so concurrent identical starts converge on one row; the
+ * job and the `task.created` event commit with it or not at all.
+ */
+export async function createTask(
+  deps: { pool: Pool; queue: JobQueue; limits: StartLimits },
+  input: StartInput,
+): Promise<StartOutcome> {
+  const { principal: p, tool } = input;
+  const owner = { tenant: p.tenant, subject: p.subject, client: p.client };
+  const hash = argumentHash(tool.name, input.args);
+  const explicit = input.idempotencyKey !== undefined;
+  const key = explicit ? `explicit:${input.idempotencyKey}` : `derived:${derivedKey(owner, hash)}`;
+  const deadlineMs = Math.min(input.deadlineMs ?? tool.limits.defaultDeadlineMs, tool.limits.maxDeadlineMs);
+  const ttlMs = Math.min(input.ttlMs ?? tool.limits.retentionMs, tool.limits.retentionMs);
+  const audit = {
+    tenant: p.tenant,
+    subject: p.subject,
+    client: p.client,
+    tool: tool.name,
+    correlationId: input.correlationId,
+  };
+
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const client = await deps.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const id = newTaskId();
+      const jobId = randomUUID();
+      const inserted = await client.query<TaskRow>(INSERT, [
+        id, p.issuer, p.tenant, p.subject, p.client, p.scopes, tool.name,
+        JSON.stringify(input.args), JSON.stringify(tool.summarize(input.args)), hash,
+        key, explicit ? 'explicit' : 'derived',
+        explicit ? null : deps.limits.derivedDedupeWindowMs,
+        input.correlationId, deadlineMs, ttlMs, deps.limits.pollIntervalMs, jobId,
+      ]);
+      if (inserted.rowCount === 0) {
+        const existing = await reuseExisting(client, owner, key, hash, input, audit);
+        if (existing === 'retry') {
+          await client.query('ROLLBACK');
+          continue;
+        }
+        await client.query('COMMIT');
+        return existing;
+      }
+      const task = inserted.rows[0]!;
+      await enforceCaps(client, owner, deps.limits);
+      await deps.queue.enqueue(client, task.id, jobId, Math.ceil(deadlineMs / 1000) + 60);
+      await client.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify({ taskId: id })]);
+      await appendAudit(client, {
+        type: 'task.created',
+        taskId: id,
+        ...audit,
+        data: {
+          wire: input.wire,
+          arguments: task.argument_summary,
+          argumentHash: hash,
+          idempotency: explicit ? 'explicit' : 'derived',
+          deadline: task.deadline.toISOString(),
+          ttlMs,
+          scopes: p.scopes,
+          jobId,
+        },
+      });
+      await client.query('COMMIT');
+      return { ok: true, task, created: true };
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      if (error instanceof Refused) {
+        await appendAudit(deps.pool, {
+          type: 'task.denied',
+          ...audit,
+          reason: error.outcome.code,
+          data: { verb: 'start', wire: input.wire },
+        });
+        return error.outcome;
+      }
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+  throw new Error('createTask: idempotency slot kept changing under concurrent starts');
+}
+
+async function reuseExisting(
+  client: PoolClient,
+  owner: { tenant: string; subject: string; client: string },
+  key: string,
+  hash: string,
+  input: StartInput,
+  audit: Record<string, string>,
+): Promise<StartOutcome | 'retry'> {
+  const found = await client.query<TaskRow & { window_passed: boolean }>(
+    `SELECT *, dedupe_until IS NOT NULL AND dedupe_until <= now() AS window_passed
+       FROM app.tasks WHERE tenant = $1 AND subject = $2 AND client = $3 AND dedupe_key = $4`,
+    [owner.tenant, owner.subject, owner.client, key],
+  );
+  const existing = found.rows[0];
+  if (!existing) return 'retry'; // released between our INSERT and SELECT
+  if (existing.window_passed) {
+    // The earlier task ended long enough ago: free the key so this start creates a new task.
+    await client.query(
+      `UPDATE app.tasks SET dedupe_key = NULL WHERE id = $1 AND dedupe_until <= now()`,
+      [existing.id],
+    );
+    await client.query('COMMIT');
+    await client.query('BEGIN');
+    return 'retry';
+  }
+  if (existing.argument_hash !== hash) {
+    throw new Refused(
+      taskError(
+        'idempotency_conflict',
+        `Idempotency key "${input.idempotencyKey}" was already used for a different call ` +
+          `(task ${existing.id}); use a new key for different arguments`,
+      ),
+    );
+  }
+  await appendAudit(client, {
+    type: 'task.deduplicated',
+    taskId: existing.id,
+    ...audit,
+    data: { wire: input.wire, idempotency: existing.idempotency_kind },
+  });
+  return { ok: true, task: existing, created: false };
+}
+
+/**
+ * Active-task caps. Runs after the INSERT and takes a per-tenant transaction lock just
+ * before commit, so concurrent starts in one tenant count each other and cannot overshoot,
+ * while the lock is held only for the count and the commit.
+ */
+async function enforceCaps(
+  client: PoolClient,
+  owner: { tenant: string; subject: string },
+  limits: StartLimits,
+): Promise<void> {
+  await client.query(`SELECT pg_advisory_xact_lock(hashtext('mtg-cap:' || $1))`, [owner.tenant]);
+  const counts = await client.query<{ user_active: number; tenant_active: number }>(
+    `SELECT count(*) FILTER (WHERE subject = $2)::int AS user_active, count(*)::int AS tenant_active
+       FROM app.tasks WHERE tenant = $1 AND status IN ('working', 'input_required')`,
+    [owner.tenant, owner.subject],
+  );
+  const { user_active, tenant_active } = counts.rows[0]!;
+  if (user_active > limits.maxActivePerUser) {
+    throw new Refused(
+      taskError(
+        'user_limit',
+        `Too many active tasks for this user (limit ${limits.maxActivePerUser}); ` +
+          `retry after one of them finishes`,
+        { retryAfterSeconds: 5 },
+      ),
+    );
+  }
+  if (tenant_active > limits.maxActivePerTenant) {
+    throw new Refused(
+      taskError(
+        'tenant_limit',
+        `Too many active tasks in this tenant (limit ${limits.maxActivePerTenant}); ` +
+          `retry after one of them finishes`,
+        { retryAfterSeconds: 5 },
+      ),
+    );
+  }
+}

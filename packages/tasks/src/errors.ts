@@ -1,0 +1,32 @@
+/** Expected failures of the task verbs. Adapters map each code to their wire's error. */
+export type TaskErrorCode =
+  | 'task_not_found' // missing, foreign, or beyond retention: one answer for all
+  | 'insufficient_scope' // the owner's current token lacks the tool's scope
+  | 'idempotency_conflict' // same key, different tool or arguments
+  | 'user_limit' // too many active tasks for this subject
+  | 'tenant_limit' // too many active tasks in this tenant
+  | 'task_terminal' // cancel of a finished task
+  | 'result_not_ready'
+  | 'result_gone' // retention passed or deleted on an earlier read
+  | 'principal_revoked';
+
+export interface TaskError {
+  ok: false;
+  code: TaskErrorCode;
+  message: string;
+  retryAfterSeconds?: number;
+  scope?: string;
+}
+
+export type TaskOutcome<T> = ({ ok: true } & T) | TaskError;
+
+export function taskError(
+  code: TaskErrorCode,
+  message: string,
+  extra: Partial<Pick<TaskError, 'retryAfterSeconds' | 'scope'>> = {},
+): TaskError {
+  return { ok: false, code, message, ...extra };
+}
+
+/** The single answer for a task the caller may not see, whatever the reason. */
+export const NOT_FOUND = taskError('task_not_found', 'Task not found');

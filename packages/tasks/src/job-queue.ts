@@ -1,0 +1,80 @@
+import { PgBoss } from 'pg-boss';
+import type { Pool, Queryable } from '@mtg/db';
+import { JOB_QUEUE } from './channels.ts';
+
+/** The narrow face of pg-boss the verbs and workers use. */
+export interface JobQueue {
+  /** Enqueues the task's job in the caller's transaction (gone on ROLLBACK). */
+  enqueue(db: Queryable, taskId: string, jobId: string, expireInSeconds: number): Promise<void>;
+  boss: PgBoss;
+}
+
+// A crash uses a retry (pg-boss counts claims), so allow many; the task's own deadline is
+// the real bound on how long work may go on.
+export const JOB_OPTIONS = { retryLimit: 50, retryDelay: 1, retryBackoff: false } as const;
+export const HEARTBEAT_SECONDS = 10;
+
+/** A pg-boss instance over our pool (so its queries run under the process's role). */
+export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss {
+  return new PgBoss({
+    db: { executeSql: (text: string, values?: unknown[]) => pool.query(text, values) },
+    migrate: false,
+    createSchema: false,
+    schedule: false,
+    supervise: options.supervise,
+    // pg-boss checks these with `in`: set them only when supervising.
+    ...(options.supervise ? { superviseIntervalSeconds: 2, monitorIntervalSeconds: 1 } : {}),
+  } as ConstructorParameters<typeof PgBoss>[0]);
+}
+
+export function createJobQueue(boss: PgBoss): JobQueue {
+  return {
+    boss,
+    async enqueue(db, taskId, jobId, expireInSeconds) {
+      await boss.send(
+        JOB_QUEUE,
+        { taskId },
+        {
+          id: jobId,
+          ...JOB_OPTIONS,
+          heartbeatSeconds: HEARTBEAT_SECONDS,
+          expireInSeconds: Math.min(Math.max(expireInSeconds, 30), 86_400),
+          db: { executeSql: (text: string, values?: unknown[]) => db.query(text, values) },
+        },
+      );
+    },
+  };
+}
+
+/**
+ * Installs the pg-boss schema and the task queue as the database owner, then grants the
+ * application roles what pg-boss needs at run time. Idempotent; run by the launcher.
+ */
+export async function installQueue(ownerUrl: string, roles: string[]): Promise<void> {
+  const boss = new PgBoss({ connectionString: ownerUrl, schedule: false, supervise: false });
+  boss.on('error', () => {});
+  await boss.start();
+  try {
+    if (!(await boss.getQueue(JOB_QUEUE))) {
+      await boss.createQueue(JOB_QUEUE, {
+        policy: 'standard',
+        ...JOB_OPTIONS,
+        heartbeatSeconds: HEARTBEAT_SECONDS,
+      });
+    }
+  } finally {
+    await boss.stop({ graceful: false, close: true });
+  }
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: ownerUrl });
+  await client.connect();
+  try {
+    const list = roles.map((r) => pg.escapeIdentifier(r)).join(', ');
+    await client.query(`GRANT USAGE ON SCHEMA pgboss TO ${list}`);
+    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgboss TO ${list}`);
+    await client.query(`GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA pgboss TO ${list}`);
+    await client.query(`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA pgboss TO ${list}`);
+  } finally {
+    await client.end();
+  }
+}

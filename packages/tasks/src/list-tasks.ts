@@ -1,0 +1,53 @@
+import type { Queryable } from '@mtg/db';
+import type { Principal } from '@mtg/identity';
+import { RETAINED, toView, type TaskRow, type TaskView } from './task-row.ts';
+
+export interface TaskPage {
+  tasks: TaskView[];
+  nextCursor?: string;
+}
+
+const MAX_PAGE = 100;
+
+/** The caller's own tasks, newest first, keyset-paginated with an opaque cursor. */
+export async function listTasks(
+  db: Queryable,
+  p: Principal,
+  page: { cursor?: string; limit?: number },
+): Promise<TaskPage> {
+  const limit = Math.min(Math.max(page.limit ?? 50, 1), MAX_PAGE);
+  const after = decodeCursor(page.cursor);
+  const r = await db.query<TaskRow>(
+    `SELECT * FROM app.tasks
+      WHERE tenant = $1 AND subject = $2 AND client = $3 AND ${RETAINED}
+        AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
+      ORDER BY created_at DESC, id DESC
+      LIMIT $6`,
+    [p.tenant, p.subject, p.client, after?.at ?? null, after?.id ?? '', limit + 1],
+  );
+  const rows = r.rows.slice(0, limit);
+  const last = rows.at(-1);
+  return {
+    tasks: rows.map(toView),
+    ...(r.rows.length > limit && last
+      ? { nextCursor: encodeCursor({ at: last.created_at.toISOString(), id: last.id }) }
+      : {}),
+  };
+}
+
+function encodeCursor(c: { at: string; id: string }): string {
+  return Buffer.from(JSON.stringify(c)).toString('base64url');
+}
+
+function decodeCursor(cursor: string | undefined): { at: string; id: string } | undefined {
+  if (!cursor) return undefined;
+  try {
+    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as { at?: unknown; id?: unknown };
+    if (typeof c.at === 'string' && !Number.isNaN(Date.parse(c.at)) && typeof c.id === 'string') {
+      return { at: c.at, id: c.id };
+    }
+  } catch {
+    // fall through: an unreadable cursor starts from the top rather than failing
+  }
+  return undefined;
+}

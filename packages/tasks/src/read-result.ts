@@ -1,0 +1,33 @@
+import type { Queryable } from '@mtg/db';
+
+export interface StoredResult {
+  result: { content: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean };
+  isError: boolean;
+  sizeBytes: number;
+  deletedOnRead: boolean;
+}
+
+/**
+ * Reads a task's stored result; a result marked delete-on-read is deleted by the same
+ * statement, so exactly one reader gets it.
+ */
+export async function readResult(db: Queryable, taskId: string): Promise<StoredResult | undefined> {
+  const r = await db.query<{ result: StoredResult['result']; is_error: boolean; size_bytes: number; delete_on_read: boolean }>(
+    `WITH taken AS (
+       DELETE FROM app.task_results WHERE task_id = $1 AND delete_on_read AND expires_at > now()
+       RETURNING result, is_error, size_bytes, delete_on_read)
+     SELECT * FROM taken
+     UNION ALL
+     SELECT result, is_error, size_bytes, delete_on_read FROM app.task_results
+      WHERE task_id = $1 AND NOT delete_on_read AND expires_at > now()`,
+    [taskId],
+  );
+  const row = r.rows[0];
+  if (!row) return undefined;
+  return {
+    result: row.result,
+    isError: row.is_error,
+    sizeBytes: row.size_bytes,
+    deletedOnRead: row.delete_on_read,
+  };
+}

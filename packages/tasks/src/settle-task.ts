@@ -1,0 +1,48 @@
+import type { Queryable } from '@mtg/db';
+import { CHANNELS } from './channels.ts';
+import type { TaskRow, TaskStatus } from './task-row.ts';
+
+export interface Settlement {
+  taskId: string;
+  status: Extract<TaskStatus, 'completed' | 'failed' | 'cancelled'>;
+  outcome: string;
+  message: string;
+  endedBy: Record<string, unknown>;
+  /**
+   * The lease the writer holds: the update matches only while it is still current (a stale
+   * worker's settlement matches nothing). Omit to settle from outside the lease (cancel
+   * without a live worker, deadline sweep, revocation); that bumps the epoch, fencing off
+   * any worker still running.
+   */
+  lease?: { owner: string; epoch: number };
+}
+
+/**
+ * Moves an active task to a terminal state exactly once. Returns the row, or undefined when
+ * the task was already terminal or the lease was lost. Notifies waiters on commit.
+ */
+export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow | undefined> {
+  const fenced = s.lease !== undefined;
+  const result = await db.query<TaskRow>(
+    `UPDATE app.tasks SET
+        status = $2, outcome = $3, status_message = $4, ended_by = $5,
+        ended_at = now(), updated_at = now(),
+        dedupe_until = CASE WHEN idempotency_kind = 'derived'
+                            THEN now() + dedupe_window_ms * interval '1 millisecond' END,
+        lease_owner = NULL, lease_expires_at = NULL,
+        lease_epoch = CASE WHEN $6 THEN lease_epoch ELSE lease_epoch + 1 END
+      WHERE id = $1 AND status IN ('working', 'input_required')
+        AND (NOT $6 OR (lease_owner = $7 AND lease_epoch = $8))
+      RETURNING *`,
+    [s.taskId, s.status, s.outcome, s.message, JSON.stringify(s.endedBy), fenced,
+     s.lease?.owner ?? null, s.lease?.epoch ?? null],
+  );
+  const row = result.rows[0];
+  if (row) {
+    await db.query('SELECT pg_notify($1, $2)', [
+      CHANNELS.settled,
+      JSON.stringify({ taskId: s.taskId, status: s.status }),
+    ]);
+  }
+  return row;
+}

@@ -1,0 +1,78 @@
+/** A row of app.tasks as the verbs read it. */
+export interface TaskRow {
+  id: string;
+  issuer: string;
+  tenant: string;
+  subject: string;
+  client: string;
+  scopes: string[];
+  tool: string;
+  arguments: unknown;
+  argument_summary: Record<string, unknown>;
+  argument_hash: string;
+  idempotency_key: string;
+  idempotency_kind: 'explicit' | 'derived';
+  dedupe_until: Date | null;
+  correlation_id: string;
+  status: TaskStatus;
+  status_message: string | null;
+  progress: { current: number; total: number } | null;
+  created_at: Date;
+  updated_at: Date;
+  started_at: Date | null;
+  ended_at: Date | null;
+  deadline: Date;
+  ttl_ms: number;
+  poll_interval_ms: number;
+  outcome: string | null;
+  ended_by: Record<string, unknown> | null;
+  cancel_requested_at: Date | null;
+  lease_owner: string | null;
+  lease_epoch: number;
+  job_id: string | null;
+  attempts: number;
+}
+
+export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+export const ACTIVE: TaskStatus[] = ['working', 'input_required'];
+export const isTerminal = (s: TaskStatus) => s === 'completed' || s === 'failed' || s === 'cancelled';
+
+/** What every wire shows of a task. */
+export interface TaskView {
+  taskId: string;
+  tool: string;
+  status: TaskStatus;
+  statusMessage?: string;
+  progress?: { current: number; total: number };
+  createdAt: string;
+  lastUpdatedAt: string;
+  deadline: string;
+  ttlMs: number;
+  pollIntervalMs: number;
+  outcome?: string;
+  endedBy?: Record<string, unknown>;
+  arguments: Record<string, unknown>;
+}
+
+export function toView(row: TaskRow): TaskView {
+  return {
+    taskId: row.id,
+    tool: row.tool,
+    status: row.status,
+    ...(row.status_message ? { statusMessage: row.status_message } : {}),
+    ...(row.progress ? { progress: row.progress } : {}),
+    createdAt: row.created_at.toISOString(),
+    lastUpdatedAt: row.updated_at.toISOString(),
+    deadline: row.deadline.toISOString(),
+    ttlMs: row.ttl_ms,
+    pollIntervalMs: row.poll_interval_ms,
+    ...(row.outcome ? { outcome: row.outcome } : {}),
+    ...(row.ended_by ? { endedBy: row.ended_by } : {}),
+    arguments: row.argument_summary,
+  };
+}
+
+/** Owner match used by every verb: tenant, subject and client all equal. */
+export const OWNER_MATCH = 'tenant = $2 AND subject = $3 AND client = $4';
+/** A task past its retention is gone for every verb, even before the purge removes it. */
+export const RETAINED = "(ended_at IS NULL OR ended_at + ttl_ms * interval '1 millisecond' > now())";

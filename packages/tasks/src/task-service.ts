@@ -1,0 +1,115 @@
+import type { Pool } from 'pg';
+import { appendAudit } from '@mtg/audit';
+import type { Principal } from '@mtg/identity';
+import type { LongToolDefinition } from '@mtg/tools';
+import { authorizeTask, deny, type VerbContext } from './authorize-task.ts';
+import { cancelTask, type CancelOptions } from './cancel-task.ts';
+import { CHANNELS } from './channels.ts';
+import { createTask, type StartInput, type StartLimits, type StartOutcome } from './create-task.ts';
+import { taskError, type TaskError, type TaskOutcome } from './errors.ts';
+import type { JobQueue } from './job-queue.ts';
+import { listTasks, type TaskPage } from './list-tasks.ts';
+import { readResult, type StoredResult } from './read-result.ts';
+import type { TaskEvents } from './task-events.ts';
+import { isTerminal, toView, type TaskRow, type TaskView } from './task-row.ts';
+
+export interface TaskServiceDeps {
+  pool: Pool;
+  queue: JobQueue;
+  events: TaskEvents;
+  tools: ReadonlyMap<string, LongToolDefinition>;
+  limits: StartLimits;
+  /** Fraction of status reads written to the audit trail (1 = every read). */
+  statusReadSampleRate: number;
+  /** How long cancel waits for the running worker to acknowledge the stop. */
+  cancelAckTimeoutMs: number;
+  random?: () => number;
+}
+
+export type ResultOutcome = TaskOutcome<{ task: TaskView; row: TaskRow; result?: StoredResult }>;
+
+/** The one task service every wire calls. Each verb authorizes the caller itself. */
+export interface TaskService {
+  start(input: StartInput): Promise<StartOutcome>;
+  get(taskId: string, ctx: VerbContext): Promise<TaskOutcome<{ task: TaskView; row: TaskRow }>>;
+  /** The stored result of a terminal task; `result_not_ready` while it runs. */
+  result(taskId: string, ctx: VerbContext): Promise<ResultOutcome>;
+  /** Like result(), but waits (up to waitMs) for the task to end first. */
+  awaitResult(taskId: string, ctx: VerbContext, waitMs: number): Promise<ResultOutcome>;
+  cancel(taskId: string, ctx: VerbContext, options?: CancelOptions): Promise<TaskOutcome<{ task: TaskView }>>;
+  list(ctx: VerbContext, page: { cursor?: string; limit?: number }): Promise<TaskOutcome<TaskPage>>;
+  toolScope(tool: string): string | undefined;
+}
+
+export function createTaskService(deps: TaskServiceDeps): TaskService {
+  const random = deps.random ?? Math.random;
+  const scopeOf = (tool: string) => deps.tools.get(tool)?.scope;
+  const owner = (p: Principal) => ({ tenant: p.tenant, subject: p.subject, client: p.client });
+
+  const service: TaskService = {
+    toolScope: scopeOf,
+    start: (input) => createTask(deps, input),
+
+    async get(taskId, ctx) {
+      const auth = await authorizeTask(deps.pool, taskId, 'get', ctx, scopeOf);
+      if (!auth.ok) return auth;
+      if (random() < deps.statusReadSampleRate) {
+        await appendAudit(deps.pool, {
+          type: 'task.status_read',
+          taskId,
+          ...owner(ctx.principal),
+          tool: auth.task.tool,
+          correlationId: ctx.correlationId,
+          data: { wire: ctx.wire, status: auth.task.status },
+        });
+      }
+      return { ok: true, task: toView(auth.task), row: auth.task };
+    },
+
+    async result(taskId, ctx) {
+      const auth = await authorizeTask(deps.pool, taskId, 'result', ctx, scopeOf);
+      if (!auth.ok) return auth;
+      const task = auth.task;
+      if (!isTerminal(task.status)) {
+        return taskError('result_not_ready', `Task is ${task.status}; its result is not ready yet`);
+      }
+      const stored = task.status === 'completed' ? await readResult(deps.pool, taskId) : undefined;
+      if (task.status === 'completed' && !stored) {
+        await deny(deps.pool, ctx, 'result', taskId, 'result_gone', task.tool);
+        return taskError('result_gone', 'The result is no longer stored (retention passed or it was already retrieved)');
+      }
+      await appendAudit(deps.pool, {
+        type: 'task.result_read',
+        taskId,
+        ...owner(ctx.principal),
+        tool: task.tool,
+        correlationId: ctx.correlationId,
+        data: {
+          wire: ctx.wire,
+          status: task.status,
+          ...(stored ? { sizeBytes: stored.sizeBytes, deletedOnRead: stored.deletedOnRead } : {}),
+        },
+      });
+      return { ok: true, task: toView(task), row: task, ...(stored ? { result: stored } : {}) };
+    },
+
+    async awaitResult(taskId, ctx, waitMs) {
+      const until = Date.now() + waitMs;
+      for (;;) {
+        const outcome = await service.result(taskId, ctx);
+        if (outcome.ok || outcome.code !== 'result_not_ready' || Date.now() >= until) return outcome;
+        await deps.events.waitForSettled(taskId, Math.min(until - Date.now(), 5000), CHANNELS.settled);
+      }
+    },
+
+    cancel: (taskId, ctx, options) =>
+      cancelTask(deps, scopeOf, taskId, ctx, options ?? {}),
+
+    async list(ctx, page) {
+      return { ok: true, ...(await listTasks(deps.pool, ctx.principal, page)) };
+    },
+  };
+  return service;
+}
+
+export type { TaskError };

@@ -1,0 +1,69 @@
+import type { DevSecrets } from '../dev-secrets.ts';
+import type { LauncherConfig } from './config.ts';
+
+export type Service = 'idp' | 'downstream' | 'gateway' | 'worker';
+
+/** The stack's addresses, all on loopback. */
+export function stackUrls(
+  config: Pick<LauncherConfig, 'GATEWAY_PORT' | 'IDP_PORT' | 'DOWNSTREAM_PORT'>,
+) {
+  const gateway = `http://127.0.0.1:${config.GATEWAY_PORT}`;
+  return {
+    mcp: `${gateway}/mcp`,
+    idp: `http://127.0.0.1:${config.IDP_PORT}`,
+    downstream: `http://127.0.0.1:${config.DOWNSTREAM_PORT}`,
+    ssfPush: `${gateway}/ssf/events`,
+  };
+}
+
+/**
+ * The environment of one child: the launcher's own (PATH, LOG_LEVEL, AUTH_* overrides…),
+ * the stack's addresses, and only the secrets that process needs.
+ */
+export function childEnv(
+  service: Service,
+  options: {
+    config: LauncherConfig;
+    databaseUrl: string;
+    secrets: DevSecrets;
+    /** Resolved DATA_DIR, so every process agrees on it (the IdP keeps its keys there). */
+    dataDir: string;
+    workerId?: string;
+    base?: NodeJS.ProcessEnv;
+  },
+): NodeJS.ProcessEnv {
+  const { config, secrets } = options;
+  const urls = stackUrls(config);
+  const env: NodeJS.ProcessEnv = {
+    ...(options.base ?? process.env),
+    DATABASE_URL: options.databaseUrl,
+    DATA_DIR: options.dataDir,
+    GATEWAY_PORT: String(config.GATEWAY_PORT),
+    IDP_PORT: String(config.IDP_PORT),
+    DOWNSTREAM_PORT: String(config.DOWNSTREAM_PORT),
+    IDP_ISSUER: urls.idp,
+    GATEWAY_RESOURCE: urls.mcp,
+    DOWNSTREAM_URL: urls.downstream,
+    SSF_PUSH_URL: urls.ssfPush,
+  };
+  switch (service) {
+    case 'idp':
+      env.IDP_CLIENT_SECRETS = JSON.stringify(secrets.clientSecrets);
+      env.IDP_ADMIN_TOKEN = secrets.idpAdminToken;
+      break;
+    case 'gateway':
+      env.CLIENT_ID = 'mcp-gateway';
+      env.CLIENT_SECRET = secrets.clientSecrets['mcp-gateway'];
+      env.CREDENTIAL_KEY = secrets.credentialKey;
+      break;
+    case 'worker':
+      env.CLIENT_ID = 'mcp-worker';
+      env.CLIENT_SECRET = secrets.clientSecrets['mcp-worker'];
+      env.CREDENTIAL_KEY = secrets.credentialKey;
+      env.WORKER_ID = options.workerId;
+      break;
+    case 'downstream':
+      break;
+  }
+  return env;
+}

@@ -1,0 +1,261 @@
+import path from 'node:path';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '@mtg/db';
+import type { Logger } from '@mtg/log';
+import type { DevSecrets } from '../dev-secrets.ts';
+import { checkDatabase } from './check-database.ts';
+import { ChildFailedError, describeExit, startChild, type Child } from './child.ts';
+import { childEnv, stackUrls, type Service } from './child-env.ts';
+import type { LauncherConfig } from './config.ts';
+import { prepareDatabase } from './prepare-database.ts';
+import { recordProcesses, stopStaleProcesses } from './stale-processes.ts';
+
+export interface StackOptions {
+  config: LauncherConfig;
+  secrets: DevSecrets;
+  /** Resolved DATA_DIR: the embedded cluster lives in `<dataDir>/postgres`. */
+  dataDir: string;
+  repoRoot: string;
+  logger: Logger;
+  readyTimeoutMs?: number;
+  /** Per shutdown stage: SIGTERM, then SIGKILL after this long. */
+  stopGraceMs?: number;
+}
+
+export interface StackInfo {
+  mcp: string;
+  idp: string;
+  downstream: string;
+  workers: number;
+  database: 'embedded' | 'external';
+}
+
+/** Raised by start() when stop() was called while it was still starting. */
+export class StackStoppedError extends Error {
+  readonly code = 'stack_stopped';
+  constructor() {
+    super('stopped while starting');
+    this.name = 'StackStoppedError';
+  }
+}
+
+const RESTART_MIN_MS = 1_000;
+const RESTART_MAX_MS = 30_000;
+/** A worker that ran this long before exiting starts again without accumulated backoff. */
+const HEALTHY_UPTIME_MS = 60_000;
+/** Lets a stop already under way (a signal) win over reading an exit as a crash. */
+const EXIT_GRACE_MS = 250;
+
+/**
+ * The local stack: database, dev IdP, demo downstream, gateway and workers, started in
+ * dependency order and stopped in reverse. After start(): a worker that exits is restarted
+ * with backoff; any other process exiting stops the whole stack with status 1.
+ */
+export function createStack(options: StackOptions) {
+  const { config, logger } = options;
+  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  const stopGraceMs = options.stopGraceMs ?? 10_000;
+  const urls = stackUrls(config);
+
+  let phase: 'idle' | 'starting' | 'running' | 'stopping' = 'idle';
+  const tiers: Record<Service, Set<Child>> = {
+    idp: new Set(),
+    downstream: new Set(),
+    gateway: new Set(),
+    worker: new Set(),
+  };
+  const restartTimers = new Set<NodeJS.Timeout>();
+  const processes = recordProcesses(options.dataDir);
+  let database: EmbeddedPostgres | undefined;
+  let databaseUrl = '';
+  let stopping: Promise<number> | undefined;
+  let resolveDone!: (code: number) => void;
+  const done = new Promise<number>((resolve) => (resolveDone = resolve));
+
+  // Anything that breaks while starting (a child or the database exiting, stop()) rejects
+  // this, and every step of start() races against it.
+  let abortStart!: (error: Error) => void;
+  const aborted = new Promise<never>((_, reject) => (abortStart = reject));
+  aborted.catch(() => {});
+  const step = <T>(promise: Promise<T>) => Promise.race([promise, aborted]);
+
+  const moduleOf = (service: Service) =>
+    path.join(options.repoRoot, 'apps', service, 'src', 'main.ts');
+
+  function launch(service: Service, workerId?: string): Child {
+    const name = workerId ?? service;
+    const env = childEnv(service, {
+      config,
+      databaseUrl,
+      secrets: options.secrets,
+      dataDir: options.dataDir,
+      workerId,
+    });
+    const module = moduleOf(service);
+    const child = startChild(name, module, env, { readyTimeoutMs });
+    const startedAt = Date.now();
+    tiers[service].add(child);
+    processes.started(child.pid, module);
+    void child.exited.then(async (exit) => {
+      tiers[service].delete(child);
+      processes.exited(child.pid);
+      if (phase === 'stopping') return;
+      await new Promise((r) => setTimeout(r, EXIT_GRACE_MS));
+      if (phase === 'starting') {
+        abortStart(
+          new ChildFailedError(
+            name,
+            `${describeExit(exit)} while the stack was starting`,
+            child.stderrTail(),
+          ),
+        );
+      } else if (phase === 'running') {
+        if (service === 'worker') scheduleRestart(workerId!, Date.now() - startedAt, exit);
+        else {
+          logger.error('process exited unexpectedly; stopping the stack', {
+            process: name,
+            code: exit.code,
+            signal: exit.signal,
+            stderr: child.stderrTail().slice(-5),
+          });
+          void stop(1);
+        }
+      }
+    });
+    return child;
+  }
+
+  const failures = new Map<string, number>();
+  function scheduleRestart(
+    workerId: string,
+    uptimeMs: number,
+    exit: { code: number | null; signal: string | null },
+  ) {
+    const count = uptimeMs >= HEALTHY_UPTIME_MS ? 0 : (failures.get(workerId) ?? 0);
+    failures.set(workerId, count + 1);
+    const delayMs = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** count);
+    logger.warn('worker exited unexpectedly; restarting', {
+      worker: workerId,
+      code: exit.code,
+      signal: exit.signal,
+      uptimeMs,
+      delayMs,
+      restarts: count + 1,
+    });
+    const timer = setTimeout(() => {
+      restartTimers.delete(timer);
+      if (phase !== 'running') return;
+      const child = launch('worker', workerId);
+      child.ready.then(
+        () => logger.info('worker restarted', { worker: workerId, pid: child.pid }),
+        () => {}, // its exit is handled like any other
+      );
+    }, delayMs);
+    restartTimers.add(timer);
+  }
+
+  async function start(): Promise<StackInfo> {
+    if (phase !== 'idle') throw new Error('start() called twice');
+    phase = 'starting';
+
+    await step(stopStaleProcesses(options.dataDir, logger));
+    if (config.DATABASE_URL) {
+      await step(checkDatabase(config.DATABASE_URL));
+      databaseUrl = config.DATABASE_URL;
+    } else {
+      const started = startEmbeddedPostgres({
+        dataDir: path.join(options.dataDir, 'postgres'),
+        port: config.EMBEDDED_PG_PORT,
+        logger: logger.child({ component: 'embedded-postgres' }),
+      });
+      // Adopt it even if stop() came meanwhile, so that stop() shuts it down.
+      void started.then(
+        (db) => {
+          database = db;
+          if (phase === 'stopping') void db.stop();
+          void db.exited.then((exit) => {
+            if (exit.requested || phase === 'stopping') return;
+            const error = new Error(
+              `embedded PostgreSQL ${describeExit(exit)} (see its log lines above)`,
+            );
+            if (phase === 'starting') abortStart(error);
+            else {
+              logger.error('embedded postgres exited unexpectedly; stopping the stack');
+              void stop(1);
+            }
+          });
+        },
+        () => {},
+      );
+      databaseUrl = (await step(started)).url;
+    }
+    await step(prepareDatabase(databaseUrl, logger));
+
+    await step(launch('idp').ready);
+    await step(launch('downstream').ready);
+    const rest = [launch('gateway')];
+    for (let n = 1; n <= config.WORKERS; n++) rest.push(launch('worker', `worker-${n}`));
+    await step(Promise.all(rest.map((c) => c.ready)));
+
+    phase = 'running';
+    return {
+      mcp: urls.mcp,
+      idp: urls.idp,
+      downstream: urls.downstream,
+      workers: config.WORKERS,
+      database: database ? 'embedded' : 'external',
+    };
+  }
+
+  /** Stops everything in reverse start order, then settles `done` with `code`. Idempotent. */
+  function stop(code: number): Promise<number> {
+    stopping ??= (async () => {
+      phase = 'stopping';
+      abortStart(new StackStoppedError());
+      for (const timer of restartTimers) clearTimeout(timer);
+      // Workers may still be finishing jobs that call the IdP and the downstream system.
+      for (const tier of [['gateway', 'worker'], ['downstream'], ['idp']] as Service[][]) {
+        const children = tier.flatMap((s) => [...tiers[s]]);
+        await Promise.all(
+          children.map(async (child) => {
+            const exit = await child.terminate(stopGraceMs);
+            if (exit.signal === 'SIGKILL') {
+              logger.warn('process did not stop in time; killed', { process: child.name });
+            }
+          }),
+        );
+      }
+      if (database) {
+        await database.stop().catch((error: unknown) => {
+          logger.error('could not stop embedded postgres', { error });
+          code ||= 1;
+        });
+      }
+      processes.clear();
+      resolveDone(code);
+      return code;
+    })();
+    return stopping;
+  }
+
+  /** A second Ctrl-C: kill everything now. */
+  function force(): void {
+    phase = 'stopping';
+    for (const timer of restartTimers) clearTimeout(timer);
+    for (const tier of Object.values(tiers)) for (const child of tier) child.kill();
+    // Immediate shutdown: no checkpoint, crash recovery at the next start.
+    if (database) {
+      try {
+        process.kill(database.pid, 'SIGQUIT');
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  /** For process.on('exit'): do not leave children behind if the launcher dies abruptly. */
+  function killAllSync(): void {
+    for (const tier of Object.values(tiers)) for (const child of tier) child.kill('SIGTERM');
+  }
+
+  return { start, stop, force, killAllSync, done };
+}

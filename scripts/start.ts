@@ -1,0 +1,72 @@
+// `npm start`: the whole stack on one machine (docs/operations.md).
+import { fileURLToPath } from 'node:url';
+import { ConfigError, parseConfig } from '@mtg/config';
+import { createLogger } from '@mtg/log';
+import { dataDir, loadOrCreateDevSecrets } from './lib/dev-secrets.ts';
+import { launcherConfigSchema } from './lib/launcher/config.ts';
+import { createStack, StackStoppedError } from './lib/launcher/stack.ts';
+
+/** A repeated signal within this window is the same Ctrl-C: npm forwards it a second time. */
+const SAME_SIGNAL_MS = 1_000;
+
+async function main(): Promise<number> {
+  let config;
+  try {
+    config = parseConfig(launcherConfigSchema, process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`start: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  const logger = createLogger('launcher', { level: config.LOG_LEVEL });
+  const root = dataDir({ DATA_DIR: config.DATA_DIR });
+  const stack = createStack({
+    config,
+    secrets: await loadOrCreateDevSecrets(root),
+    dataDir: root,
+    repoRoot: fileURLToPath(new URL('..', import.meta.url)),
+    logger,
+  });
+
+  let firstSignalAt = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (!firstSignalAt) {
+      firstSignalAt = Date.now();
+      logger.info('stopping the stack', { signal });
+      void stack.stop(0);
+    } else if (Date.now() - firstSignalAt > SAME_SIGNAL_MS) {
+      logger.warn('second signal: killing everything now', { signal });
+      stack.force();
+      process.exit(130);
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('exit', stack.killAllSync);
+
+  try {
+    const info = await stack.start();
+    process.stdout.write(
+      `ready: mcp=${info.mcp} idp=${info.idp} downstream=${info.downstream} ` +
+        `workers=${info.workers} database=${info.database}\n`,
+    );
+    process.send?.({ type: 'ready', service: 'stack', url: info.mcp });
+  } catch (error) {
+    if (!(error instanceof StackStoppedError)) {
+      process.stderr.write(`start: ${error instanceof Error ? error.message : String(error)}\n`);
+      logger.error('the stack failed to start; stopping');
+      void stack.stop(1);
+    }
+  }
+  return stack.done;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`start: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);

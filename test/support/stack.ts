@@ -1,0 +1,201 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import express from 'express';
+import { createRemoteJWKSet } from 'jose';
+import { createPool, ROLES } from '../../packages/db/src/index.ts';
+import { createLogger } from '../../packages/log/src/index.ts';
+import { installQueue } from '../../packages/tasks/src/index.ts';
+import { parseConfig } from '../../packages/config/src/index.ts';
+import { startIdp, DEV_USER_GRANT } from '../../apps/idp/src/index.ts';
+import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
+import { buildWorker, workerConfigSchema, type Worker } from '../../apps/worker/src/index.ts';
+import { apiRoutes, writesRoute } from '../../apps/downstream/src/api/api-routes.ts';
+import { generateDevSecrets } from '../../scripts/lib/dev-secrets.ts';
+import { createTestDatabase, type TestDatabase } from './database.ts';
+
+export interface Stack {
+  db: TestDatabase;
+  issuer: string;
+  mcpUrl: string;
+  gatewayUrl: string;
+  downstreamUrl: string;
+  secrets: ReturnType<typeof generateDevSecrets>;
+  workers: Worker[];
+  /** A user token from the dev IdP through its real dev-user grant. */
+  token(
+    sub: string,
+    tenant: string,
+    options?: { client?: string; scope?: string; ttl?: number; resource?: string },
+  ): Promise<string>;
+  /** Writes the downstream accepted for a task. */
+  writes(
+    taskId: string,
+  ): Promise<
+    Array<{ taskId: string; idempotencyKey: string; sub: string; act: unknown; at: string }>
+  >;
+  /** Starts the gateway again on the same port (for restart tests). */
+  restartGateway(): Promise<void>;
+  addWorker(env?: Record<string, string>): Promise<Worker>;
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+function listen(app: http.RequestListener, port: number): Promise<http.Server> {
+  const server = http.createServer(app);
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
+}
+
+async function closeServer(server: http.Server): Promise<void> {
+  await new Promise<void>((r) => {
+    server.close(() => r());
+    server.closeAllConnections();
+  });
+}
+
+/**
+ * The whole product in one test process, on loopback: the real dev IdP, the downstream demo,
+ * a gateway and `workers` workers, over a fresh migrated database. Only the processes are
+ * collapsed; every hop is real HTTP and real PostgreSQL.
+ */
+export async function startStack(
+  options: { workers?: number; env?: Record<string, string> } = {},
+): Promise<Stack> {
+  const logger = createLogger('test', { silent: !process.env.TEST_LOGS });
+  const db = await createTestDatabase();
+  await installQueue(db.url, [ROLES.gateway, ROLES.worker]);
+  const secrets = generateDevSecrets();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mtg-stack-'));
+  const gatewayPort = await freePort();
+  const downstreamPort = await freePort();
+  const mcpUrl = `http://127.0.0.1:${gatewayPort}/mcp`;
+  const downstreamUrl = `http://127.0.0.1:${downstreamPort}`;
+
+  const idp = await startIdp({
+    port: 0,
+    host: '127.0.0.1',
+    dataDir,
+    clientSecrets: secrets.clientSecrets,
+    adminToken: secrets.idpAdminToken,
+    resources: {
+      gateway: mcpUrl,
+      worker: 'urn:mcp-task-gateway:worker',
+      downstream: downstreamUrl,
+    },
+    accessTokenTtl: 3600,
+    logger,
+  });
+  const issuer = idp.idp.issuer;
+
+  const downstreamPool = createPool({ connectionString: db.url, role: ROLES.downstream });
+  const downstreamApp = express();
+  downstreamApp.use(writesRoute(downstreamPool));
+  downstreamApp.use(
+    '/api',
+    apiRoutes({
+      pool: downstreamPool,
+      keys: createRemoteJWKSet(new URL(`${issuer}/jwks`)),
+      issuer,
+      audience: downstreamUrl,
+      logger,
+    }),
+  );
+  const downstream = await listen(downstreamApp, downstreamPort);
+
+  const env: Record<string, string> = {
+    DATABASE_URL: db.url,
+    GATEWAY_PORT: String(gatewayPort),
+    GATEWAY_RESOURCE: mcpUrl,
+    AUTH_ISSUER: issuer,
+    CLIENT_SECRET: secrets.clientSecrets['mcp-worker'],
+    DOWNSTREAM_URL: downstreamUrl,
+    DEMO_STEP_MS: '200',
+    WORKER_LEASE_MS: '2000',
+    ...options.env,
+  };
+  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger);
+  let gatewayServer = await listen(gateway.app, gatewayPort);
+
+  const workers: Worker[] = [];
+  const addWorker = async (extra: Record<string, string> = {}) => {
+    const workerEnv = { ...env, WORKER_ID: `test-worker-${workers.length + 1}`, ...extra };
+    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), logger);
+    await w.start();
+    workers.push(w);
+    return w;
+  };
+  for (let i = 0; i < (options.workers ?? 1); i++) await addWorker();
+
+  return {
+    db,
+    issuer,
+    mcpUrl,
+    gatewayUrl: `http://127.0.0.1:${gatewayPort}`,
+    downstreamUrl,
+    secrets,
+    workers,
+    env,
+    addWorker,
+    async token(sub, tenant, o = {}) {
+      const client = o.client ?? 'mcp-agent';
+      const body = new URLSearchParams({
+        grant_type: DEV_USER_GRANT,
+        sub,
+        tenant,
+        resource: o.resource ?? mcpUrl,
+        ...(o.scope !== undefined ? { scope: o.scope } : {}),
+        ...(o.ttl !== undefined ? { ttl: String(o.ttl) } : {}),
+      });
+      const secret = secrets.clientSecrets[client as keyof typeof secrets.clientSecrets];
+      const r = await fetch(`${issuer}/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${client}:${secret}`).toString('base64')}`,
+        },
+        body,
+      });
+      const json = (await r.json()) as {
+        access_token?: string;
+        error?: string;
+        error_description?: string;
+      };
+      if (!json.access_token)
+        throw new Error(`token request failed: ${json.error} ${json.error_description}`);
+      return json.access_token;
+    },
+    async writes(taskId) {
+      const r = await fetch(`${downstreamUrl}/_writes?taskId=${taskId}`);
+      return (await r.json()) as never;
+    },
+    async restartGateway() {
+      await closeServer(gatewayServer);
+      await gateway.close();
+      gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger);
+      gatewayServer = await listen(gateway.app, gatewayPort);
+    },
+    async close() {
+      for (const w of workers) await w.stop().catch(() => {});
+      await closeServer(gatewayServer);
+      await gateway.close();
+      await closeServer(downstream);
+      await downstreamPool.end();
+      await idp.close();
+      await rm(dataDir, { recursive: true, force: true });
+      await db.drop();
+    },
+  };
+}
