@@ -36,6 +36,7 @@ export async function buildWorker(config: WorkerConfig, logger: Logger): Promise
     clientId: config.CLIENT_ID,
     clientSecret: config.CLIENT_SECRET,
     resource: config.downstreamResource,
+    scope: 'env:provision reports:run records:write',
   });
   const loop = createWorkerLoop({
     boss,

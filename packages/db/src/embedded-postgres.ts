@@ -23,7 +23,9 @@ import { promisify } from 'node:util';
  *
  * Glossary: the *data dir* is the cluster's PGDATA; the *postmaster* is the server's main
  * process, whose pid PostgreSQL writes to `<data dir>/postmaster.pid`; the *owner* is the
- * Node process that started it (its pid is kept in `<data dir>/embedded-owner.pid`).
+ * Node process using the cluster: it holds `<data dir>.lock` (its pid) from before the first
+ * start until stop(), so a second user is refused and a dead owner's leftovers are
+ * recognised as such.
  *
  * The package's `initialise()` creates the cluster (and, as root, the `postgres` OS user);
  * the server itself is spawned here rather than through its `start()`, because that runs
@@ -95,7 +97,6 @@ export const DEFAULT_EMBEDDED_PORT = 54329;
 
 const SUPERUSER = 'postgres';
 const PASSWORD_FILE = 'embedded-superuser-password';
-const OWNER_FILE = 'embedded-owner.pid';
 const READY_LINE = 'database system is ready to accept connections';
 const START_TIMEOUT_MS = 60_000;
 const KEPT_LINES = 40;
@@ -110,46 +111,38 @@ export async function startEmbeddedPostgres(
   const binaries = await loadBinaries();
   await mkdir(path.dirname(path.resolve(options.dataDir)), { recursive: true });
   const dataDir = await canonicalPath(path.resolve(options.dataDir));
-  const asRoot = process.getuid?.() === 0;
-  const existingUser = asRoot ? await postgresOsUser() : undefined;
-  if (existingUser) await checkTraversable([dataDir, binaries.postgres], existingUser);
 
-  await recoverStaleCluster(dataDir, logger);
-  const password = await ensureCluster(dataDir, asRoot, logger);
-  let runAs: OsUser | undefined;
-  if (asRoot) {
-    // initialise() has created the OS user if it was missing.
-    runAs = existingUser ?? (await postgresOsUser());
-    if (!runAs) {
-      throw new EmbeddedPostgresError(
-        'permission_denied',
-        `embedded PostgreSQL: running as root needs an OS user "${SUPERUSER}" to run the ` +
-          'server as, and there is none. Create it (useradd postgres) or run as a normal user.',
-      );
+  const release = await claimOwnership(dataDir);
+  try {
+    await recoverStaleCluster(dataDir, logger);
+    const { password, runAs } = await ensureCluster(dataDir, binaries, logger);
+    // An automatically chosen port can be taken between the check and postgres' bind: retry.
+    for (let attempt = 1; ; attempt++) {
+      const port = options.port ?? (await choosePort());
+      if (options.port !== undefined && !(await isPortFree(port))) {
+        throw new EmbeddedPostgresError(
+          'port_in_use',
+          `embedded PostgreSQL: port ${port} on 127.0.0.1 is already in use. ` +
+            'Choose another with EMBEDDED_PG_PORT, or unset it to use any free port.',
+        );
+      }
+      try {
+        return await spawnServer(
+          { ...options, dataDir, port, password, runAs, logger, release },
+          binaries,
+        );
+      } catch (error) {
+        const portRace =
+          error instanceof EmbeddedPostgresError &&
+          error.code === 'start_failed' &&
+          /Address already in use/.test(error.message);
+        if (!portRace || options.port !== undefined || attempt >= 3) throw error;
+        logger.warn('embedded postgres port was taken meanwhile; trying another', { port });
+      }
     }
-    await ensureOwnedBy(dataDir, runAs);
-  }
-
-  // An automatically chosen port can be taken between the check and postgres' bind: retry.
-  for (let attempt = 1; ; attempt++) {
-    const port = options.port ?? (await choosePort());
-    if (options.port !== undefined && !(await isPortFree(port))) {
-      throw new EmbeddedPostgresError(
-        'port_in_use',
-        `embedded PostgreSQL: port ${port} on 127.0.0.1 is already in use. ` +
-          'Choose another with EMBEDDED_PG_PORT, or unset it to use any free port.',
-      );
-    }
-    try {
-      return await spawnServer({ ...options, dataDir, port, password, runAs, logger }, binaries);
-    } catch (error) {
-      const portRace =
-        error instanceof EmbeddedPostgresError &&
-        error.code === 'start_failed' &&
-        /Address already in use/.test(error.message);
-      if (!portRace || options.port !== undefined || attempt >= 3) throw error;
-      logger.warn('embedded postgres port was taken meanwhile; trying another', { port });
-    }
+  } catch (error) {
+    await release();
+    throw error;
   }
 }
 
@@ -266,8 +259,35 @@ async function ensureOwnedBy(dir: string, user: OsUser): Promise<void> {
 // ---------------------------------------------------------------------------------------
 // Cluster creation
 
-/** Initialises the cluster on first use; returns the superuser password. */
+/**
+ * Initialises the cluster on first use. As root, makes sure the `postgres` OS user exists and
+ * can use the data dir. Returns the superuser password and the OS user to run as.
+ */
 async function ensureCluster(
+  dataDir: string,
+  binaries: Binaries,
+  logger: EmbeddedPostgresLogger,
+): Promise<{ password: string; runAs: OsUser | undefined }> {
+  const asRoot = process.getuid?.() === 0;
+  let runAs = asRoot ? await postgresOsUser() : undefined;
+  if (runAs) await checkTraversable([dataDir, binaries.postgres], runAs);
+  const password = await initialiseIfNeeded(dataDir, asRoot, logger);
+  if (asRoot) {
+    // initialise() has created the OS user if it was missing.
+    runAs ??= await postgresOsUser();
+    if (!runAs) {
+      throw new EmbeddedPostgresError(
+        'permission_denied',
+        `embedded PostgreSQL: running as root needs an OS user "${SUPERUSER}" to run the ` +
+          'server as, and there is none. Create it (useradd postgres) or run as a normal user.',
+      );
+    }
+    await ensureOwnedBy(dataDir, runAs);
+  }
+  return { password, runAs };
+}
+
+async function initialiseIfNeeded(
   dataDir: string,
   asRoot: boolean,
   logger: EmbeddedPostgresLogger,
@@ -334,12 +354,58 @@ async function ensureCluster(
 }
 
 // ---------------------------------------------------------------------------------------
+// Ownership
+
+/**
+ * Creates `<data dir>.lock` holding our pid, or fails with cluster_in_use while a live Node
+ * process holds it. A lock left by a dead process is taken over. Returns the release.
+ */
+async function claimOwnership(dataDir: string): Promise<() => Promise<void>> {
+  const lock = `${dataDir}.lock`;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await writeFile(lock, `${process.pid}\n`, { flag: 'wx' });
+      let released = false;
+      return async () => {
+        if (released) return;
+        released = true;
+        await rm(lock, { force: true });
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw error;
+    }
+    const owner = await readPid(lock);
+    // The command check keeps a pid reused since (e.g. after a reboot) from blocking us.
+    if (owner !== undefined && (owner === process.pid || (await isNodeProcess(owner)))) {
+      throw new EmbeddedPostgresError(
+        'cluster_in_use',
+        `embedded PostgreSQL: ${dataDir} is in use by process ${owner}` +
+          (owner === process.pid ? ' (this process)' : '') +
+          '. Stop that process first (e.g. Ctrl-C in its terminal), or set DATA_DIR to ' +
+          'another directory to run a second stack.',
+      );
+    }
+    await rm(lock, { force: true });
+  }
+}
+
+async function isNodeProcess(pid: number): Promise<boolean> {
+  if (!isAlive(pid)) return false;
+  if (process.platform === 'linux') {
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    return /node/.test(cmdline.split('\0')[0] ?? '');
+  }
+  const ps = await execFileAsync('ps', ['-o', 'comm=', '-p', String(pid)]).catch(() => null);
+  return /node/.test(ps?.stdout ?? '');
+}
+
+// ---------------------------------------------------------------------------------------
 // Stale clusters
 
 /**
- * Makes the data dir startable after an owner died without stopping its server: a live
- * postmaster orphaned by a SIGKILLed owner is shut down; a postmaster.pid naming a dead
- * process is removed once no process of that server is left.
+ * Makes the data dir startable after an owner died without stopping its server (called with
+ * the lock held): a live postmaster orphaned by a SIGKILLed owner is shut down; a
+ * postmaster.pid naming a dead process is removed once no process of that server is left.
  */
 async function recoverStaleCluster(dataDir: string, logger: EmbeddedPostgresLogger) {
   const pidFile = path.join(dataDir, 'postmaster.pid');
@@ -347,16 +413,7 @@ async function recoverStaleCluster(dataDir: string, logger: EmbeddedPostgresLogg
   if (pid === undefined) return;
 
   if (isAlive(pid) && (await isPostgresIn(pid, dataDir))) {
-    const owner = await readPid(path.join(dataDir, OWNER_FILE));
-    const parent = await parentPid(pid);
-    if (owner !== undefined && parent === owner) {
-      throw new EmbeddedPostgresError(
-        'cluster_in_use',
-        `embedded PostgreSQL: ${dataDir} is in use by a running server (pid ${pid}) started ` +
-          `by process ${owner}. Stop that process first (e.g. Ctrl-C in its terminal), or ` +
-          'set DATA_DIR to another directory to run a second stack.',
-      );
-    }
+    // We hold the lock, so whoever started this server is gone.
     logger.warn('stopping embedded postgres orphaned by a previous run', { pid, dataDir });
     await terminate(pid, dataDir);
     // A fast shutdown removes the file itself; an immediate one or SIGKILL does not.
@@ -407,18 +464,6 @@ async function isPostgresIn(pid: number, dataDir: string): Promise<boolean> {
   const ps = await execFileAsync('ps', ['-o', 'command=', '-p', String(pid)]).catch(() => null);
   const command = ps?.stdout ?? '';
   return command.includes('postgres') && command.includes(dataDir);
-}
-
-async function parentPid(pid: number): Promise<number | undefined> {
-  if (process.platform === 'linux') {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-    // "pid (comm) state ppid ..." — comm may contain spaces, so parse after the last ')'.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    return Number.isInteger(ppid) ? ppid : undefined;
-  }
-  const ps = await execFileAsync('ps', ['-o', 'ppid=', '-p', String(pid)]).catch(() => null);
-  const ppid = Number(ps?.stdout.trim());
-  return Number.isInteger(ppid) && ppid > 0 ? ppid : undefined;
 }
 
 /** Processes (Linux) whose working directory is the data dir: the server's. */
@@ -504,6 +549,7 @@ interface SpawnOptions extends EmbeddedPostgresOptions {
   password: string;
   runAs: OsUser | undefined;
   logger: EmbeddedPostgresLogger;
+  release: () => Promise<void>;
 }
 
 async function spawnServer(options: SpawnOptions, binaries: Binaries): Promise<EmbeddedPostgres> {
@@ -522,7 +568,6 @@ async function spawnServer(options: SpawnOptions, binaries: Binaries): Promise<E
   const args = ['-D', dataDir, '-p', String(port)];
   for (const [name, value] of Object.entries(settings)) args.push('-c', `${name}=${value}`);
 
-  await writeFile(path.join(dataDir, OWNER_FILE), `${process.pid}\n`);
   const child = spawn(binaries.postgres, args, {
     // Its own session: a terminal's Ctrl-C reaches the processes using the database, and
     // the owner stops the database after them.
@@ -623,7 +668,7 @@ async function spawnServer(options: SpawnOptions, binaries: Binaries): Promise<E
           throw new EmbeddedPostgresError('stop_timeout', `could not stop postgres pid ${pid}`);
         }
       }
-      await rm(path.join(dataDir, OWNER_FILE), { force: true });
+      await options.release();
       logger.info('embedded postgres stopped', { dataDir });
     })();
     return stopped;
@@ -632,6 +677,7 @@ async function spawnServer(options: SpawnOptions, binaries: Binaries): Promise<E
   exited.then((e) => {
     if (!e.requested) {
       process.removeListener('exit', onOwnerExit);
+      void options.release();
       logger.error('embedded postgres exited unexpectedly', {
         code: e.code,
         signal: e.signal,

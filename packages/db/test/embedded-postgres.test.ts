@@ -119,7 +119,7 @@ test('refuses a second start on a data directory whose server is still in use', 
   const first = await start();
   await expect(startEmbeddedPostgres({ dataDir })).rejects.toMatchObject({
     code: 'cluster_in_use',
-    message: expect.stringContaining(`started by process ${process.pid}`),
+    message: expect.stringContaining(`in use by process ${process.pid}`),
   });
   expect(await selectOne(first.url)).toBe(1);
 });
@@ -132,6 +132,13 @@ test('recovers after its owner was SIGKILLed and left the server running', async
     owner.stdout!.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString())));
     owner.once('exit', (code) => reject(new Error(`fixture exited with ${code}`)));
   });
+  // While its owner lives, the cluster is not taken from it.
+  await expect(startEmbeddedPostgres({ dataDir })).rejects.toMatchObject({
+    code: 'cluster_in_use',
+    message: expect.stringContaining(`in use by process ${owner.pid}`),
+  });
+  expect(isAlive(orphan.pid)).toBe(true);
+
   owner.kill('SIGKILL');
   await new Promise((resolve) => owner.once('exit', resolve));
   expect(isAlive(orphan.pid)).toBe(true); // the crash left the server behind

@@ -149,9 +149,9 @@ export async function runTask(
   } catch (error) {
     // Nothing may still be running when the outcome is written.
     await Promise.allSettled([...inflight]);
-    if (error instanceof ToolError) {
+    if (error instanceof ToolError || isRefusedByDownstream(error)) {
       return await complete(deps, tool!, task, lease, auditBase, {
-        content: [{ type: 'text', text: error.message }],
+        content: [{ type: 'text', text: (error as Error).message }],
         isError: true,
       }, started, downstreamSystems);
     }
@@ -167,6 +167,18 @@ export async function runTask(
     clearInterval(renewer);
     stop.removeEventListener('abort', onStop);
   }
+}
+
+/**
+ * A downstream that refused the request (4xx other than timeout/rate limit) will refuse it
+ * again: that is the tool's error to report, not an outage to retry.
+ */
+function isRefusedByDownstream(error: unknown): boolean {
+  const status = (error as { name?: string; status?: number }).status;
+  return (
+    (error as { name?: string }).name === 'DownstreamError' &&
+    typeof status === 'number' && status >= 400 && status < 500 && status !== 408 && status !== 429
+  );
 }
 
 function boundaryStop(b: Boundary): StopReason | undefined {

@@ -66,6 +66,8 @@ export function createStack(options: StackOptions) {
   const restartTimers = new Set<NodeJS.Timeout>();
   const processes = recordProcesses(options.dataDir);
   let database: EmbeddedPostgres | undefined;
+  // stop() waits for a start in progress, so that it can shut down what that start brings up.
+  let databaseStarting: Promise<EmbeddedPostgres | undefined> = Promise.resolve(undefined);
   let databaseUrl = '';
   let stopping: Promise<number> | undefined;
   let resolveDone!: (code: number) => void;
@@ -167,11 +169,9 @@ export function createStack(options: StackOptions) {
         port: config.EMBEDDED_PG_PORT,
         logger: logger.child({ component: 'embedded-postgres' }),
       });
-      // Adopt it even if stop() came meanwhile, so that stop() shuts it down.
-      void started.then(
+      databaseStarting = started.then(
         (db) => {
           database = db;
-          if (phase === 'stopping') void db.stop();
           void db.exited.then((exit) => {
             if (exit.requested || phase === 'stopping') return;
             const error = new Error(
@@ -183,8 +183,9 @@ export function createStack(options: StackOptions) {
               void stop(1);
             }
           });
+          return db;
         },
-        () => {},
+        () => undefined,
       );
       databaseUrl = (await step(started)).url;
     }
@@ -224,8 +225,9 @@ export function createStack(options: StackOptions) {
           }),
         );
       }
-      if (database) {
-        await database.stop().catch((error: unknown) => {
+      const db = await databaseStarting;
+      if (db) {
+        await db.stop().catch((error: unknown) => {
           logger.error('could not stop embedded postgres', { error });
           code ||= 1;
         });

@@ -2,9 +2,17 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { RPC, sendRpcError } from './json-rpc-error.ts';
 
 /**
+ * Deepest JSON nesting accepted in a message. The SDKs walk messages recursively (schema
+ * validation, re-serialisation), and a body of a few thousand nested arrays — a few KB, far
+ * under the size limit — overflowed the stack there and came back as a 500. Real MCP
+ * messages nest a handful of levels; tool arguments rarely reach twenty.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+/**
  * Body parsing for /mcp with protocol-correct failures: wrong media type → 415, over the
- * limit → 413, unparseable → -32700, not a JSON-RPC message → -32600. Nothing reaches the
- * SDKs that they would answer with a 500.
+ * limit → 413, unparseable → -32700, not a JSON-RPC message or nested deeper than
+ * MAX_JSON_DEPTH → -32600. Nothing reaches the SDKs that they would answer with a 500.
  */
 export function parseJsonRpc(limitBytes: number) {
   const json = express.json({ limit: limitBytes, type: () => true, strict: false });
@@ -30,6 +38,15 @@ export function parseJsonRpc(limitBytes: number) {
     },
     (req: Request, res: Response, next: NextFunction) => {
       if (req.method !== 'POST') return next();
+      if (exceedsDepth(req.body, MAX_JSON_DEPTH)) {
+        sendRpcError(
+          res,
+          400,
+          RPC.invalidRequest,
+          `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
+        );
+        return;
+      }
       const messages: unknown[] = Array.isArray(req.body) ? req.body : [req.body];
       if (messages.length === 0 || !messages.every(isJsonRpcMessage)) {
         sendRpcError(res, 400, RPC.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
@@ -38,6 +55,20 @@ export function parseJsonRpc(limitBytes: number) {
       next();
     },
   ];
+}
+
+/** Iterative, so that measuring a hostile body cannot overflow the stack itself. */
+function exceedsDepth(value: unknown, maxDepth: number): boolean {
+  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: current, depth } = stack.pop()!;
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth + 1 > maxDepth) return true;
+    for (const child of Array.isArray(current) ? current : Object.values(current)) {
+      if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: depth + 1 });
+    }
+  }
+  return false;
 }
 
 function isJsonRpcMessage(m: unknown): boolean {

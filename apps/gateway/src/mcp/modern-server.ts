@@ -6,11 +6,12 @@ import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 const WIRE = 'ext-2026';
 
 type Ctx = {
   http?: { authInfo?: { extra?: Record<string, unknown> } };
-  mcpReq: { _meta?: Record<string, unknown>; envelope?: { clientCapabilities?: { extensions?: Record<string, unknown> } } };
+  mcpReq: { _meta?: Record<string, unknown>; envelope?: Record<string, unknown> };
 };
 
 /**
@@ -23,7 +24,11 @@ export function createModernServer(dispatch: Dispatch): Server {
     capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } as never,
     instructions: INSTRUCTIONS,
   });
-  const optedIn = (ctx: Ctx) => ctx.mcpReq.envelope?.clientCapabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
+  // The envelope keeps the reserved key names: io.modelcontextprotocol/clientCapabilities.
+  const optedIn = (ctx: Ctx) => {
+    const caps = ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES] as { extensions?: Record<string, unknown> } | undefined;
+    return caps?.extensions?.[TASKS_EXTENSION] !== undefined;
+  };
   const requireExtension = (ctx: Ctx) => {
     if (!optedIn(ctx)) {
       throw new MissingRequiredClientCapabilityError(
