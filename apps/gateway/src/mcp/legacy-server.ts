@@ -52,6 +52,12 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
     const outcome = await dispatch.callTool(request.params, mode, { ...ctx, wire: task ? WIRE : 'plain-2025' });
     if (outcome.kind === 'error') throw new McpError(outcome.code, outcome.message, outcome.data);
     if (outcome.kind === 'task') return { task: coreTask(outcome.task) } as never;
+    if (task && outcome.result.isError) {
+      // A task-augmented call must answer CreateTaskResult or a JSON-RPC error; invalid
+      // arguments (nothing was created) are the latter.
+      const text = outcome.result.content.map((c) => c.text).join(' ');
+      throw new McpError(-32602, text, outcome.result.structuredContent);
+    }
     return outcome.result as never;
   });
 
