@@ -65,7 +65,8 @@ function exceedsDepth(value: unknown, maxDepth: number): boolean {
     if (typeof current !== 'object' || current === null) continue;
     if (depth + 1 > maxDepth) return true;
     for (const child of Array.isArray(current) ? current : Object.values(current)) {
-      if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: depth + 1 });
+      if (typeof child === 'object' && child !== null)
+        stack.push({ value: child, depth: depth + 1 });
     }
   }
   return false;
@@ -76,7 +77,9 @@ function isJsonRpcMessage(m: unknown): boolean {
   const msg = m as Record<string, unknown>;
   if (msg.jsonrpc !== '2.0') return false;
   const idOk =
-    !('id' in msg) || typeof msg.id === 'string' || (typeof msg.id === 'number' && Number.isFinite(msg.id));
+    !('id' in msg) ||
+    typeof msg.id === 'string' ||
+    (typeof msg.id === 'number' && Number.isFinite(msg.id));
   if (!idOk) return false;
   if ('method' in msg) {
     return (
