@@ -42,7 +42,7 @@ export async function buildGateway(
   });
   await keys.start();
 
-  const longTools = demoTools();
+  const longTools = demoTools(config.TOOL_LIMITS);
   const tasks = createTaskService({
     pool,
     queue: createJobQueue(boss),

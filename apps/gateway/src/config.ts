@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { toolLimitsOverrides } from '@mtg/tools';
 import { csv, port, url } from '@mtg/config';
 
 /** The gateway's environment. Parsed once in main.ts. */
@@ -43,6 +44,8 @@ export const gatewayConfigSchema = z
     CANCEL_ACK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
     /** How long a blocking tasks/result waits before asking the client to call again. */
     TASK_RESULT_WAIT_MS: z.coerce.number().int().min(1000).default(300_000),
+    /** Per-tool limit overrides (JSON): retention, deadlines, delete-on-read, result size. */
+    TOOL_LIMITS: toolLimitsOverrides.default({}),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   })
   .transform((c) => {

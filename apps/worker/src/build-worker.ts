@@ -46,7 +46,7 @@ export async function buildWorker(config: WorkerConfig, logger: Logger): Promise
     logger,
     run: {
       pool,
-      tools: demoTools(),
+      tools: demoTools(config.TOOL_LIMITS),
       workerId: config.workerId,
       leaseMs: config.WORKER_LEASE_MS,
       stepMs: config.DEMO_STEP_MS,

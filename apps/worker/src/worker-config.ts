@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { toolLimitsOverrides } from '@mtg/tools';
 import { url } from '@mtg/config';
 
 /** The worker's environment. Parsed once in main.ts. */
@@ -24,6 +25,8 @@ export const workerConfigSchema = z
       .min(1, 'is required: the worker authenticates to the IdP as its own client'),
     DOWNSTREAM_URL: url().default('http://127.0.0.1:9500'),
     DOWNSTREAM_RESOURCE: url().optional(),
+    /** Per-tool limit overrides (JSON): retention, deadlines, delete-on-read, result size. */
+    TOOL_LIMITS: toolLimitsOverrides.default({}),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   })
   .transform((c) => ({
