@@ -1,9 +1,10 @@
-// `npm run migrate`: applies db/migrations to DATABASE_URL and says what it did.
+// `npm run migrate`: prepares DATABASE_URL for the apps — db/migrations, then the job
+// queue — and says what it did. The compose `migrate` service runs it before the apps.
 import { ConfigError, parseConfig } from '@mtg/config';
-import { migrate } from '@mtg/db';
+import { createLogger } from '@mtg/log';
 import { z } from 'zod';
 import { describeDatabaseUrl } from './lib/launcher/check-database.ts';
-import { MIGRATIONS_DIR } from './lib/launcher/prepare-database.ts';
+import { prepareDatabase } from './lib/launcher/prepare-database.ts';
 
 const schema = z.object({
   DATABASE_URL: z
@@ -25,7 +26,8 @@ async function main(): Promise<number> {
   const where = describeDatabaseUrl(config.DATABASE_URL);
   let result;
   try {
-    result = await migrate(config.DATABASE_URL, MIGRATIONS_DIR);
+    // The summary below is this command's output; no log lines.
+    result = await prepareDatabase(config.DATABASE_URL, createLogger('migrate', { silent: true }));
   } catch (error) {
     process.stderr.write(`migrate: ${where}: ${messageOf(error)}\n`);
     return 1;
@@ -33,7 +35,7 @@ async function main(): Promise<number> {
   for (const file of result.applied) process.stdout.write(`applied ${file}\n`);
   process.stdout.write(
     `${where}: ${result.applied.length} migration(s) applied, ` +
-      `${result.alreadyApplied} already applied before\n`,
+      `${result.alreadyApplied} already applied before; job queue installed\n`,
   );
   return 0;
 }

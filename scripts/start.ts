@@ -31,7 +31,7 @@ async function main(): Promise<number> {
   });
 
   let firstSignalAt = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
+  const onSignal = (signal: string) => {
     if (!firstSignalAt) {
       firstSignalAt = Date.now();
       logger.info('stopping the stack', { signal });
@@ -44,7 +44,15 @@ async function main(): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // The terminal went away.
+  process.on('SIGHUP', onSignal);
   process.on('exit', stack.killAllSync);
+  // `npm start` runs us under `sh -c`; a SIGTERM to npm kills that shell without passing
+  // the signal on. Stop when orphaned rather than keep the stack running unowned.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent && !firstSignalAt) onSignal('parent exited');
+  }, 1000).unref();
 
   try {
     const info = await stack.start();

@@ -1,23 +1,26 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import type { Queryable } from '@mtg/db';
+import type { JWTVerifyGetKey } from 'jose';
+import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
+import { apiRoutes, writesRoute } from './api/api-routes.ts';
 
 export interface DownstreamDeps {
-  db: Queryable;
+  pool: Pool;
   logger: Logger;
+  /** How API callers' tokens are verified. */
+  auth: { keys: JWTVerifyGetKey; issuer: string; audience: string };
   now?: () => number;
 }
 
 /**
- * The demo downstream resource server. So far: liveness and readiness; the resource
- * endpoints the demo tools write to (and GET /_writes) come next.
+ * The demo downstream resource server: its API under /api (token-checked writes and reads),
+ * GET /_writes for tests and demos, liveness and readiness.
  */
 export function createApp(deps: DownstreamDeps): Express {
   const now = deps.now ?? Date.now;
   const app = express();
   app.disable('x-powered-by');
   app.use(logRequests(deps.logger, now));
-  app.use(express.json({ limit: '1mb' }));
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
@@ -25,13 +28,16 @@ export function createApp(deps: DownstreamDeps): Express {
 
   app.get('/readyz', async (_req, res) => {
     try {
-      await deps.db.query('SELECT 1');
+      await deps.pool.query('SELECT 1');
       res.json({ ok: true });
     } catch (error) {
       deps.logger.warn('readiness check failed', { error });
       res.status(503).json({ ok: false, error: 'database_unreachable' });
     }
   });
+
+  app.use(writesRoute(deps.pool));
+  app.use('/api', apiRoutes({ pool: deps.pool, logger: deps.logger, ...deps.auth }));
 
   app.use((_req, res) => {
     res.status(404).json({ error: 'not_found' });

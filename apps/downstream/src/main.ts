@@ -1,3 +1,4 @@
+import { createRemoteJWKSet } from 'jose';
 import { ConfigError, parseConfig } from '@mtg/config';
 import { createPool } from '@mtg/db';
 import { createLogger } from '@mtg/log';
@@ -30,7 +31,14 @@ async function main() {
         `migrations (npm run migrate) and make sure the login role may SET ROLE ${config.DATABASE_ROLE}`,
     );
   }
-  await serveUntilSignalled(createApp({ db: pool, logger }), {
+  // Fetched on first use, so the IdP need not be up yet.
+  const keys = createRemoteJWKSet(new URL(config.jwksUri));
+  const app = createApp({
+    pool,
+    logger,
+    auth: { keys, issuer: config.issuer, audience: config.audience },
+  });
+  await serveUntilSignalled(app, {
     port: config.DOWNSTREAM_PORT,
     host: config.DOWNSTREAM_HOST,
     logger,

@@ -109,13 +109,20 @@ describe('token exchange (RFC 8693)', () => {
     });
   });
 
-  test('the lifetime is capped by the subject token remaining lifetime', async () => {
+  test('the lifetime of an ordinary exchange is capped by the subject token remaining lifetime', async () => {
     const subject = await userToken({ ttl: '30' });
-    const response = await delegation(subject, { ttl: '3600' });
+    const response = await delegation(subject, { ttl: '3600', resource: RESOURCES.downstream });
     expect(response.expires_in).toBeLessThanOrEqual(30);
     expect(decode(response.access_token).payload.exp).toBeLessThanOrEqual(
       decode(subject).payload.exp!,
     );
+  });
+
+  test('a task-bound delegation to the worker may outlive the subject token, up to the requested ttl', async () => {
+    const subject = await userToken({ ttl: '30' });
+    const response = await delegation(subject, { ttl: '7200' });
+    expect(response.expires_in).toBe(7200);
+    expect(decode(response.access_token).payload.exp).toBeGreaterThan(decode(subject).payload.exp!);
   });
 
   test('an unknown audience is invalid_target and says so', async () => {

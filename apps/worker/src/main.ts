@@ -1,8 +1,9 @@
 import { ConfigError, parseConfig } from '@mtg/config';
 import { createPool } from '@mtg/db';
 import { createLogger } from '@mtg/log';
-import { workerConfigSchema } from './config.ts';
-import { createWorker } from './create-worker.ts';
+import { buildWorker } from './build-worker.ts';
+import { checkDatabase } from './check-database.ts';
+import { workerConfigSchema } from './worker-config.ts';
 
 async function main() {
   let config;
@@ -15,22 +16,31 @@ async function main() {
     }
     throw error;
   }
-  const workerId = config.WORKER_ID ?? `worker-${process.pid}`;
-  const logger = createLogger('worker', { level: config.LOG_LEVEL }).child({ workerId });
-  const pool = createPool({
+  const logger = createLogger('worker', { level: config.LOG_LEVEL }).child({
+    workerId: config.workerId,
+  });
+
+  // Fail at start, with the reason, when the database or the role is not there.
+  const probe = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
-    applicationName: workerId,
+    max: 1,
+    applicationName: config.workerId,
   });
-  const worker = createWorker({ db: pool, logger, workerId, role: config.DATABASE_ROLE });
+  try {
+    await checkDatabase(probe, config.DATABASE_ROLE);
+  } finally {
+    await probe.end();
+  }
 
+  const worker = await buildWorker(config, logger);
   let stopping = false;
   const stop = async (reason: string) => {
     if (stopping) return;
     stopping = true;
     logger.info('stopping', { reason });
     await worker.stop();
-    await pool.end();
+    logger.info('stopped');
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
@@ -39,7 +49,8 @@ async function main() {
   process.on('disconnect', () => void stop('launcher gone'));
 
   await worker.start();
-  process.send?.({ type: 'ready', service: 'worker', workerId });
+  logger.info('worker started');
+  process.send?.({ type: 'ready', service: 'worker', workerId: config.workerId });
 }
 
 main().catch((error) => {

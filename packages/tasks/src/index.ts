@@ -11,3 +11,4 @@ export { TASK_ID, newTaskId } from './task-id.ts';
 export { ACTIVE, isTerminal, toView, type TaskRow, type TaskStatus, type TaskView } from './task-row.ts';
 export type { StoredResult } from './read-result.ts';
 export type { TaskPage } from './list-tasks.ts';
+export { isRevoked, revokePrincipal, restorePrincipal, settleUnleased, type PrincipalRef, type RevocationSource } from './revoke-principal.ts';

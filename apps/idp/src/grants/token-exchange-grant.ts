@@ -37,6 +37,13 @@ export interface TokenExchangeGrantDeps {
   users: UserStore;
   resources: Resources;
   accessTokenTtl: number;
+  /**
+   * Upper bound of a task-bound delegation (the gateway exchanging a user's token for the
+   * worker audience). Such a delegation may outlive the user's access token — it is bound
+   * to the task's deadline instead — because it is narrowed to one audience and one tool's
+   * scope, and every later exchange of it is checked against the user's status here.
+   */
+  maxDelegationTtl?: number;
   verifyOwnToken: (token: string) => Promise<VerifyOwnTokenResult>;
   now: () => number;
 }
@@ -99,7 +106,9 @@ export function tokenExchangeGrant(deps: TokenExchangeGrantDeps) {
       deps.accessTokenTtl,
       resource ? 'resource' : 'audience',
     );
-    const ttl = parseTtl(params.ttl, deps.accessTokenTtl) ?? deps.accessTokenTtl;
+    const delegation = clientId === 'mcp-gateway' && target.resource === deps.resources.worker;
+    const maxTtl = delegation ? (deps.maxDelegationTtl ?? 86_400) : deps.accessTokenTtl;
+    const ttl = parseTtl(params.ttl, maxTtl) ?? deps.accessTokenTtl;
 
     const verified = await deps.verifyOwnToken(params.subject_token);
     if (!verified.ok) {
@@ -162,7 +171,9 @@ export function tokenExchangeGrant(deps: TokenExchangeGrantDeps) {
     }
 
     const iat = Math.floor(deps.now() / 1000);
-    const exp = Math.min(iat + ttl, subject.exp);
+    // Every other exchange ends with its subject token; a task-bound delegation ends with
+    // the task's deadline (its requested ttl), see maxDelegationTtl.
+    const exp = delegation ? iat + ttl : Math.min(iat + ttl, subject.exp);
     if (exp <= iat) throw invalidGrant('subject_token has expired');
 
     const act: Actor = subject.act ? { sub: clientId, act: subject.act } : { sub: clientId };

@@ -1,0 +1,57 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+export interface SealedCredential {
+  keyId: string;
+  iv: Buffer;
+  ciphertext: Buffer;
+  tag: Buffer;
+}
+
+/**
+ * AES-256-GCM for credentials at rest. `keys` maps key ids to 32-byte keys; `currentKeyId`
+ * encrypts, any listed key decrypts (rotation: add the new key, make it current, keep the
+ * old one until every credential sealed under it has expired). The task id is bound as
+ * additional data, so a ciphertext moved to another task's row does not decrypt.
+ */
+export function createCredentialCipher(keys: Record<string, Buffer>, currentKeyId: string) {
+  for (const [id, key] of Object.entries(keys)) {
+    if (key.length !== 32) throw new TypeError(`credential key ${id} must be 32 bytes`);
+  }
+  if (!keys[currentKeyId]) throw new TypeError(`current credential key ${currentKeyId} is not in the key set`);
+  return {
+    seal(plaintext: string, boundTo: string): SealedCredential {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', keys[currentKeyId]!, iv);
+      cipher.setAAD(Buffer.from(boundTo));
+      const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+      return { keyId: currentKeyId, iv, ciphertext, tag: cipher.getAuthTag() };
+    },
+    open(sealed: SealedCredential, boundTo: string): string {
+      const key = keys[sealed.keyId];
+      if (!key) throw new Error(`credential sealed under unknown key ${sealed.keyId}`);
+      const decipher = createDecipheriv('aes-256-gcm', key, sealed.iv);
+      decipher.setAAD(Buffer.from(boundTo));
+      decipher.setAuthTag(sealed.tag);
+      return Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]).toString('utf8');
+    },
+  };
+}
+
+export type CredentialCipher = ReturnType<typeof createCredentialCipher>;
+
+/** Parses CREDENTIAL_KEYS ("id1:base64,id2:base64") or a single CREDENTIAL_KEY (id "k1"). */
+export function credentialKeysFromEnv(env: Record<string, string | undefined>): { keys: Record<string, Buffer>; current: string } {
+  if (env.CREDENTIAL_KEYS) {
+    const keys: Record<string, Buffer> = {};
+    let first: string | undefined;
+    for (const entry of env.CREDENTIAL_KEYS.split(',').map((s) => s.trim()).filter(Boolean)) {
+      const [id, b64] = entry.split(':');
+      if (!id || !b64) throw new TypeError('CREDENTIAL_KEYS entries must be id:base64key');
+      keys[id] = Buffer.from(b64, 'base64');
+      first ??= id;
+    }
+    return { keys, current: env.CREDENTIAL_KEY_CURRENT ?? first! };
+  }
+  if (env.CREDENTIAL_KEY) return { keys: { k1: Buffer.from(env.CREDENTIAL_KEY, 'base64') }, current: 'k1' };
+  throw new TypeError('CREDENTIAL_KEY (base64, 32 bytes) or CREDENTIAL_KEYS is required');
+}

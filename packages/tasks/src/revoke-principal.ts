@@ -1,0 +1,108 @@
+import type { Pool } from 'pg';
+import { appendAudit } from '@mtg/audit';
+import { withTransaction, type Queryable } from '@mtg/db';
+import { appendCancelled } from './cancel-task.ts';
+import { CHANNELS } from './channels.ts';
+import { settleTask } from './settle-task.ts';
+
+export interface PrincipalRef {
+  tenant: string;
+  subject: string;
+}
+
+/** How the revocation reached us: 'ssf:account-disabled', 'ssf:session-revoked', 'admin', … */
+export interface RevocationSource {
+  path: string;
+  by?: { subject: string; client?: string };
+  detail?: Record<string, unknown>;
+  correlationId?: string;
+}
+
+export async function isRevoked(db: Queryable, p: PrincipalRef): Promise<boolean> {
+  const r = await db.query<{ revoked: boolean }>(
+    'SELECT revoked FROM app.principals WHERE tenant = $1 AND subject = $2',
+    [p.tenant, p.subject],
+  );
+  return r.rows[0]?.revoked === true;
+}
+
+/**
+ * Stops acting for a principal: marks it revoked, flags every open task of it for
+ * cancellation with reason `revoked`, tells running workers at once (they stop at the
+ * current step boundary), and settles at once the tasks no live worker holds. Returns the
+ * affected task ids. Idempotent: revoking twice changes nothing the second time.
+ */
+export async function revokePrincipal(pool: Pool, p: PrincipalRef, source: RevocationSource): Promise<string[]> {
+  const taskBy = { path: 'revocation', via: source.path, reason: `principal revoked (${source.path})`, ...(source.by ? { subject: source.by.subject, client: source.by.client } : {}) };
+  const affected = await withTransaction(pool, async (c) => {
+    await c.query(
+      `INSERT INTO app.principals (tenant, subject, revoked, revoked_at, revoked_by, updated_at)
+       VALUES ($1, $2, true, now(), $3, now())
+       ON CONFLICT (tenant, subject) DO UPDATE
+         SET revoked = true, revoked_at = now(), revoked_by = $3, updated_at = now()`,
+      [p.tenant, p.subject, JSON.stringify({ path: source.path, ...source.by, ...source.detail })],
+    );
+    const tasks = await c.query<{ id: string }>(
+      `UPDATE app.tasks SET cancel_requested_at = COALESCE(cancel_requested_at, now()),
+              cancel_requested_by = $3, updated_at = now()
+        WHERE tenant = $1 AND subject = $2 AND status IN ('working', 'input_required')
+        RETURNING id`,
+      [p.tenant, p.subject, JSON.stringify(taskBy)],
+    );
+    for (const t of tasks.rows) {
+      await c.query('SELECT pg_notify($1, $2)', [CHANNELS.control, JSON.stringify({ taskId: t.id, action: 'revoke' })]);
+    }
+    await appendAudit(c, {
+      type: 'principal.revoked',
+      tenant: p.tenant,
+      subject: p.subject,
+      reason: source.path,
+      ...(source.correlationId ? { correlationId: source.correlationId } : {}),
+      actor: source.by ? { subject: source.by.subject, ...(source.by.client ? { client: source.by.client } : {}), kind: 'admin' } : { subject: source.path, kind: 'system' },
+      data: { openTasks: tasks.rows.map((t) => t.id), ...source.detail },
+    });
+    return tasks.rows.map((t) => t.id);
+  });
+  // Tasks that no live worker holds (queued, paused, or their worker died) stop here; the
+  // running ones are settled by their worker at its next boundary (sweepRevoked is the net).
+  await settleUnleased(pool, affected, taskBy);
+  return affected;
+}
+
+/** Settles, as revoked, those of `taskIds` that no live worker holds. */
+export async function settleUnleased(pool: Pool, taskIds: string[], by: Record<string, unknown> & { path: string }): Promise<void> {
+  for (const taskId of taskIds) {
+    await withTransaction(pool, async (c) => {
+      const live = await c.query<{ live: boolean }>(
+        `SELECT lease_owner IS NOT NULL AND lease_expires_at > now() AS live FROM app.tasks WHERE id = $1`,
+        [taskId],
+      );
+      if (live.rows[0]?.live) return;
+      const row = await settleTask(c, {
+        taskId, status: 'cancelled', outcome: 'revoked',
+        message: `Cancelled: ${String(by.reason ?? 'principal revoked')}`, endedBy: by,
+      });
+      if (row) await appendCancelled(c, row, by, 'no_live_worker');
+    });
+  }
+}
+
+/** Lifts a revocation for new work. Tasks cancelled by it stay cancelled. */
+export async function restorePrincipal(pool: Pool, p: PrincipalRef, source: RevocationSource): Promise<boolean> {
+  return withTransaction(pool, async (c) => {
+    const r = await c.query(
+      `UPDATE app.principals SET revoked = false, restored_at = now(), restored_by = $3, updated_at = now()
+        WHERE tenant = $1 AND subject = $2 AND revoked`,
+      [p.tenant, p.subject, JSON.stringify({ path: source.path, ...source.by })],
+    );
+    if (r.rowCount === 0) return false;
+    await appendAudit(c, {
+      type: 'principal.restored',
+      tenant: p.tenant,
+      subject: p.subject,
+      reason: source.path,
+      actor: source.by ? { subject: source.by.subject, ...(source.by.client ? { client: source.by.client } : {}), kind: 'admin' } : { subject: source.path, kind: 'system' },
+    });
+    return true;
+  });
+}
