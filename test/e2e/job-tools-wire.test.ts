@@ -14,6 +14,9 @@ type Sc = Record<string, any>;
 
 test('a client without task support gets a job handle at once, polls it, and reads the result', async () => {
   const client = await connectV1(stack.mcpUrl, await stack.token('alice', 'acme'));
+  // Listing first makes the client validate results against advertised output schemas.
+  const { tools } = await client.listTools();
+  expect(tools.find((t) => t.name === 'provision_test_environment')?.outputSchema).toBeUndefined();
   const started = await client.callTool({
     name: 'provision_test_environment',
     arguments: { branch: 'feature-x', services: ['api', 'web'] },

@@ -50,7 +50,12 @@ export function createDispatch(
       const instant = catalogue.visibleTo(principal).map(toolListing);
       const long = [...longTools.values()]
         .filter((t) => principal.scopes.includes(t.scope))
-        .map((t) => ({ ...toolListing({ ...t, run: async () => ({ content: [] }) }), execution: { taskSupport: 'optional' } }));
+        .map((t) => {
+          // No outputSchema: called plainly, a long tool answers with a job handle, which
+          // clients would validate against it and reject. The result shape is in the text.
+          const { outputSchema: _omit, ...listing } = toolListing({ ...t, outputSchema: undefined, run: async () => ({ content: [] }) });
+          return { ...listing, execution: { taskSupport: 'optional' } };
+        });
       return { tools: [...instant, ...long] };
     },
     async callTool(params, mode, ctx) {
