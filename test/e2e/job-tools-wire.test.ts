@@ -39,6 +39,11 @@ test('a client without task support gets a job handle at once, polls it, and rea
   expect(writes.map((w) => w.idempotencyKey).sort()).toEqual(
     ['apply-permissions', 'create-namespace', 'deploy:api', 'deploy:web', 'seed-database'].map((s) => `${handle.jobId}:${s}`).sort(),
   );
+  // Every write was made for alice, by the worker acting on a gateway delegation.
+  for (const w of writes) {
+    expect(w.sub).toBe('alice');
+    expect(w.act).toEqual({ sub: 'mcp-worker', act: { sub: 'mcp-gateway' } });
+  }
   const listed = await client.callTool({ name: 'list_jobs', arguments: {} });
   expect((listed.structuredContent as Sc).jobs.map((j: Sc) => j.jobId)).toContain(handle.jobId);
   await client.close();

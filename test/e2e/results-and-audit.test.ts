@@ -84,8 +84,15 @@ test('one task lifecycle writes its events in order, chained without gaps', asyn
   await wire.result(token, id);
   const events = await sql(stack.db.url, `SELECT type, body FROM audit.events WHERE task_id = $1 ORDER BY seq`, [id]);
   expect(events.map((e) => e.type).filter((t) => t !== 'task.status_read')).toEqual([
-    'task.created', 'task.started', 'task.step_completed', 'task.step_completed', 'task.completed', 'task.result_read',
+    'task.created', 'task.delegated', 'task.started',
+    'task.identity_refreshed', 'task.step_completed', 'task.identity_refreshed', 'task.step_completed',
+    'task.completed', 'task.result_read',
   ]);
+  // Identity changes name who, for whom and until when, never the credential itself.
+  const refreshed = JSON.parse(events.find((e) => e.type === 'task.identity_refreshed').body);
+  expect(refreshed.data.to).toMatchObject({ subject: 'oli', act: { sub: 'mcp-worker' } });
+  expect(refreshed.data.expiresAt).toEqual(expect.any(String));
+  expect(events.map((e) => e.body).join('')).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/);
   expect(events.some((e) => e.type === 'task.status_read')).toBe(true);
   // Redacted: the patch's values never reach the audit trail.
   expect(events.map((e) => e.body).join('')).not.toContain('secret-value');

@@ -11,6 +11,7 @@ import { installQueue } from '../../packages/tasks/src/index.ts';
 import { parseConfig } from '../../packages/config/src/index.ts';
 import { startIdp, DEV_USER_GRANT } from '../../apps/idp/src/index.ts';
 import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
+import { createGatewayServer } from '../../apps/gateway/src/tls.ts';
 import { buildWorker, workerConfigSchema, type Worker } from '../../apps/worker/src/index.ts';
 import { apiRoutes, writesRoute } from '../../apps/downstream/src/api/api-routes.ts';
 import { generateDevSecrets } from '../../scripts/lib/dev-secrets.ts';
@@ -38,9 +39,22 @@ export interface Stack {
   >;
   /** Starts the gateway again on the same port (for restart tests). */
   restartGateway(): Promise<void>;
+  /**
+   * Disables or enables a user through the dev IdP's admin API (as `npm run idp:user` does);
+   * the IdP then pushes its security events to the gateway's /ssf/events. Returns the IdP's
+   * answer, with each push's delivery status.
+   */
+  idpUser(action: 'disable' | 'enable', sub: string, tenant: string): Promise<IdpUserAnswer>;
   addWorker(env?: Record<string, string>): Promise<Worker>;
   env: Record<string, string>;
   close(): Promise<void>;
+}
+
+export interface IdpUserAnswer {
+  user: { sub: string; tenant: string; disabled: boolean };
+  push:
+    | { pushed: false; reason: string }
+    | { pushed: true; url: string; deliveries: Array<{ event: string; jti: string; delivered: boolean; status?: number; error?: string }> };
 }
 
 export async function freePort(): Promise<number> {
@@ -53,6 +67,15 @@ export async function freePort(): Promise<number> {
 
 function listen(app: http.RequestListener, port: number): Promise<http.Server> {
   const server = http.createServer(app);
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
+}
+
+/** The gateway's own listener: HTTPS when its config has GATEWAY_TLS_CERT/KEY (tls.ts). */
+function listenGateway(gateway: { app: http.RequestListener; tls?: Parameters<typeof createGatewayServer>[1] }, port: number): Promise<http.Server> {
+  const server = createGatewayServer(gateway.app, gateway.tls);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => resolve(server));
@@ -81,7 +104,10 @@ export async function startStack(
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mtg-stack-'));
   const gatewayPort = await freePort();
   const downstreamPort = await freePort();
-  const mcpUrl = `http://127.0.0.1:${gatewayPort}/mcp`;
+  // GATEWAY_TLS_CERT/KEY in `env` make the gateway serve HTTPS: its canonical URL (the
+  // token audience) is then https.
+  const gatewayScheme = options.env?.GATEWAY_TLS_CERT ? 'https' : 'http';
+  const mcpUrl = `${gatewayScheme}://127.0.0.1:${gatewayPort}/mcp`;
   const downstreamUrl = `http://127.0.0.1:${downstreamPort}`;
 
   const idp = await startIdp({
@@ -96,6 +122,12 @@ export async function startStack(
       downstream: downstreamUrl,
     },
     accessTokenTtl: 3600,
+    // The IdP is the gateway's Shared Signals transmitter; SSF_PUSH_AUTH in `env` is the
+    // Authorization header both sides then agree on.
+    ssfPush: {
+      url: `http://127.0.0.1:${gatewayPort}/ssf/events`,
+      ...(options.env?.SSF_PUSH_AUTH ? { authorization: options.env.SSF_PUSH_AUTH } : {}),
+    },
     logger,
   });
   const issuer = idp.idp.issuer;
@@ -120,19 +152,26 @@ export async function startStack(
     GATEWAY_PORT: String(gatewayPort),
     GATEWAY_RESOURCE: mcpUrl,
     AUTH_ISSUER: issuer,
-    CLIENT_SECRET: secrets.clientSecrets['mcp-worker'],
+    CLIENT_SECRET: secrets.clientSecrets['mcp-gateway'],
+    CREDENTIAL_KEY: secrets.credentialKey,
     DOWNSTREAM_URL: downstreamUrl,
     DEMO_STEP_MS: '200',
     WORKER_LEASE_MS: '2000',
     ...options.env,
   };
   let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger);
-  let gatewayServer = await listen(gateway.app, gatewayPort);
+  let gatewayServer = await listenGateway(gateway, gatewayPort);
 
   const workers: Worker[] = [];
   const addWorker = async (extra: Record<string, string> = {}) => {
-    const workerEnv = { ...env, WORKER_ID: `test-worker-${workers.length + 1}`, ...extra };
-    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), logger);
+    const workerEnv = {
+      ...env,
+      CLIENT_ID: 'mcp-worker',
+      CLIENT_SECRET: secrets.clientSecrets['mcp-worker'],
+      WORKER_ID: `test-worker-${workers.length + 1}`,
+      ...extra,
+    };
+    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), logger, workerEnv);
     await w.start();
     workers.push(w);
     return w;
@@ -143,7 +182,7 @@ export async function startStack(
     db,
     issuer,
     mcpUrl,
-    gatewayUrl: `http://127.0.0.1:${gatewayPort}`,
+    gatewayUrl: `${gatewayScheme}://127.0.0.1:${gatewayPort}`,
     downstreamUrl,
     secrets,
     workers,
@@ -181,11 +220,23 @@ export async function startStack(
       const r = await fetch(`${downstreamUrl}/_writes?taskId=${taskId}`);
       return (await r.json()) as never;
     },
+    async idpUser(action, sub, tenant) {
+      const r = await fetch(`${issuer}/admin/users/${action}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${secrets.idpAdminToken}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ sub, tenant }),
+      });
+      if (!r.ok) throw new Error(`idp admin ${action}: HTTP ${r.status} ${await r.text()}`);
+      return (await r.json()) as IdpUserAnswer;
+    },
     async restartGateway() {
       await closeServer(gatewayServer);
       await gateway.close();
       gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger);
-      gatewayServer = await listen(gateway.app, gatewayPort);
+      gatewayServer = await listenGateway(gateway, gatewayPort);
     },
     async close() {
       for (const w of workers) await w.stop().catch(() => {});

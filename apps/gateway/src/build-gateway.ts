@@ -1,6 +1,8 @@
+import type https from 'node:https';
 import { createPool } from '@mtg/db';
-import { claimMappingFromEnv, createKeySource } from '@mtg/identity';
+import { claimMappingFromEnv, createCredentialCipher, createKeySource, createTokenExchanger, credentialKeysFromEnv } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
+import { loadPolicyFile } from '@mtg/policy';
 import { CHANNELS, createBoss, createJobQueue, createTaskEvents, createTaskService } from '@mtg/tasks';
 import { createCatalogue, demoTools, whoami } from '@mtg/tools';
 import type { Express } from 'express';
@@ -8,11 +10,15 @@ import type { GatewayConfig } from './config.ts';
 import { createApp } from './create-app.ts';
 import { discoverJwksUri } from './discover-jwks-uri.ts';
 import { jobTools } from './mcp/job-tools.ts';
+import { loadTls } from './tls.ts';
+import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
 export const SCOPES = ['env:provision', 'reports:run', 'records:write', 'tasks:admin'];
 
 export interface Gateway {
   app: Express;
+  /** node:https options when GATEWAY_TLS_CERT/KEY are set; serve over plain HTTP otherwise. */
+  tls?: https.ServerOptions;
   close(): Promise<void>;
 }
 
@@ -22,6 +28,13 @@ export async function buildGateway(
   env: Record<string, string | undefined>,
   logger: Logger,
 ): Promise<Gateway> {
+  // Files first: a bad policy or certificate stops the gateway before it connects anywhere.
+  // (jobTools only builds definitions here; the task service is not touched for names.)
+  const toolNames = [whoami.name, ...demoTools(config.TOOL_LIMITS).keys(), ...jobTools(null as never).map((t) => t.name)];
+  const policy = config.POLICY_FILE ? await loadPolicyFile(config.POLICY_FILE, { knownTools: toolNames }) : undefined;
+  if (policy) logger.info('tool policy loaded', { file: policy.source });
+  const tls = await loadTls(config);
+
   const pool = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
@@ -41,13 +54,35 @@ export async function buildGateway(
     onError: (error) => logger.warn('jwks refresh failed', { error: error.message }),
   });
   await keys.start();
+  const ssfIssuer = config.SSF_TRANSMITTER_ISSUER ?? config.issuer;
+  const ssfKeys = await transmitterKeySource({
+    transmitterIssuer: ssfIssuer,
+    ...(config.SSF_JWKS_URI ? { jwksUri: config.SSF_JWKS_URI } : {}),
+    authIssuer: config.issuer,
+    authKeys: keys,
+    discoverJwksUri: (issuer) => discoverWithRetry(issuer, logger),
+    onError: (error) => logger.warn('SSF transmitter jwks refresh failed', { error: error.message }),
+  });
 
   const longTools = demoTools(config.TOOL_LIMITS);
+  const credentialKeys = credentialKeysFromEnv(env);
+  const delegation = {
+    exchanger: createTokenExchanger({
+      issuer: config.issuer,
+      clientId: config.CLIENT_ID,
+      clientSecret: config.CLIENT_SECRET,
+      style: config.EXCHANGE_STYLE,
+    }),
+    cipher: createCredentialCipher(credentialKeys.keys, credentialKeys.current),
+    workerResource: config.WORKER_RESOURCE,
+    graceSeconds: config.DELEGATION_GRACE_SECONDS,
+  };
   const tasks = createTaskService({
     pool,
     queue: createJobQueue(boss),
     events,
     tools: longTools,
+    delegation,
     limits: {
       maxActivePerUser: config.MAX_ACTIVE_TASKS_PER_USER,
       maxActivePerTenant: config.MAX_ACTIVE_TASKS_PER_TENANT,
@@ -81,12 +116,30 @@ export async function buildGateway(
     allowedOrigins: config.ALLOWED_ORIGINS,
     maxBodyBytes: config.MAX_BODY_BYTES,
     scopesSupported: SCOPES,
+    ...(policy ? { policy } : {}),
+    workloads: {
+      trustedProxies: config.TRUSTED_PROXIES,
+      forwardedCertHeader: config.FORWARDED_CERT_HEADER,
+      clientCas: tls.clientCas,
+    },
+    ssf: {
+      verify: {
+        keys: ssfKeys.getKey,
+        issuer: ssfIssuer,
+        audience: config.resource,
+        maxAgeSeconds: config.SSF_MAX_AGE_SECONDS,
+      },
+      ...(config.SSF_PUSH_AUTH ? { pushAuthorization: config.SSF_PUSH_AUTH } : {}),
+      subjectIssuer: config.issuer,
+    },
   });
 
   return {
     app,
+    ...(tls.server ? { tls: tls.server } : {}),
     async close() {
       keys.stop();
+      ssfKeys.stop();
       await events.close();
       await boss.stop({ graceful: false, close: false }).catch(() => {});
       await pool.end();

@@ -46,7 +46,44 @@ export const gatewayConfigSchema = z
     TASK_RESULT_WAIT_MS: z.coerce.number().int().min(1000).default(300_000),
     /** Per-tool limit overrides (JSON): retention, deadlines, delete-on-read, result size. */
     TOOL_LIMITS: toolLimitsOverrides.default({}),
+    // --- Identity over time (docs/identity.md) ---
+    /** This gateway's own OAuth client (token exchange for task-bound delegations). */
+    CLIENT_ID: z.string().min(1).default('mcp-gateway'),
+    CLIENT_SECRET: z.string().min(1, 'is required: the gateway exchanges user tokens for task-bound delegations as its own client'),
+    /** Audience of task-bound delegations: the worker service. */
+    WORKER_RESOURCE: z.string().min(1).default('urn:mcp-task-gateway:worker'),
+    /** Lifetime a delegation gets beyond the task deadline (for the final result write). */
+    DELEGATION_GRACE_SECONDS: z.coerce.number().int().min(0).default(120),
+    EXCHANGE_STYLE: z.enum(['rfc8693-resource', 'rfc8693-audience', 'entra-obo']).default('rfc8693-resource'),
+    /** AES-256-GCM key(s) for credentials at rest: CREDENTIAL_KEY (base64) or CREDENTIAL_KEYS "id:base64,…". */
+    CREDENTIAL_KEY: z.string().optional(),
+    CREDENTIAL_KEYS: z.string().optional(),
+    CREDENTIAL_KEY_CURRENT: z.string().optional(),
+    // --- Shared Signals receiver (RFC 8935) ---
+    /** Issuer of the SETs we accept (the IdP acting as transmitter); defaults to the auth issuer. */
+    SSF_TRANSMITTER_ISSUER: url().optional(),
+    /** JWKS of the transmitter; defaults to the auth issuer's jwks_uri. */
+    SSF_JWKS_URI: url().optional(),
+    /** Expected Authorization header value on pushes (agreed at stream setup); optional. */
+    SSF_PUSH_AUTH: z.string().min(1).optional(),
+    /** SETs whose iat is older (or further in the future) than this are refused. */
+    SSF_MAX_AGE_SECONDS: z.coerce.number().int().min(10).default(300),
+    // --- Workload identity and per-tool policy ---
+    /** Policy file (YAML or JSON) mapping workload identities to tools; unset = no policy. */
+    POLICY_FILE: z.string().min(1).optional(),
+    /** TLS: certificate, key and client-CA files; with a CA, client certificates are requested. */
+    GATEWAY_TLS_CERT: z.string().min(1).optional(),
+    GATEWAY_TLS_KEY: z.string().min(1).optional(),
+    GATEWAY_TLS_CLIENT_CA: z.string().min(1).optional(),
+    /** Proxies (IP addresses) whose forwarded client-certificate header is believed. */
+    TRUSTED_PROXIES: csv().default([]),
+    /** Header a trusted proxy puts the client certificate (PEM, URL-encoded) in. */
+    FORWARDED_CERT_HEADER: z.string().min(1).default('x-forwarded-client-cert'),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
+  })
+  .refine((c) => c.CREDENTIAL_KEY || c.CREDENTIAL_KEYS, {
+    path: ['CREDENTIAL_KEY'],
+    message: 'is required (base64 32-byte AES key), or CREDENTIAL_KEYS for rotation',
   })
   .transform((c) => {
     const resource = c.GATEWAY_RESOURCE ?? `http://127.0.0.1:${c.GATEWAY_PORT}/mcp`;

@@ -1,7 +1,7 @@
 import { createPool } from '@mtg/db';
-import { clientCredentialsToken } from '@mtg/identity';
+import { clientCredentialsToken, createCredentialCipher, createTokenExchanger, credentialKeysFromEnv } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
-import { createMaintenance, createWorkerLoop } from '@mtg/runner';
+import { createMaintenance, createTaskCredentials, createWorkerLoop } from '@mtg/runner';
 import { CHANNELS, createBoss, createTaskEvents } from '@mtg/tasks';
 import { createDownstreamClient, demoTools } from '@mtg/tools';
 import type { WorkerConfig } from './worker-config.ts';
@@ -14,7 +14,11 @@ export interface Worker {
 }
 
 /** Wires one worker process: database, queue, notifications, downstream credentials, loop. */
-export async function buildWorker(config: WorkerConfig, logger: Logger): Promise<Worker> {
+export async function buildWorker(
+  config: WorkerConfig,
+  logger: Logger,
+  env: Record<string, string | undefined> = process.env,
+): Promise<Worker> {
   const pool = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
@@ -29,15 +33,30 @@ export async function buildWorker(config: WorkerConfig, logger: Logger): Promise
     [CHANNELS.created, CHANNELS.control],
     (error) => logger.warn('task events connection error', { error: error.message }),
   );
-  // Until per-user delegation exists, the worker calls downstream as itself (its own
-  // client-credentials token); the seam is downstreamFor().
+  // The worker's own (workload) token: only ever the actor_token of an exchange, never a
+  // credential for user work (the downstream refuses tokens without an `act`).
   const workloadToken = clientCredentialsToken({
     issuer: config.issuer,
     clientId: config.CLIENT_ID,
     clientSecret: config.CLIENT_SECRET,
     resource: config.downstreamResource,
-    scope: 'env:provision reports:run records:write',
   });
+  const keys = credentialKeysFromEnv(env);
+  const credentialDeps = {
+    pool,
+    cipher: createCredentialCipher(keys.keys, keys.current),
+    exchanger: createTokenExchanger({
+      issuer: config.issuer,
+      clientId: config.CLIENT_ID,
+      clientSecret: config.CLIENT_SECRET,
+      style: config.EXCHANGE_STYLE,
+    }),
+    actorToken: workloadToken,
+    downstreamResource: config.downstreamResource,
+    ttlSeconds: config.DOWNSTREAM_TOKEN_TTL_SECONDS,
+    workerId: config.workerId,
+  };
+  const tools = demoTools(config.TOOL_LIMITS);
   const loop = createWorkerLoop({
     boss,
     events,
@@ -46,18 +65,19 @@ export async function buildWorker(config: WorkerConfig, logger: Logger): Promise
     logger,
     run: {
       pool,
-      tools: demoTools(config.TOOL_LIMITS),
+      tools,
       workerId: config.workerId,
       leaseMs: config.WORKER_LEASE_MS,
       stepMs: config.DEMO_STEP_MS,
       maxAttempts: config.WORKER_MAX_ATTEMPTS,
       logger,
-      downstreamFor: (task) =>
-        createDownstreamClient({
-          baseUrl: config.DOWNSTREAM_URL,
-          taskId: task.id,
-          token: workloadToken,
-        }),
+      downstreamFor: (task) => {
+        const credentials = createTaskCredentials(credentialDeps, task, tools.get(task.tool)?.scope ?? '');
+        return {
+          ...createDownstreamClient({ baseUrl: config.DOWNSTREAM_URL, taskId: task.id, token: credentials.token }),
+          beginStage: credentials.beginStage,
+        };
+      },
     },
   });
   const maintenance = createMaintenance({ pool, boss, logger, tickMs: 1000, purgeEveryMs: 60_000 });

@@ -27,7 +27,18 @@ export const workerConfigSchema = z
     DOWNSTREAM_RESOURCE: url().optional(),
     /** Per-tool limit overrides (JSON): retention, deadlines, delete-on-read, result size. */
     TOOL_LIMITS: toolLimitsOverrides.default({}),
+    /** AES-256-GCM key(s) that open task delegations: CREDENTIAL_KEY or CREDENTIAL_KEYS. */
+    CREDENTIAL_KEY: z.string().optional(),
+    CREDENTIAL_KEYS: z.string().optional(),
+    CREDENTIAL_KEY_CURRENT: z.string().optional(),
+    EXCHANGE_STYLE: z.enum(['rfc8693-resource', 'rfc8693-audience', 'entra-obo']).default('rfc8693-resource'),
+    /** Lifetime of each downstream credential (a few minutes at most). */
+    DOWNSTREAM_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(900).default(120),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
+  })
+  .refine((c) => c.CREDENTIAL_KEY || c.CREDENTIAL_KEYS, {
+    path: ['CREDENTIAL_KEY'],
+    message: 'is required (base64 32-byte AES key) to open task delegations, or CREDENTIAL_KEYS',
   })
   .transform((c) => ({
     ...c,

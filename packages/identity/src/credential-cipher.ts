@@ -19,6 +19,7 @@ export function createCredentialCipher(keys: Record<string, Buffer>, currentKeyI
   }
   if (!keys[currentKeyId]) throw new TypeError(`current credential key ${currentKeyId} is not in the key set`);
   return {
+    currentKeyId,
     seal(plaintext: string, boundTo: string): SealedCredential {
       const iv = randomBytes(12);
       const cipher = createCipheriv('aes-256-gcm', keys[currentKeyId]!, iv);

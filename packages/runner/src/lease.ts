@@ -49,6 +49,8 @@ export interface Boundary {
   cancelRequested: boolean;
   cancelRequestedBy: Record<string, unknown> | null;
   pastDeadline: boolean;
+  /** The owner has been revoked (Shared Signals, admin): stop acting for them. */
+  revoked: boolean;
 }
 
 /** Renews the lease and reads what a step boundary must know, in one statement. */
@@ -58,17 +60,19 @@ export async function renewAndCheck(
   lease: Lease,
   leaseMs: number,
 ): Promise<Boundary> {
-  const r = await db.query<{ cancel: boolean; by: Record<string, unknown> | null; late: boolean }>(
+  const r = await db.query<{ cancel: boolean; by: Record<string, unknown> | null; late: boolean; revoked: boolean | null }>(
     `UPDATE app.tasks SET lease_expires_at = now() + $4 * interval '1 millisecond'
       WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3
         AND status IN ('working', 'input_required')
       RETURNING cancel_requested_at IS NOT NULL AS cancel, cancel_requested_by AS by,
-                deadline <= now() AS late`,
+                deadline <= now() AS late,
+                (SELECT p.revoked FROM app.principals p
+                  WHERE p.tenant = app.tasks.tenant AND p.subject = app.tasks.subject) AS revoked`,
     [taskId, lease.owner, lease.epoch, leaseMs],
   );
   const row = r.rows[0];
-  if (!row) return { mine: false, cancelRequested: false, cancelRequestedBy: null, pastDeadline: false };
-  return { mine: true, cancelRequested: row.cancel, cancelRequestedBy: row.by, pastDeadline: row.late };
+  if (!row) return { mine: false, cancelRequested: false, cancelRequestedBy: null, pastDeadline: false, revoked: false };
+  return { mine: true, cancelRequested: row.cancel, cancelRequestedBy: row.by, pastDeadline: row.late, revoked: row.revoked === true };
 }
 
 /** Gives the lease up without ending the task (graceful shutdown, retry later). */

@@ -7,6 +7,7 @@ import type { DownstreamClient, LongToolDefinition, TaskContext } from '@mtg/too
 import { journalStep, loadJournal, recordProgress } from './journal.ts';
 import { claimLease, releaseLease, renewAndCheck, type Boundary, type Lease } from './lease.ts';
 import { abortableSleep, StopRun, ToolError, type StopReason } from './stop.ts';
+import { DelegationEnded } from './task-credentials.ts';
 
 export interface RunDeps {
   pool: Pool;
@@ -17,7 +18,8 @@ export interface RunDeps {
   stepMs: number;
   /** Attempts after which an unexpected error fails the task instead of retrying. */
   maxAttempts: number;
-  downstreamFor(task: TaskRow, signal: AbortSignal): DownstreamClient;
+  /** The task's downstream client; `beginStage` marks a stage boundary for its credentials. */
+  downstreamFor(task: TaskRow, signal: AbortSignal): DownstreamClient & { beginStage?: () => void };
   logger: Logger;
   /** Aborted on graceful shutdown: the run stops at its next step boundary. */
   drain?: AbortSignal;
@@ -94,12 +96,16 @@ export async function runTask(
       signal: run.signal,
       stepMs: deps.stepMs,
       sleep: (ms) => abortableSleep(ms, run.signal).catch((e) => { throw toStop(e); }),
+      // Every downstream call is preceded by a boundary check: lease, cancel, deadline and the
+      // owner's revocation status, so no call starts for a stopped task.
       downstream: {
-        write: (path, body, o) => {
+        write: async (path, body, o) => {
+          await check();
           downstreamSystems.add('downstream');
           return downstream.write(path, body, o);
         },
-        read: (path, o) => {
+        read: async (path, o) => {
+          await check();
           downstreamSystems.add('downstream');
           return downstream.read(path, o);
         },
@@ -111,6 +117,7 @@ export async function runTask(
         if (journal.has(name)) return Promise.resolve(journal.get(name) as never);
         const p = (async () => {
           await check();
+          downstream.beginStage?.();
           const stepStarted = new Date();
           let output;
           try {
@@ -157,6 +164,9 @@ export async function runTask(
     }
     const reason = error instanceof StopRun ? error.reason : run.signal.aborted ? toStop(run.signal.reason).reason : undefined;
     if (reason) return await stopped(deps, task, lease, auditBase, reason, lastBoundary, log);
+    if (error instanceof DelegationEnded) {
+      return await fail(deps, task, lease, auditBase, 'delegation_expired', `Stopped: ${error.message}`);
+    }
     log.warn('task attempt failed', { error: error instanceof Error ? error.message : String(error) });
     if (task.attempts < deps.maxAttempts) {
       await releaseLease(deps.pool, taskId, lease);
@@ -183,6 +193,7 @@ function isRefusedByDownstream(error: unknown): boolean {
 
 function boundaryStop(b: Boundary): StopReason | undefined {
   if (!b.mine) return 'lease_lost';
+  if (b.revoked) return 'revoked';
   if (b.cancelRequested) return b.cancelRequestedBy?.path === 'revocation' ? 'revoked' : 'cancel';
   if (b.pastDeadline) return 'deadline';
   return undefined;
@@ -222,6 +233,17 @@ async function stopped(
         message: `Cancelled: ${String(by.reason ?? by.path)}`,
         endedBy: by,
         lease,
+      });
+      if (row) await appendCancelled(c, row, by, 'worker');
+    });
+    return 'settled';
+  }
+  if (b.revoked || reason === 'revoked') {
+    const by = { path: 'revocation', via: b.revoked ? 'worker-check' : 'idp-refused-exchange', reason: 'principal revoked' };
+    await withTransaction(deps.pool, async (c) => {
+      const row = await settleTask(c, {
+        taskId: task.id, status: 'cancelled', outcome: 'revoked',
+        message: `Cancelled: principal revoked (${by.via})`, endedBy: by, lease,
       });
       if (row) await appendCancelled(c, row, by, 'worker');
     });

@@ -4,6 +4,7 @@ import { appendAudit } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { LongToolDefinition } from '@mtg/tools';
 import { argumentHash, derivedKey } from './argument-hash.ts';
+import { obtainDelegation, storeDelegation, type Delegation, type DelegationDeps } from './delegate-task.ts';
 import { CHANNELS } from './channels.ts';
 import { taskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
@@ -28,6 +29,8 @@ export interface StartInput {
   ttlMs?: number;
   correlationId: string;
   wire: string;
+  /** The caller's token, exchanged for the task-bound delegation; never stored. */
+  subjectToken?: string;
 }
 
 export type StartOutcome = TaskOutcome<{ task: TaskRow; created: boolean }>;
@@ -55,7 +58,7 @@ RETURNING *`;
  * job and the `task.created` event commit with it or not at all.
  */
 export async function createTask(
-  deps: { pool: Pool; queue: JobQueue; limits: StartLimits },
+  deps: { pool: Pool; queue: JobQueue; limits: StartLimits; delegation?: DelegationDeps },
   input: StartInput,
 ): Promise<StartOutcome> {
   const { principal: p, tool } = input;
@@ -72,6 +75,31 @@ export async function createTask(
     tool: tool.name,
     correlationId: input.correlationId,
   };
+
+  // A repeat of a live start returns the existing task without another token exchange.
+  const live = await deps.pool.query<TaskRow>(
+    `SELECT * FROM app.tasks WHERE tenant = $1 AND subject = $2 AND client = $3 AND dedupe_key = $4
+        AND (dedupe_until IS NULL OR dedupe_until > now()) AND argument_hash = $5`,
+    [p.tenant, p.subject, p.client, key, hash],
+  );
+  if (live.rows[0]) {
+    await appendAudit(deps.pool, {
+      type: 'task.deduplicated', taskId: live.rows[0].id, ...audit,
+      data: { wire: input.wire, idempotency: live.rows[0].idempotency_kind },
+    });
+    return { ok: true, task: live.rows[0], created: false };
+  }
+
+  let delegation: Delegation | undefined;
+  if (deps.delegation) {
+    if (!input.subjectToken) throw new Error('createTask: delegation is configured but no subject token was given');
+    const d = await obtainDelegation(deps.delegation, input.subjectToken, tool.scope, deadlineMs);
+    if (!d.ok) {
+      await appendAudit(deps.pool, { type: 'task.denied', ...audit, reason: d.code, data: { verb: 'start', wire: input.wire, detail: d.message } });
+      return d;
+    }
+    delegation = d.delegation;
+  }
 
   for (let attempt = 0; attempt < 5; attempt++) {
     const client = await deps.pool.connect();
@@ -98,6 +126,7 @@ export async function createTask(
       const task = inserted.rows[0]!;
       await enforceCaps(client, owner, deps.limits);
       await deps.queue.enqueue(client, task.id, jobId, Math.ceil(deadlineMs / 1000) + 60);
+      if (delegation) await storeDelegation(client, deps.delegation!.cipher, id, delegation);
       await client.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify({ taskId: id })]);
       await appendAudit(client, {
         type: 'task.created',
@@ -114,6 +143,20 @@ export async function createTask(
           jobId,
         },
       });
+      if (delegation) {
+        await appendAudit(client, {
+          type: 'task.delegated',
+          taskId: id,
+          ...audit,
+          data: {
+            from: { subject: p.subject, client: p.client, audience: 'gateway' },
+            to: { subject: p.subject, act: delegation.act, audience: deps.delegation!.workerResource },
+            scope: delegation.scope,
+            expiresAt: new Date(delegation.expiresAt).toISOString(),
+            keyId: deps.delegation!.cipher.currentKeyId,
+          },
+        });
+      }
       await client.query('COMMIT');
       return { ok: true, task, created: true };
     } catch (error) {

@@ -8,7 +8,9 @@ export type TaskErrorCode =
   | 'task_terminal' // cancel of a finished task
   | 'result_not_ready'
   | 'result_gone' // retention passed or deleted on an earlier read
-  | 'principal_revoked';
+  | 'principal_revoked'
+  | 'delegation_refused' // the IdP would not delegate (e.g. the user is disabled)
+  | 'delegation_unavailable'; // the IdP could not be reached
 
 export interface TaskError {
   ok: false;

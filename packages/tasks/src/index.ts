@@ -12,3 +12,4 @@ export { ACTIVE, isTerminal, toView, type TaskRow, type TaskStatus, type TaskVie
 export type { StoredResult } from './read-result.ts';
 export type { TaskPage } from './list-tasks.ts';
 export { isRevoked, revokePrincipal, restorePrincipal, settleUnleased, type PrincipalRef, type RevocationSource } from './revoke-principal.ts';
+export { obtainDelegation, storeDelegation, type Delegation, type DelegationDeps } from './delegate-task.ts';

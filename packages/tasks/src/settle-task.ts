@@ -39,6 +39,8 @@ export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow 
   );
   const row = result.rows[0];
   if (row) {
+    // The task-bound delegation ends with the task.
+    await db.query('DELETE FROM app.task_credentials WHERE task_id = $1', [s.taskId]);
     await db.query('SELECT pg_notify($1, $2)', [
       CHANNELS.settled,
       JSON.stringify({ taskId: s.taskId, status: s.status }),

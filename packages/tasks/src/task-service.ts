@@ -8,6 +8,7 @@ import { CHANNELS } from './channels.ts';
 import { createTask, type StartInput, type StartLimits, type StartOutcome } from './create-task.ts';
 import { taskError, type TaskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
+import type { DelegationDeps } from './delegate-task.ts';
 import { listTasks, type TaskPage } from './list-tasks.ts';
 import { readResult, type StoredResult } from './read-result.ts';
 import type { TaskEvents } from './task-events.ts';
@@ -19,6 +20,8 @@ export interface TaskServiceDeps {
   events: TaskEvents;
   tools: ReadonlyMap<string, LongToolDefinition>;
   limits: StartLimits;
+  /** Task-bound delegation at creation; without it tasks carry no user credential. */
+  delegation?: DelegationDeps;
   /** Fraction of status reads written to the audit trail (1 = every read). */
   statusReadSampleRate: number;
   /** How long cancel waits for the running worker to acknowledge the stop. */

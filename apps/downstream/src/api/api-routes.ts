@@ -48,6 +48,15 @@ export function apiRoutes(deps: {
         .json({ error: 'invalid_token', error_description: v.description });
       return undefined;
     }
+    // Work for a user must be done with a delegated credential (sub = the user, act = the
+    // service acting): a service's bare client-credentials token is refused here.
+    if (!v.caller.act) {
+      res.status(403).json({
+        error: 'user_context_required',
+        error_description: 'this API acts for users: present a delegated token (with an act claim), not a bare service token',
+      });
+      return undefined;
+    }
     const needed = scopeFor(req.path);
     if (needed && !v.caller.scopes.includes(needed)) {
       res.status(403).json({ error: 'insufficient_scope', scope: needed });

@@ -1,4 +1,5 @@
 import type { Principal } from '@mtg/identity';
+import type { Workload } from '@mtg/policy';
 import type { TaskError, TaskRow, TaskService } from '@mtg/tasks';
 import {
   toolListing,
@@ -8,6 +9,7 @@ import {
   type ToolResult,
 } from '@mtg/tools';
 import { rpcErrorFor } from './task-errors.ts';
+import type { ToolPolicy } from './tool-policy.ts';
 
 /** How the caller's wire wants a long tool started. */
 export type CallMode =
@@ -17,10 +19,14 @@ export type CallMode =
 
 export interface CallContext {
   principal: Principal;
+  /** The caller's access token, held for this request only: exchanged, never stored or forwarded. */
+  token?: string;
   correlationId: string;
   idempotencyKey?: string;
   deadlineMs?: number;
   wire: string;
+  /** The calling workload (http/workload-identity.ts); the per-tool policy decides on it. */
+  workload?: Workload;
 }
 
 export type DispatchOutcome =
@@ -30,7 +36,7 @@ export type DispatchOutcome =
 
 /** Era-independent tools/list and tools/call; adapters only translate shapes. */
 export interface Dispatch {
-  listTools(principal: Principal): { tools: Array<ToolListing & { execution?: { taskSupport: string } }> };
+  listTools(principal: Principal, workload?: Workload): { tools: Array<ToolListing & { execution?: { taskSupport: string } }> };
   callTool(params: { name: string; arguments?: unknown }, mode: CallMode, ctx: CallContext): Promise<DispatchOutcome>;
   tasks: TaskService;
 }
@@ -39,6 +45,8 @@ export function createDispatch(
   catalogue: Catalogue,
   longTools: ReadonlyMap<string, LongToolDefinition>,
   tasks: TaskService,
+  /** Per-tool policy (POLICY_FILE); without one every tool the scopes allow is callable. */
+  toolPolicy?: ToolPolicy,
 ): Dispatch {
   const invalid = (detail: string): DispatchOutcome => ({
     kind: 'result',
@@ -46,10 +54,11 @@ export function createDispatch(
   });
   return {
     tasks,
-    listTools(principal) {
-      const instant = catalogue.visibleTo(principal).map(toolListing);
+    listTools(principal, workload) {
+      const allowed = (t: { name: string }) => !toolPolicy || toolPolicy.permits(principal, workload, t.name);
+      const instant = catalogue.visibleTo(principal).filter(allowed).map(toolListing);
       const long = [...longTools.values()]
-        .filter((t) => principal.scopes.includes(t.scope))
+        .filter((t) => principal.scopes.includes(t.scope) && allowed(t))
         .map((t) => {
           // No outputSchema: called plainly, a long tool answers with a job handle, which
           // clients would validate against it and reject. The result shape is in the text.
@@ -59,6 +68,12 @@ export function createDispatch(
       return { tools: [...instant, ...long] };
     },
     async callTool(params, mode, ctx) {
+      // Before any tool code or task row: a tool the policy refuses is, to the caller, unknown.
+      const known = longTools.has(params.name) || catalogue.get(params.name) !== undefined;
+      if (toolPolicy && known) {
+        const admitted = await toolPolicy.admit({ tool: params.name, long: longTools.has(params.name), principal: ctx.principal, workload: ctx.workload, correlationId: ctx.correlationId, wire: ctx.wire });
+        if (!admitted) return { kind: 'error', code: -32602, message: `Unknown tool: ${params.name}` };
+      }
       const long = longTools.get(params.name);
       if (!long) {
         const outcome = await catalogue.call(ctx.principal, params.name, params.arguments, ctx.correlationId);
@@ -79,6 +94,7 @@ export function createDispatch(
         args: parsed.data,
         correlationId: ctx.correlationId,
         wire: ctx.wire,
+        ...(ctx.token ? { subjectToken: ctx.token } : {}),
         ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}),
         ...(ctx.deadlineMs !== undefined ? { deadlineMs: ctx.deadlineMs } : {}),
         ...(mode.kind === 'core-task' && mode.ttlMs !== undefined ? { ttlMs: mode.ttlMs } : {}),
@@ -135,6 +151,8 @@ export function callContextFrom(
 ): CallContext {
   const principal = authInfo?.extra?.principal as Principal | undefined;
   if (!principal) throw new Error('MCP request reached a handler without a verified principal');
+  const token = (authInfo as { token?: unknown } | undefined)?.token;
+  const workload = authInfo?.extra?.workload as Workload | undefined;
   const metaKey = meta?.[IDEMPOTENCY_META_KEY];
   const headerKey = authInfo?.extra?.idempotencyKey;
   const key = typeof metaKey === 'string' ? metaKey : typeof headerKey === 'string' ? headerKey : undefined;
@@ -143,6 +161,8 @@ export function callContextFrom(
     principal,
     correlationId: String(authInfo?.extra?.correlationId ?? ''),
     wire,
+    ...(typeof token === 'string' ? { token } : {}),
+    ...(workload ? { workload } : {}),
     ...(key && key.length <= 200 ? { idempotencyKey: key } : {}),
     ...(typeof deadline === 'number' && Number.isFinite(deadline) && deadline > 0 ? { deadlineMs: deadline } : {}),
   };

@@ -5,6 +5,7 @@ export function rpcErrorFor(error: TaskError): { code: number; message: string; 
   switch (error.code) {
     case 'user_limit':
     case 'tenant_limit':
+    case 'delegation_unavailable':
       // Implementation-defined server error: a limit, with when to retry.
       return {
         code: -32000,

@@ -1,0 +1,110 @@
+import type { Pool } from 'pg';
+import { decodeJwt } from 'jose';
+import { appendAudit } from '@mtg/audit';
+import type { CredentialCipher, TokenExchanger } from '@mtg/identity';
+import type { TaskRow } from '@mtg/tasks';
+import { StopRun } from './stop.ts';
+
+/** The task's delegation ended (deadline bound reached or wiped): privileged work stops. */
+export class DelegationEnded extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DelegationEnded';
+  }
+}
+
+export interface TaskCredentialDeps {
+  pool: Pool;
+  cipher: CredentialCipher;
+  /** The worker's own token exchanger (client mcp-worker). */
+  exchanger: TokenExchanger;
+  /** The worker's own client-credentials token, sent as actor_token. */
+  actorToken: () => Promise<string>;
+  downstreamResource: string;
+  /** Lifetime asked for each downstream token (minutes at most). */
+  ttlSeconds: number;
+  workerId: string;
+}
+
+/**
+ * Short-lived downstream credentials for one task. At every stage boundary the next call
+ * gets a fresh token (the delegation exchanged again, worker as actor: `sub` = the user,
+ * `act` = the worker); within a stage the token is reused until it nears expiry. Parallel
+ * steps share an exchange that is in flight. Each exchange is a `task.identity_refreshed`
+ * audit event. The IdP refuses the exchange for a disabled user, so revocation reaches the
+ * task at its next stage even without a signal.
+ */
+export function createTaskCredentials(deps: TaskCredentialDeps, task: TaskRow, scope: string) {
+  let current: { token: string; expiresAt: number; obtainedAt: number; sub: string; act: unknown } | undefined;
+  let stale = true;
+  let inflight: Promise<string> | undefined;
+
+  const refresh = async (): Promise<string> => {
+    const sealed = await deps.pool.query<{ key_id: string; iv: Buffer; ciphertext: Buffer; tag: Buffer; expired: boolean }>(
+      `SELECT key_id, iv, ciphertext, tag, expires_at <= now() AS expired FROM app.task_credentials WHERE task_id = $1`,
+      [task.id],
+    );
+    const row = sealed.rows[0];
+    if (!row) throw new DelegationEnded('the task has no delegation (it ended, or was created without one)');
+    if (row.expired) throw new DelegationEnded('the task-bound delegation has expired (its bound is the task deadline)');
+    const delegation = deps.cipher.open({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, tag: row.tag }, task.id);
+    const outcome = await deps.exchanger.exchange({
+      subjectToken: delegation,
+      actorToken: await deps.actorToken(),
+      target: deps.downstreamResource,
+      scope: [scope],
+      ttlSeconds: deps.ttlSeconds,
+    });
+    if (!outcome.ok) {
+      if (/disabled/i.test(outcome.description)) throw new StopRun('revoked');
+      if (/expired/i.test(outcome.description)) throw new DelegationEnded(`the delegation can no longer be exchanged: ${outcome.description}`);
+      throw new Error(`downstream credential refused: ${outcome.description}`);
+    }
+    const claims = decodeJwt(outcome.token.accessToken);
+    const previous = current;
+    current = {
+      token: outcome.token.accessToken,
+      expiresAt: typeof claims.exp === 'number' ? claims.exp * 1000 : outcome.token.expiresAt,
+      obtainedAt: Date.now(),
+      sub: String(claims.sub),
+      act: claims.act ?? null,
+    };
+    stale = false;
+    await appendAudit(deps.pool, {
+      type: 'task.identity_refreshed',
+      taskId: task.id,
+      tenant: task.tenant,
+      subject: task.subject,
+      client: task.client,
+      tool: task.tool,
+      correlationId: task.correlation_id,
+      actor: { subject: deps.workerId, kind: 'worker' },
+      data: {
+        from: previous ? { subject: previous.sub, act: previous.act, audience: deps.downstreamResource } : { subject: task.subject, act: 'delegation', audience: 'worker' },
+        to: { subject: current.sub, act: current.act, audience: deps.downstreamResource },
+        scope: outcome.token.scope,
+        expiresAt: new Date(current.expiresAt).toISOString(),
+      },
+    });
+    return current.token;
+  };
+
+  return {
+    /** A new stage begins: its first downstream call gets a fresh credential. */
+    beginStage() {
+      // Parallel steps that begin while an exchange is in flight share it.
+      if (inflight) return;
+      stale = true;
+    },
+    token(): Promise<string> {
+      const nearExpiry = current && current.expiresAt - Date.now() < 30_000;
+      if (current && !stale && !nearExpiry) return Promise.resolve(current.token);
+      inflight ??= refresh().finally(() => {
+        inflight = undefined;
+      });
+      return inflight;
+    },
+  };
+}
+
+export type TaskCredentials = ReturnType<typeof createTaskCredentials>;
