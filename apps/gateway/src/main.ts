@@ -1,5 +1,6 @@
 import { ConfigError, parseConfig } from '@mtg/config';
 import { createLogger } from '@mtg/log';
+import { PolicyFileError } from '@mtg/policy';
 import { buildGateway } from './build-gateway.ts';
 import { gatewayConfigSchema } from './config.ts';
 import { serveUntilSignalled } from './serve.ts';
@@ -23,10 +24,16 @@ async function main() {
     logger,
     ready: { service: 'gateway', url: config.resource },
     onClose: () => gateway.close(),
+    ...(gateway.tls ? { tls: gateway.tls } : {}),
   });
 }
 
 main().catch((error) => {
+  if (error instanceof ConfigError || error instanceof PolicyFileError) {
+    // Found while reading the files the config names (TLS, policy): no stack trace needed.
+    process.stderr.write(`gateway: ${error.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`gateway: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });

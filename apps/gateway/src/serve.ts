@@ -1,6 +1,7 @@
-import http from 'node:http';
+import type https from 'node:https';
 import type { Express } from 'express';
 import type { Logger } from '@mtg/log';
+import { createGatewayServer } from './tls.ts';
 
 /**
  * Listens, reports readiness to a parent launcher, and on SIGTERM/SIGINT stops accepting,
@@ -15,9 +16,11 @@ export async function serveUntilSignalled(
     ready: { service: string; url: string };
     onClose: () => Promise<void>;
     drainMs?: number;
+    /** Serve HTTPS with these options (tls.ts); plain HTTP without. */
+    tls?: https.ServerOptions;
   },
 ): Promise<void> {
-  const server = http.createServer(app);
+  const server = createGatewayServer(app, options.tls);
   // Slow clients must not hold sockets forever.
   server.headersTimeout = 15_000;
   server.requestTimeout = 60_000;

@@ -37,14 +37,14 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
 
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => {
     const ctx = callContextFrom(extra.authInfo, undefined, WIRE);
-    return dispatch.listTools(ctx.principal) as never;
+    return dispatch.listTools(ctx.principal, ctx.workload) as never;
   });
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const ctx = callContextFrom(extra.authInfo, request.params._meta, WIRE);
     const task = request.params.task;
     const mode = task ? ({ kind: 'core-task', ...(task.ttl ? { ttlMs: task.ttl } : {}) } as const) : ({ kind: 'plain' } as const);
-    const listed = dispatch.listTools(ctx.principal).tools.find((t) => t.name === request.params.name);
+    const listed = dispatch.listTools(ctx.principal, ctx.workload).tools.find((t) => t.name === request.params.name);
     if (task && listed && !listed.execution) {
       // Spec: a tool that does not support tasks, asked to run as one.
       throw new McpError(-32601, `Tool ${request.params.name} does not support task-augmented calls`);

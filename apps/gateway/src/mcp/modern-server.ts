@@ -44,7 +44,7 @@ export function createModernServer(dispatch: Dispatch): Server {
 
   server.setRequestHandler('tools/list', (_request, ctx) => {
     const c = callContextFrom((ctx as Ctx).http?.authInfo, undefined, WIRE);
-    return dispatch.listTools(c.principal) as never;
+    return dispatch.listTools(c.principal, c.workload) as never;
   });
 
   server.setRequestHandler('tools/call', async (request, ctx) => {
