@@ -41,4 +41,8 @@ CREATE TABLE app.task_credentials (
 GRANT SELECT, INSERT, UPDATE, DELETE ON app.task_credentials TO mtg_gateway;
 GRANT SELECT, DELETE ON app.task_credentials TO mtg_worker;
 
+-- Checkpoint mode: a tool that needs a live user at each stage runs one stage per grant.
+-- Creation grants the first; each authorized poll by the owner with a fresh token grants the
+-- next (and refreshes the delegation).
 ALTER TABLE app.tasks ADD COLUMN needs_live_user boolean NOT NULL DEFAULT false;
+ALTER TABLE app.tasks ADD COLUMN stage_grants integer NOT NULL DEFAULT 0;

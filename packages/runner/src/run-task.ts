@@ -32,6 +32,7 @@ export type RunResult =
   | 'released' // shutdown: lease given back; let the job be retried elsewhere
   | 'held' // another live worker has it: retry later
   | 'lost' // lease taken over while running: the other worker owns it now
+  | 'paused' // checkpoint mode: waiting for the owner with a fresh token; job done
   | 'retry'; // unexpected error: retry from the journal
 
 /**
@@ -117,6 +118,9 @@ export async function runTask(
         if (journal.has(name)) return Promise.resolve(journal.get(name) as never);
         const p = (async () => {
           await check();
+          if (task.needs_live_user && !(await takeStageGrant(deps.pool, taskId, lease))) {
+            throw new StopRun('paused');
+          }
           downstream.beginStage?.();
           const stepStarted = new Date();
           let output;
@@ -216,6 +220,7 @@ async function stopped(
     log.info('lease lost; another worker or the gateway owns the task now');
     return 'lost';
   }
+  if (reason === 'paused') return pause(deps, task, lease, auditBase);
   if (reason === 'shutdown') {
     await releaseLease(deps.pool, task.id, lease);
     return 'released';
@@ -256,6 +261,32 @@ async function stopped(
   // give the lease back so the job resumes.
   await releaseLease(deps.pool, task.id, lease);
   return 'retry';
+}
+
+/** Checkpoint mode: one stage per grant; a stage without one waits for a live user. */
+async function takeStageGrant(pool: Pool, taskId: string, lease: Lease): Promise<boolean> {
+  const r = await pool.query(
+    `UPDATE app.tasks SET stage_grants = stage_grants - 1
+      WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND stage_grants > 0`,
+    [taskId, lease.owner, lease.epoch],
+  );
+  return r.rowCount === 1;
+}
+
+async function pause(deps: RunDeps, task: TaskRow, lease: Lease, auditBase: Record<string, string>): Promise<RunResult> {
+  await withTransaction(deps.pool, async (c) => {
+    const r = await c.query(
+      `UPDATE app.tasks SET status = 'input_required', lease_owner = NULL, lease_expires_at = NULL,
+              status_message = 'Waiting for the owner: this tool needs a live user at each stage. Poll the task with a fresh token to continue.',
+              updated_at = now()
+        WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'working'`,
+      [task.id, lease.owner, lease.epoch],
+    );
+    if (r.rowCount === 1) {
+      await appendAudit(c, { type: 'task.paused', ...auditBase, reason: 'live_user_required', data: { worker: deps.workerId } });
+    }
+  });
+  return 'paused';
 }
 
 async function fail(

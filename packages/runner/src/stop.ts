@@ -1,5 +1,5 @@
 /** Why a run stops before its tool finished. */
-export type StopReason = 'cancel' | 'deadline' | 'lease_lost' | 'shutdown' | 'revoked';
+export type StopReason = 'cancel' | 'deadline' | 'lease_lost' | 'shutdown' | 'revoked' | 'paused';
 
 /** Thrown at a boundary (or from an aborted wait) to unwind the tool's code. */
 export class StopRun extends Error {

@@ -70,7 +70,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       try {
         const result = await runTask({ ...o.run, drain: drain.signal }, taskId, stop.signal);
         o.logger.info('task run ended', { taskId, result });
-        if (result === 'settled' || result === 'gone' || result === 'lost') {
+        if (result === 'settled' || result === 'gone' || result === 'lost' || result === 'paused') {
           await o.boss.complete(JOB_QUEUE, job as never);
         } else {
           // released (shutdown), held (another live worker), retry: pg-boss retries soon.

@@ -9,6 +9,8 @@ export interface VerbContext {
   principal: Principal;
   correlationId: string;
   wire: string;
+  /** The caller's live token, when a verb may need to exchange it (checkpoint resume). */
+  token?: string;
 }
 
 /**

@@ -46,9 +46,10 @@ class Refused extends Error {
 const INSERT = `
 INSERT INTO app.tasks (id, issuer, tenant, subject, client, scopes, tool, arguments,
   argument_summary, argument_hash, idempotency_key, idempotency_kind, dedupe_key,
-  dedupe_window_ms, correlation_id, status_message, deadline, ttl_ms, poll_interval_ms, job_id)
+  dedupe_window_ms, correlation_id, status_message, deadline, ttl_ms, poll_interval_ms, job_id,
+  needs_live_user, stage_grants)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11, $13, $14, 'queued',
-  now() + $15 * interval '1 millisecond', $16, $17, $18)
+  now() + $15 * interval '1 millisecond', $16, $17, $18, $19, 1)
 ON CONFLICT (tenant, subject, client, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
 RETURNING *`;
 
@@ -113,6 +114,7 @@ export async function createTask(
         key, explicit ? 'explicit' : 'derived',
         explicit ? null : deps.limits.derivedDedupeWindowMs,
         input.correlationId, deadlineMs, ttlMs, deps.limits.pollIntervalMs, jobId,
+        tool.limits.requireLiveUserEachStage === true,
       ]);
       if (inserted.rowCount === 0) {
         const existing = await reuseExisting(client, owner, key, hash, input, audit);

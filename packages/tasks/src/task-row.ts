@@ -31,6 +31,8 @@ export interface TaskRow {
   lease_epoch: number;
   job_id: string | null;
   attempts: number;
+  needs_live_user: boolean;
+  stage_grants: number;
 }
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';

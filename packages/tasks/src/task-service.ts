@@ -9,6 +9,7 @@ import { createTask, type StartInput, type StartLimits, type StartOutcome } from
 import { taskError, type TaskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
+import { resumeIfPaused } from './resume-task.ts';
 import { listTasks, type TaskPage } from './list-tasks.ts';
 import { readResult, type StoredResult } from './read-result.ts';
 import type { TaskEvents } from './task-events.ts';
@@ -56,6 +57,7 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
     async get(taskId, ctx) {
       const auth = await authorizeTask(deps.pool, taskId, 'get', ctx, scopeOf);
       if (!auth.ok) return auth;
+      auth.task = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (random() < deps.statusReadSampleRate) {
         await appendAudit(deps.pool, {
           type: 'task.status_read',

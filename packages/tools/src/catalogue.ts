@@ -16,6 +16,7 @@ export interface Catalogue {
     name: string,
     args: unknown,
     correlationId: string,
+    token?: string,
   ): Promise<CallOutcome>;
 }
 
@@ -25,7 +26,7 @@ export function createCatalogue(tools: ToolDefinition<any>[]): Catalogue {
   return {
     visibleTo: (principal) => tools.filter((t) => allowed(principal, t)),
     get: (name) => byName.get(name),
-    async call(principal, name, args, correlationId) {
+    async call(principal, name, args, correlationId, token) {
       const tool = byName.get(name);
       if (!tool) return { ok: false, code: 'unknown_tool', message: `Unknown tool: ${name}` };
       if (!allowed(principal, tool)) {
@@ -46,7 +47,7 @@ export function createCatalogue(tools: ToolDefinition<any>[]): Catalogue {
           result: { isError: true, content: [{ type: 'text', text: `Invalid arguments: ${detail}` }] },
         };
       }
-      return { ok: true, result: await tool.run({ principal, correlationId }, parsed.data) };
+      return { ok: true, result: await tool.run({ principal, correlationId, ...(token ? { token } : {}) }, parsed.data) };
     },
   };
 }

@@ -51,6 +51,11 @@ export interface LongToolLimits {
   deleteResultOnRead: boolean;
   /** Results larger than this fail the task with a clear error. */
   maxResultBytes: number;
+  /**
+   * Checkpoint mode: each stage needs a live user. The task pauses (input_required) before
+   * every stage after the first and resumes when its owner polls with a fresh token.
+   */
+  requireLiveUserEachStage?: boolean;
 }
 
 /** A tool that runs as a durable task on a worker. */

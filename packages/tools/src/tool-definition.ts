@@ -12,6 +12,8 @@ export interface ToolResult {
 export interface ToolContext {
   principal: Principal;
   correlationId: string;
+  /** The caller's live token, for verbs that may exchange it; never stored or forwarded. */
+  token?: string;
 }
 
 /**

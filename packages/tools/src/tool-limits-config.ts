@@ -21,6 +21,7 @@ export const toolLimitsOverrides = z
           retentionMs: z.number().int().positive(),
           deleteResultOnRead: z.boolean(),
           maxResultBytes: z.number().int().positive(),
+          requireLiveUserEachStage: z.boolean(),
         })
         .partial()
         .strict(),

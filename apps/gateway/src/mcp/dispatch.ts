@@ -76,7 +76,7 @@ export function createDispatch(
       }
       const long = longTools.get(params.name);
       if (!long) {
-        const outcome = await catalogue.call(ctx.principal, params.name, params.arguments, ctx.correlationId);
+        const outcome = await catalogue.call(ctx.principal, params.name, params.arguments, ctx.correlationId, ctx.token);
         if (outcome.ok) return { kind: 'result', result: outcome.result };
         // Scope is enforced at HTTP level first (403); a tool the caller cannot see is unknown.
         return { kind: 'error', code: -32602, message: `Unknown tool: ${params.name}` };

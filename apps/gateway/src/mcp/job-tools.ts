@@ -9,7 +9,7 @@ import { toolErrorFor } from './dispatch.ts';
  */
 export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
   const jobId = z.object({ jobId: z.string().min(1).max(200).describe('The jobId a long tool returned') }).strict();
-  const ctxOf = (c: { principal: any; correlationId: string }) => ({ ...c, wire: 'job-tools' });
+  const ctxOf = (c: { principal: any; correlationId: string; token?: string }) => ({ ...c, wire: 'job-tools' });
   const err = (e: TaskError): ToolResult => toolErrorFor(e);
   const view = (t: TaskView, text: string): ToolResult => ({
     content: [{ type: 'text', text }],
