@@ -47,4 +47,6 @@ export async function serveUntilSignalled(
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  // Started by a launcher that has gone away (e.g. SIGKILLed): do not outlive it.
+  process.on('disconnect', () => void stop('launcher gone'));
 }

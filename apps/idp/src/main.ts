@@ -66,6 +66,8 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  // Started by a launcher that has gone away (e.g. SIGKILLed): do not outlive it.
+  process.once('disconnect', () => stop('launcher gone'));
 }
 
 main().catch((error: unknown) => {
