@@ -1,4 +1,5 @@
 import * as oidc from 'openid-client';
+import { oauthClientConfiguration } from './oauth-client-configuration.ts';
 
 /**
  * A cached client-credentials access token for one resource, refreshed when it has less than
@@ -12,22 +13,10 @@ export function clientCredentialsToken(options: {
   scope?: string;
   refreshBeforeSeconds?: number;
 }): () => Promise<string> {
-  let configuration: Promise<oidc.Configuration> | undefined;
+  const discover = oauthClientConfiguration(options);
   let cached: { token: string; expiresAt: number } | undefined;
   let inflight: Promise<string> | undefined;
   const margin = (options.refreshBeforeSeconds ?? 30) * 1000;
-
-  const discover = () => {
-    configuration ??= oidc
-      .discovery(new URL(options.issuer), options.clientId, options.clientSecret, oidc.ClientSecretBasic(), {
-        ...(options.issuer.startsWith('http://') ? { execute: [oidc.allowInsecureRequests] } : {}),
-      })
-      .catch((error: unknown) => {
-        configuration = undefined;
-        throw error;
-      });
-    return configuration;
-  };
 
   return async () => {
     if (cached && cached.expiresAt - margin > Date.now()) return cached.token;

@@ -1,4 +1,5 @@
 import * as oidc from 'openid-client';
+import { oauthClientConfiguration } from './oauth-client-configuration.ts';
 
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
@@ -68,18 +69,7 @@ export function createTokenExchanger(options: {
   now?: () => number;
 }) {
   const now = options.now ?? Date.now;
-  let configuration: Promise<oidc.Configuration> | undefined;
-  const discover = () => {
-    configuration ??= oidc
-      .discovery(new URL(options.issuer), options.clientId, options.clientSecret, oidc.ClientSecretBasic(), {
-        ...(options.issuer.startsWith('http://') ? { execute: [oidc.allowInsecureRequests] } : {}),
-      })
-      .catch((error: unknown) => {
-        configuration = undefined;
-        throw error;
-      });
-    return configuration;
-  };
+  const discover = oauthClientConfiguration(options);
   return {
     async exchange(request: ExchangeRequest): Promise<ExchangeOutcome> {
       const { grantType, params } = exchangeParameters(options.style, request);
