@@ -1,8 +1,11 @@
+import type { X509Certificate } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { appendAudit } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import type { VerifyOptions } from '@mtg/identity';
 import { metadataUrlsFor } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
+import type { Policy } from '@mtg/policy';
 import type { TaskService } from '@mtg/tasks';
 import type { Catalogue, LongToolDefinition } from '@mtg/tools';
 import { authenticate } from './http/authenticate.ts';
@@ -13,8 +16,16 @@ import { parseJsonRpc } from './http/parse-json-rpc.ts';
 import { validateHost, validateOrigin } from './http/request-guards.ts';
 import { requireToolScope } from './http/require-tool-scope.ts';
 import { resourceMetadataRoutes } from './http/resource-metadata.ts';
+import { adminRoutes } from './http/admin-routes.ts';
+import { rejectRevoked } from './http/reject-revoked.ts';
+import { securityEventRoutes, type SecurityEventReceiverOptions } from './ssf/security-event-routes.ts';
+import { workloadIdentity } from './http/workload-identity.ts';
 import { createDispatch } from './mcp/dispatch.ts';
+import { createToolPolicy } from './mcp/tool-policy.ts';
 import { mcpEndpoint } from './mcp/mcp-endpoint.ts';
+import type { GatewayMetrics, Registry } from '@mtg/metrics';
+import { metricsRoute, recordRequestDurations } from './http/metrics-route.ts';
+import type { RateLimits } from './http/rate-limit.ts';
 
 export interface GatewayDeps {
   resource: string;
@@ -32,6 +43,20 @@ export interface GatewayDeps {
   allowedOrigins: string[];
   maxBodyBytes: number;
   scopesSupported: string[];
+  /** Per-tool policy from POLICY_FILE; undefined: every tool the token's scopes allow. */
+  policy?: Policy;
+  /** Where the caller's workload identity may come from (docs/identity.md). */
+  workloads: {
+    trustedProxies: string[];
+    forwardedCertHeader: string;
+    clientCas: X509Certificate[];
+  };
+  /** The Shared Signals push receiver (POST /ssf/events). */
+  ssf: SecurityEventReceiverOptions;
+  /** Start and poll limits (applied around `tasks`); on /mcp they also set Retry-After. */
+  rateLimits?: RateLimits;
+  /** Prometheus: the registry GET /metrics serves, and the gateway's own series. */
+  metrics?: { registry: Registry; gateway: GatewayMetrics; token?: string };
 }
 
 export function createApp(deps: GatewayDeps): express.Express {
@@ -40,10 +65,30 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.set('trust proxy', false);
   const resourceMetadataUrl = metadataUrlsFor(deps.resource)[0]!;
   const mcpPath = new URL(deps.resource).pathname;
+  const countAuthDenial = (reason: string) => deps.metrics?.gateway.denials.inc({ layer: 'auth', reason });
+  const identifyWorkload = workloadIdentity({
+    ...deps.workloads,
+    resourceMetadataUrl,
+    logger: deps.logger,
+    onDenied: (res, reason) => {
+      countAuthDenial(reason);
+      const p = res.locals.principal as { tenant: string; subject: string; client: string };
+      return appendAudit(deps.pool, {
+        type: 'auth.denied',
+        tenant: p.tenant,
+        subject: p.subject,
+        client: p.client,
+        reason,
+        correlationId: res.locals.correlationId,
+      });
+    },
+  });
 
+  if (deps.metrics) app.use(recordRequestDurations(deps.metrics.gateway));
   app.use(correlateAndLog(deps.logger));
   app.use(validateHost(deps.allowedHosts));
   app.use(healthRoutes({ pool: deps.pool, keysReady: deps.keysReady }));
+  if (deps.metrics) app.use(metricsRoute({ registry: deps.metrics.registry, ...(deps.metrics.token ? { token: deps.metrics.token } : {}) }));
   app.use(
     resourceMetadataRoutes({
       resource: deps.resource,
@@ -51,13 +96,30 @@ export function createApp(deps: GatewayDeps): express.Express {
       scopes: deps.scopesSupported,
     }),
   );
+  // The transmitter authenticates by its signature (and SSF_PUSH_AUTH), not a bearer token.
+  app.use(securityEventRoutes({ ...deps.ssf, pool: deps.pool, logger: deps.logger }));
+  app.use(
+    adminRoutes({
+      pool: deps.pool,
+      logger: deps.logger,
+      resourceMetadataUrl,
+      gates: [
+        validateOrigin(deps.allowedOrigins),
+        authenticate({ verify: deps.verify, resourceMetadataUrl, logger: deps.logger }),
+        rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
+      ],
+    }),
+  );
   app.all(
     mcpPath,
     validateOrigin(deps.allowedOrigins),
-    authenticate({ verify: deps.verify, resourceMetadataUrl, logger: deps.logger }),
+    authenticate({ verify: deps.verify, resourceMetadataUrl, logger: deps.logger, onDenied: (_req, code) => countAuthDenial(code) }),
+    rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
+    identifyWorkload,
     ...parseJsonRpc(deps.maxBodyBytes),
-    requireToolScope(deps.catalogue, deps.longTools, resourceMetadataUrl),
-    mcpEndpoint(createDispatch(deps.catalogue, deps.longTools, deps.tasks), deps.logger, {
+    requireToolScope(deps.catalogue, deps.longTools, resourceMetadataUrl, (_req, code) => countAuthDenial(code)),
+    ...(deps.rateLimits ? [deps.rateLimits.retryAfterHeader] : []),
+    mcpEndpoint(createDispatch(deps.catalogue, deps.longTools, deps.tasks, deps.policy && createToolPolicy(deps.policy, deps.pool)), deps.logger, {
       resultWaitMs: deps.resultWaitMs,
     }),
   );

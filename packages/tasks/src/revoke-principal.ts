@@ -35,13 +35,18 @@ export async function isRevoked(db: Queryable, p: PrincipalRef): Promise<boolean
 export async function revokePrincipal(pool: Pool, p: PrincipalRef, source: RevocationSource): Promise<string[]> {
   const taskBy = { path: 'revocation', via: source.path, reason: `principal revoked (${source.path})`, ...(source.by ? { subject: source.by.subject, client: source.by.client } : {}) };
   const affected = await withTransaction(pool, async (c) => {
-    await c.query(
+    // Idempotent: a second signal for an already revoked principal changes nothing (the
+    // first revocation's path and time stand, and no second audit event is written).
+    const marked = await c.query(
       `INSERT INTO app.principals (tenant, subject, revoked, revoked_at, revoked_by, updated_at)
        VALUES ($1, $2, true, now(), $3, now())
        ON CONFLICT (tenant, subject) DO UPDATE
-         SET revoked = true, revoked_at = now(), revoked_by = $3, updated_at = now()`,
+         SET revoked = true, revoked_at = now(), revoked_by = $3, updated_at = now()
+         WHERE NOT app.principals.revoked
+       RETURNING 1`,
       [p.tenant, p.subject, JSON.stringify({ path: source.path, ...source.by, ...source.detail })],
     );
+    if (marked.rowCount === 0) return [];
     const tasks = await c.query<{ id: string }>(
       `UPDATE app.tasks SET cancel_requested_at = COALESCE(cancel_requested_at, now()),
               cancel_requested_by = $3, updated_at = now()

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { DevSecrets } from '../dev-secrets.ts';
 import type { LauncherConfig } from './config.ts';
 
@@ -14,6 +15,15 @@ export function stackUrls(
     downstream: `http://127.0.0.1:${config.DOWNSTREAM_PORT}`,
     ssfPush: `${gateway}/ssf/events`,
   };
+}
+
+/**
+ * The Authorization header the dev IdP sends with its Shared Signals pushes and the gateway
+ * requires (SSF_PUSH_AUTH): derived from the admin token, so it needs no new entry in
+ * dev-secrets.json, is stable across restarts, and does not give the gateway the admin token.
+ */
+export function ssfPushAuthorization(secrets: Pick<DevSecrets, 'idpAdminToken'>): string {
+  return `Bearer ${createHmac('sha256', secrets.idpAdminToken).update('ssf-push').digest('base64url')}`;
 }
 
 /**
@@ -46,13 +56,17 @@ export function childEnv(
     DOWNSTREAM_URL: urls.downstream,
     SSF_PUSH_URL: urls.ssfPush,
   };
+  // An operator's own SSF_PUSH_AUTH (inherited above) wins over the derived one.
+  const pushAuth = env.SSF_PUSH_AUTH ?? ssfPushAuthorization(secrets);
   switch (service) {
     case 'idp':
       env.IDP_CLIENT_SECRETS = JSON.stringify(secrets.clientSecrets);
       env.IDP_ADMIN_TOKEN = secrets.idpAdminToken;
+      env.SSF_PUSH_AUTH = pushAuth;
       break;
     case 'gateway':
       env.CLIENT_ID = 'mcp-gateway';
+      env.SSF_PUSH_AUTH = pushAuth;
       env.CLIENT_SECRET = secrets.clientSecrets['mcp-gateway'];
       env.CREDENTIAL_KEY = secrets.credentialKey;
       break;

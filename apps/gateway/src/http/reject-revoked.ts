@@ -1,0 +1,63 @@
+import type { NextFunction, Request, Response } from 'express';
+import { appendAudit } from '@mtg/audit';
+import type { Pool } from '@mtg/db';
+import { bearerChallenge } from '@mtg/identity';
+import type { Logger } from '@mtg/log';
+import { isRevoked } from '@mtg/tasks';
+import { principalOf } from './authenticate.ts';
+
+export const REVOKED_DESCRIPTION = 'access for this principal has been revoked';
+
+/**
+ * After authenticate: a principal the gateway was told to stop acting for (Shared Signals,
+ * admin API) gets nothing, whatever its token says. One primary-key lookup per request and
+ * no cache, so a revocation holds from the moment it commits. A failed lookup fails closed
+ * (the error handler answers 500).
+ */
+export function rejectRevoked(options: {
+  pool: Pool;
+  resourceMetadataUrl: string;
+  logger: Logger;
+}) {
+  const refuse = (res: Response, description: string) =>
+    res
+      .status(401)
+      .set(
+        'WWW-Authenticate',
+        bearerChallenge({
+          error: 'invalid_token',
+          description,
+          resourceMetadataUrl: options.resourceMetadataUrl,
+        }),
+      )
+      .json({ error: 'invalid_token', error_description: description });
+
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const p = principalOf(res);
+    const correlationId = res.locals.correlationId as string | undefined;
+    // PostgreSQL text cannot hold U+0000: such an identity cannot be looked up (the query
+    // would fail, a 500), so whether it is revoked is unknown — refuse it. Not audited for
+    // the same reason; logged without the values.
+    if (p.tenant.includes('\u0000') || p.subject.includes('\u0000')) {
+      options.logger.info('token refused: subject or tenant contains U+0000', { correlationId });
+      return refuse(res, 'the token subject or tenant contains U+0000');
+    }
+    if (!(await isRevoked(options.pool, p))) return next();
+    options.logger.info('revoked principal refused', {
+      correlationId,
+      tenant: p.tenant,
+      subject: p.subject,
+    });
+    await appendAudit(options.pool, {
+      type: 'auth.denied',
+      tenant: p.tenant,
+      subject: p.subject,
+      client: p.client,
+      reason: 'principal_revoked',
+      ...(correlationId ? { correlationId } : {}),
+      actor: { subject: p.subject, client: p.client, kind: 'user' },
+      data: { method: req.method, path: req.path },
+    });
+    refuse(res, REVOKED_DESCRIPTION);
+  };
+}
