@@ -16,6 +16,8 @@ export const downstreamConfigSchema = z
     AUTH_JWKS_URI: url().optional(),
     /** The audience its tokens must carry; default http://127.0.0.1:$DOWNSTREAM_PORT. */
     DOWNSTREAM_RESOURCE: url().optional(),
+    /** `enabled` mounts fault injection (POST /_faults, api/faults.ts): tests and chaos runs only. */
+    DOWNSTREAM_FAULTS: z.enum(['enabled', 'disabled']).default('disabled'),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   })
   .transform((c) => {

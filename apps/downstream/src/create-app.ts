@@ -3,6 +3,7 @@ import type { JWTVerifyGetKey } from 'jose';
 import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { apiRoutes, writesRoute } from './api/api-routes.ts';
+import type { Faults } from './api/faults.ts';
 
 export interface DownstreamDeps {
   pool: Pool;
@@ -10,6 +11,8 @@ export interface DownstreamDeps {
   /** How API callers' tokens are verified. */
   auth: { keys: JWTVerifyGetKey; issuer: string; audience: string };
   now?: () => number;
+  /** Fault injection on /api (DOWNSTREAM_FAULTS=enabled only); see api/faults.ts. */
+  faults?: Faults;
 }
 
 /**
@@ -37,6 +40,10 @@ export function createApp(deps: DownstreamDeps): Express {
   });
 
   app.use(writesRoute(deps.pool));
+  if (deps.faults) {
+    app.use(deps.faults.routes);
+    app.use('/api', deps.faults.middleware);
+  }
   app.use('/api', apiRoutes({ pool: deps.pool, logger: deps.logger, ...deps.auth }));
 
   app.use((_req, res) => {

@@ -4,6 +4,7 @@ import { createPool } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { downstreamConfigSchema } from './config.ts';
 import { createApp } from './create-app.ts';
+import { createFaults } from './api/faults.ts';
 import { serveUntilSignalled } from './serve.ts';
 
 async function main() {
@@ -37,7 +38,9 @@ async function main() {
     pool,
     logger,
     auth: { keys, issuer: config.issuer, audience: config.audience },
+    ...(config.DOWNSTREAM_FAULTS === 'enabled' ? { faults: createFaults() } : {}),
   });
+  if (config.DOWNSTREAM_FAULTS === 'enabled') logger.warn('fault injection enabled: POST /_faults changes how /api answers');
   await serveUntilSignalled(app, {
     port: config.DOWNSTREAM_PORT,
     host: config.DOWNSTREAM_HOST,

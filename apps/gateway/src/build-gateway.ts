@@ -3,13 +3,16 @@ import { createPool } from '@mtg/db';
 import { claimMappingFromEnv, createCredentialCipher, createKeySource, createTokenExchanger, credentialKeysFromEnv } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
-import { CHANNELS, createBoss, createJobQueue, createTaskEvents, createTaskService } from '@mtg/tasks';
+import { createGatewayMetrics, createRegistry, registerClusterGauges } from '@mtg/metrics';
+import { CHANNELS, createBoss, createJobQueue, createTaskEvents, createTaskService, JOB_QUEUE } from '@mtg/tasks';
 import { createCatalogue, demoTools, whoami } from '@mtg/tools';
 import type { Express } from 'express';
 import type { GatewayConfig } from './config.ts';
 import { createApp } from './create-app.ts';
 import { discoverJwksUri } from './discover-jwks-uri.ts';
+import { createRateLimits } from './http/rate-limit.ts';
 import { jobTools } from './mcp/job-tools.ts';
+import { withDenialCounts, withRateLimits } from './mcp/task-service-guards.ts';
 import { loadTls } from './tls.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
@@ -77,7 +80,7 @@ export async function buildGateway(
     workerResource: config.WORKER_RESOURCE,
     graceSeconds: config.DELEGATION_GRACE_SECONDS,
   };
-  const tasks = createTaskService({
+  const service = createTaskService({
     pool,
     queue: createJobQueue(boss),
     events,
@@ -92,6 +95,28 @@ export async function buildGateway(
     statusReadSampleRate: config.STATUS_READ_AUDIT_SAMPLE_RATE,
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
   });
+
+  const registry = createRegistry('gateway');
+  const gatewayMetrics = createGatewayMetrics(registry);
+  registerClusterGauges(registry, {
+    db: pool,
+    queueDepth: async () => {
+      const q = await boss.getQueue(JOB_QUEUE);
+      return { queued: q?.queuedCount ?? 0, active: q?.activeCount ?? 0 };
+    },
+  });
+  const rateLimits = createRateLimits({
+    pool,
+    settings: {
+      startsPerMinute: config.RATE_LIMIT_STARTS_PER_MINUTE,
+      clientStartsPerMinute: config.RATE_LIMIT_CLIENT_STARTS_PER_MINUTE,
+      pollsPerSecond: config.RATE_LIMIT_POLLS_PER_SECOND,
+    },
+  });
+  // Every wire and the job tools go through the limits, and every denial is counted.
+  const tasks = withDenialCounts(withRateLimits(service, rateLimits, pool), (reason) =>
+    gatewayMetrics.denials.inc({ layer: 'task', reason }),
+  );
 
   const app = createApp({
     resource: config.resource,
@@ -110,6 +135,8 @@ export async function buildGateway(
     catalogue: createCatalogue([whoami, ...jobTools(tasks)]),
     longTools,
     tasks,
+    rateLimits,
+    metrics: { registry, gateway: gatewayMetrics, ...(config.METRICS_TOKEN ? { token: config.METRICS_TOKEN } : {}) },
     resultWaitMs: config.TASK_RESULT_WAIT_MS,
     logger,
     allowedHosts: config.allowedHosts,

@@ -79,6 +79,16 @@ export const gatewayConfigSchema = z
     TRUSTED_PROXIES: csv().default([]),
     /** Header a trusted proxy puts the client certificate (PEM, URL-encoded) in. */
     FORWARDED_CERT_HEADER: z.string().min(1).default('x-forwarded-client-cert'),
+    // --- Rate limits, shared by all replicas (docs/operations-resilience.md); 0 = off ---
+    /** Task starts per user (tenant + subject) per minute. */
+    RATE_LIMIT_STARTS_PER_MINUTE: z.coerce.number().int().min(0).default(6000),
+    /** Task starts per OAuth client (all its users) per minute. */
+    RATE_LIMIT_CLIENT_STARTS_PER_MINUTE: z.coerce.number().int().min(0).default(60_000),
+    /** Status and result reads per caller (tenant + subject + client) per second. */
+    RATE_LIMIT_POLLS_PER_SECOND: z.coerce.number().int().min(0).default(500),
+    // --- Metrics ---
+    /** Bearer token a scraper must present at GET /metrics; unset: loopback scrapers only. */
+    METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   })
   .refine((c) => c.CREDENTIAL_KEY || c.CREDENTIAL_KEYS, {

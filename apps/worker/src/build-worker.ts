@@ -1,9 +1,10 @@
 import { createPool } from '@mtg/db';
 import { clientCredentialsToken, createCredentialCipher, createTokenExchanger, credentialKeysFromEnv } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
-import { createMaintenance, createTaskCredentials, createWorkerLoop } from '@mtg/runner';
-import { CHANNELS, createBoss, createTaskEvents } from '@mtg/tasks';
-import { createDownstreamClient, demoTools } from '@mtg/tools';
+import { createRegistry, createWorkerMetrics, registerClusterGauges, serveMetrics, CIRCUIT_STATE_VALUE, type MetricsServer } from '@mtg/metrics';
+import { createMaintenance, createTaskCredentials, createWorkerLoop, type RunResult } from '@mtg/runner';
+import { CHANNELS, createBoss, createTaskEvents, JOB_QUEUE } from '@mtg/tasks';
+import { createDownstreamClient, createDownstreamResilience, demoTools } from '@mtg/tools';
 import type { WorkerConfig } from './worker-config.ts';
 
 export interface Worker {
@@ -57,12 +58,26 @@ export async function buildWorker(
     workerId: config.workerId,
   };
   const tools = demoTools(config.TOOL_LIMITS);
+  // One set of circuits per process: every task of this worker sees the same downstream health.
+  const resilience = createDownstreamResilience({
+    attemptTimeoutMs: config.DOWNSTREAM_ATTEMPT_TIMEOUT_MS,
+    retries: config.DOWNSTREAM_RETRIES,
+    backoffInitialMs: config.DOWNSTREAM_BACKOFF_INITIAL_MS,
+    backoffMaxMs: config.DOWNSTREAM_BACKOFF_MAX_MS,
+    breakerThreshold: config.DOWNSTREAM_BREAKER_THRESHOLD,
+    breakerCooldownMs: config.DOWNSTREAM_BREAKER_COOLDOWN_MS,
+  });
+  resilience.onStateChange((downstream, state) => {
+    logger.warn('downstream circuit changed', { downstream, state });
+  });
+  const observe = config.WORKER_METRICS_PORT > 0 ? workerObservability(pool, boss, resilience, logger, config.workerId) : undefined;
   const loop = createWorkerLoop({
     boss,
     events,
     concurrency: config.WORKER_CONCURRENCY,
     pollMs: config.WORKER_POLL_MS,
     logger,
+    ...(observe ? { onRunEnded: observe.runEnded } : {}),
     run: {
       pool,
       tools,
@@ -74,26 +89,81 @@ export async function buildWorker(
       downstreamFor: (task) => {
         const credentials = createTaskCredentials(credentialDeps, task, tools.get(task.tool)?.scope ?? '');
         return {
-          ...createDownstreamClient({ baseUrl: config.DOWNSTREAM_URL, taskId: task.id, token: credentials.token }),
+          ...createDownstreamClient({ baseUrl: config.DOWNSTREAM_URL, taskId: task.id, token: credentials.token, resilience }),
           beginStage: credentials.beginStage,
         };
       },
     },
   });
   const maintenance = createMaintenance({ pool, boss, logger, tickMs: 1000, purgeEveryMs: 60_000 });
+  let metricsServer: MetricsServer | undefined;
 
   return {
     running: loop.running,
     async start() {
+      if (observe) {
+        metricsServer = await serveMetrics({
+          registry: observe.registry,
+          port: config.WORKER_METRICS_PORT,
+          host: config.WORKER_METRICS_HOST,
+          ...(config.METRICS_TOKEN ? { token: config.METRICS_TOKEN } : {}),
+        });
+        logger.info('metrics endpoint listening', { url: `http://${config.WORKER_METRICS_HOST}:${metricsServer.port}/metrics` });
+      }
       await loop.start();
       maintenance.start();
     },
     async stop() {
       maintenance.stop();
+      await metricsServer?.close();
       await loop.stop(config.SHUTDOWN_GRACE_MS);
       await events.close();
       await boss.stop({ graceful: false, close: false }).catch(() => {});
       await pool.end();
     },
   };
+}
+
+/**
+ * The worker's Prometheus metrics: runs, task durations and pickup latency (read from the task
+ * row once this worker settled it: one primary-key read per finished task), circuit states,
+ * and the cluster-wide task and queue gauges.
+ */
+function workerObservability(
+  pool: ReturnType<typeof createPool>,
+  boss: ReturnType<typeof createBoss>,
+  resilience: ReturnType<typeof createDownstreamResilience>,
+  logger: Logger,
+  workerId: string,
+) {
+  const registry = createRegistry('worker', { worker: workerId });
+  const metrics = createWorkerMetrics(registry);
+  registerClusterGauges(registry, {
+    db: pool,
+    queueDepth: async () => {
+      const q = await boss.getQueue(JOB_QUEUE);
+      return { queued: q?.queuedCount ?? 0, active: q?.activeCount ?? 0 };
+    },
+  });
+  resilience.onStateChange((downstream, state) => {
+    metrics.circuitState.set({ downstream }, CIRCUIT_STATE_VALUE[state]);
+    metrics.circuitTransitions.inc({ downstream, state });
+  });
+  const runEnded = (taskId: string, result: RunResult) => {
+    metrics.runs.inc({ result });
+    if (result !== 'settled') return;
+    pool
+      .query<{ tool: string; status: string; outcome: string | null; created_at: Date; started_at: Date | null; ended_at: Date | null }>(
+        'SELECT tool, status, outcome, created_at, started_at, ended_at FROM app.tasks WHERE id = $1',
+        [taskId],
+      )
+      .then(({ rows: [t] }) => {
+        if (!t?.ended_at) return;
+        const created = t.created_at.getTime();
+        metrics.taskDuration.observe({ tool: t.tool, status: t.status, outcome: t.outcome ?? 'none' }, (t.ended_at.getTime() - created) / 1000);
+        if (t.started_at) metrics.pickupLatency.observe({ tool: t.tool }, Math.max(0, t.started_at.getTime() - created) / 1000);
+      })
+      .catch((error: unknown) => logger.warn('task metrics read failed', { taskId, error: error instanceof Error ? error.message : String(error) }));
+  };
+  return { registry, runEnded };
 }

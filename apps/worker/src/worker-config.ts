@@ -34,6 +34,24 @@ export const workerConfigSchema = z
     EXCHANGE_STYLE: z.enum(['rfc8693-resource', 'rfc8693-audience', 'entra-obo']).default('rfc8693-resource'),
     /** Lifetime of each downstream credential (a few minutes at most). */
     DOWNSTREAM_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(900).default(120),
+    // --- Downstream protection (docs/operations-resilience.md) ---
+    /** Each HTTP attempt to a downstream is abandoned after this long. */
+    DOWNSTREAM_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(50).max(300_000).default(10_000),
+    /** Retries of a failed call (timeouts, no connection, 5xx/408/429) before the task waits. */
+    DOWNSTREAM_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+    /** Exponential backoff with decorrelated jitter between the attempts of a call. */
+    DOWNSTREAM_BACKOFF_INITIAL_MS: z.coerce.number().int().min(1).default(200),
+    DOWNSTREAM_BACKOFF_MAX_MS: z.coerce.number().int().min(1).default(5000),
+    /** Consecutive transient failures that open a downstream's circuit (per worker process). */
+    DOWNSTREAM_BREAKER_THRESHOLD: z.coerce.number().int().min(1).default(5),
+    /** How long an open circuit holds calls back before one probe may go through. */
+    DOWNSTREAM_BREAKER_COOLDOWN_MS: z.coerce.number().int().min(10).default(10_000),
+    // --- Metrics ---
+    /** Port of the worker's Prometheus endpoint (GET /metrics); 0: no endpoint. */
+    WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(0),
+    WORKER_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+    /** Bearer token a scraper must present; unset: loopback scrapers only. */
+    METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   })
   .refine((c) => c.CREDENTIAL_KEY || c.CREDENTIAL_KEYS, {

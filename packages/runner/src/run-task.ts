@@ -3,7 +3,7 @@ import { appendAudit } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { appendCancelled, settleTask, type TaskRow } from '@mtg/tasks';
-import type { DownstreamClient, LongToolDefinition, TaskContext } from '@mtg/tools';
+import { describeUnavailable, isDownstreamUnavailable, type DownstreamClient, type DownstreamUnavailable, type LongToolDefinition, type TaskContext } from '@mtg/tools';
 import { journalStep, loadJournal, recordProgress } from './journal.ts';
 import { claimLease, releaseLease, renewAndCheck, type Boundary, type Lease } from './lease.ts';
 import { abortableSleep, StopRun, ToolError, type StopReason } from './stop.ts';
@@ -84,6 +84,29 @@ export async function runTask(
   }, Math.max(250, Math.floor(deps.leaseMs / 3)));
   renewer.unref();
 
+  /**
+   * A downstream outage (its circuit open, timeouts or 5xx after the client's own retries) is
+   * not the task's failure: say so in the status message, wait, and resume from the journal.
+   * The lease stays ours (renewed meanwhile); cancel, deadline, revocation and shutdown end
+   * the wait at once, so the deadline bounds how long a task waits.
+   */
+  const executeThroughOutages = async <T>(execute: () => Promise<T>): Promise<T> => {
+    for (;;) {
+      try {
+        return await execute();
+      } catch (error) {
+        if (!isDownstreamUnavailable(error) || run.signal.aborted) throw error;
+        await Promise.allSettled([...inflight]);
+        const message = waitingMessage(error);
+        log.info('downstream unavailable; task waits', { downstream: error.downstream, code: error.code, retryAfterMs: error.retryAfterMs });
+        await recordStatusMessage(deps.pool, taskId, lease, message);
+        const wait = deps.drain ? AbortSignal.any([run.signal, deps.drain]) : run.signal;
+        await abortableSleep(error.retryAfterMs, wait).catch((e) => { throw toStop(run.signal.aborted ? run.signal.reason : e); });
+        await check();
+      }
+    }
+  };
+
   const started = Date.now();
   const downstreamSystems = new Set<string>();
   try {
@@ -151,7 +174,7 @@ export async function runTask(
       },
     };
 
-    const structured = await tool.execute(context, task.arguments as never);
+    const structured = await executeThroughOutages(() => tool.execute(context, task.arguments as never));
     await check();
     return await complete(deps, tool, task, lease, auditBase, {
       content: [{ type: 'text', text: JSON.stringify(structured) }],
@@ -362,4 +385,18 @@ async function complete(
     return row;
   });
   return settled ? 'settled' : 'lost';
+}
+
+function waitingMessage(error: DownstreamUnavailable): string {
+  const seconds = Math.max(1, Math.round(error.retryAfterMs / 1000));
+  return `waiting: downstream ${error.downstream} unavailable (${describeUnavailable(error.code)}), retrying in ${seconds}s`;
+}
+
+/** The status message alone, fenced like every other write. */
+async function recordStatusMessage(pool: Pool, taskId: string, lease: Lease, message: string): Promise<void> {
+  await pool.query(
+    `UPDATE app.tasks SET status_message = $4, updated_at = now()
+      WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'working'`,
+    [taskId, lease.owner, lease.epoch, message],
+  );
 }

@@ -1,7 +1,7 @@
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from '@mtg/log';
 import { CHANNELS, HEARTBEAT_SECONDS, JOB_QUEUE, type TaskEvents } from '@mtg/tasks';
-import { runTask, type RunDeps } from './run-task.ts';
+import { runTask, type RunDeps, type RunResult } from './run-task.ts';
 import { StopRun } from './stop.ts';
 
 export interface WorkerLoopOptions {
@@ -13,6 +13,8 @@ export interface WorkerLoopOptions {
   /** Fallback poll when no notification arrives (missed while reconnecting, etc.). */
   pollMs: number;
   logger: Logger;
+  /** Metrics hook: called after every run with how it ended. */
+  onRunEnded?: (taskId: string, result: RunResult) => void;
 }
 
 type Job = { id: string; data: { taskId: string } };
@@ -70,6 +72,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       try {
         const result = await runTask({ ...o.run, drain: drain.signal }, taskId, stop.signal);
         o.logger.info('task run ended', { taskId, result });
+        o.onRunEnded?.(taskId, result);
         if (result === 'settled' || result === 'gone' || result === 'lost' || result === 'paused') {
           await o.boss.complete(JOB_QUEUE, job as never);
         } else {

@@ -10,7 +10,8 @@ export type TaskErrorCode =
   | 'result_gone' // retention passed or deleted on an earlier read
   | 'principal_revoked'
   | 'delegation_refused' // the IdP would not delegate (e.g. the user is disabled)
-  | 'delegation_unavailable'; // the IdP could not be reached
+  | 'delegation_unavailable' // the IdP could not be reached
+  | 'rate_limited'; // the caller's start or poll rate is over its limit (gateway)
 
 export interface TaskError {
   ok: false;

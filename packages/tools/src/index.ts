@@ -12,3 +12,14 @@ export type {
 export { demoTools, provisionTestEnvironment, generateReport, bulkUpdateRecords } from './demo/index.ts';
 export { createDownstreamClient, DownstreamError } from './downstream-http-client.ts';
 export { toolLimitsOverrides, type ToolLimitsOverrides } from './tool-limits-config.ts';
+export {
+  createDownstreamResilience,
+  DownstreamUnavailable,
+  DownstreamUnreachable,
+  isDownstreamUnavailable,
+  describeUnavailable,
+  type DownstreamResilience,
+  type DownstreamResilienceOptions,
+  type CircuitStateName,
+  type UnavailableCode,
+} from './downstream-resilience.ts';

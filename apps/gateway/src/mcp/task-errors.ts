@@ -6,6 +6,7 @@ export function rpcErrorFor(error: TaskError): { code: number; message: string; 
     case 'user_limit':
     case 'tenant_limit':
     case 'delegation_unavailable':
+    case 'rate_limited':
       // Implementation-defined server error: a limit, with when to retry.
       return {
         code: -32000,

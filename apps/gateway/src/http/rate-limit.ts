@@ -1,0 +1,131 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Pool } from '@mtg/db';
+import type { Principal } from '@mtg/identity';
+
+/**
+ * Glossary
+ * - starts: task starts per subject (tenant + subject) per minute.
+ * - client_starts: task starts per OAuth client (the agent application, across all its
+ *   users) per minute.
+ * - polls: status and result reads per caller (tenant + subject + client) per second.
+ * A limit of 0 is off. Counters live in app.rate_limits (migration 020), so every gateway
+ * replica shares them; fixed windows, counted with one upsert per request.
+ */
+export interface RateLimitSettings {
+  startsPerMinute: number;
+  clientStartsPerMinute: number;
+  pollsPerSecond: number;
+}
+
+export type LimitName = 'starts' | 'client_starts' | 'polls';
+
+export type RateDecision =
+  | { ok: true }
+  | {
+      ok: false;
+      limit: LimitName;
+      retryAfterSeconds: number;
+      /** The first denial of this caller in this window (cluster-wide): the one to audit. */
+      firstInWindow: boolean;
+    };
+
+export interface RateLimits {
+  start(principal: Principal): Promise<RateDecision>;
+  poll(principal: Principal): Promise<RateDecision>;
+  /**
+   * Middleware for the MCP route: when a limit denied something while this request was
+   * handled, its HTTP response carries `Retry-After` too (the JSON-RPC answer has the hint
+   * in its own shape).
+   */
+  retryAfterHeader(req: Request, res: Response, next: NextFunction): void;
+  /** Records a denial's hint for the request being handled (see retryAfterHeader). */
+  noteDenied(retryAfterSeconds: number): void;
+}
+
+export function createRateLimits(options: { pool: Pool; settings: RateLimitSettings }): RateLimits {
+  const limiter = (name: LimitName, points: number, durationSeconds: number) => {
+    if (points <= 0) return undefined;
+    return {
+      points,
+      store: new RateLimiterPostgres({
+        storeClient: options.pool,
+        storeType: 'pool',
+        schemaName: 'app',
+        tableName: 'rate_limits',
+        // Created by migration 020: the gateway's role has no CREATE.
+        tableCreated: true,
+        keyPrefix: name,
+        points,
+        duration: durationSeconds,
+        // Once a caller is over, later requests in the window are refused from memory,
+        // without a database round trip: a flood costs this replica, not PostgreSQL.
+        inMemoryBlockOnConsumed: points + 1,
+        // PostgreSQL unreachable: limit per replica rather than refuse everyone or no one.
+        insuranceLimiter: new RateLimiterMemory({
+          keyPrefix: name,
+          points,
+          duration: durationSeconds,
+        }),
+      }),
+    };
+  };
+  const s = options.settings;
+  const starts = limiter('starts', s.startsPerMinute, 60);
+  const clientStarts = limiter('client_starts', s.clientStartsPerMinute, 60);
+  const polls = limiter('polls', s.pollsPerSecond, 1);
+  const hints = new AsyncLocalStorage<{ retryAfterSeconds?: number }>();
+
+  const consume = async (
+    name: LimitName,
+    l: ReturnType<typeof limiter>,
+    key: string,
+  ): Promise<RateDecision> => {
+    if (!l) return { ok: true };
+    try {
+      await l.store.consume(hashKey(key));
+      return { ok: true };
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      return {
+        ok: false,
+        limit: name,
+        retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),
+        // The store counts atomically, so exactly one request sees points + 1 per window;
+        // requests refused from memory report 0.
+        firstInWindow: rejection.consumedPoints === l.points + 1,
+      };
+    }
+  };
+
+  return {
+    async start(p) {
+      const bySubject = await consume('starts', starts, `${p.tenant}\u0000${p.subject}`);
+      if (!bySubject.ok) return bySubject;
+      return consume('client_starts', clientStarts, p.client);
+    },
+    poll: (p) => consume('polls', polls, `${p.tenant}\u0000${p.subject}\u0000${p.client}`),
+    retryAfterHeader(_req, res, next) {
+      const hint: { retryAfterSeconds?: number } = {};
+      const writeHead = res.writeHead;
+      res.writeHead = function (this: Response, ...args: Parameters<Response['writeHead']>) {
+        if (hint.retryAfterSeconds !== undefined && !this.hasHeader('retry-after')) {
+          this.setHeader('Retry-After', String(hint.retryAfterSeconds));
+        }
+        return writeHead.apply(this, args);
+      } as Response['writeHead'];
+      hints.run(hint, next);
+    },
+    noteDenied(retryAfterSeconds) {
+      const hint = hints.getStore();
+      if (hint) hint.retryAfterSeconds = Math.max(hint.retryAfterSeconds ?? 0, retryAfterSeconds);
+    },
+  };
+}
+
+/** Keys are hashed: fixed length for the varchar(255) column, and no identifiers in clear. */
+function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('base64url');
+}

@@ -1,0 +1,111 @@
+import { appendAudit } from '@mtg/audit';
+import type { Pool } from '@mtg/db';
+import {
+  taskError,
+  type TaskError,
+  type TaskErrorCode,
+  type TaskService,
+  type VerbContext,
+} from '@mtg/tasks';
+import type { LimitName, RateDecision, RateLimits } from '../http/rate-limit.ts';
+
+const LIMIT_TEXT: Record<LimitName, string> = {
+  starts: 'task starts per user per minute',
+  client_starts: 'task starts per client per minute',
+  polls: 'status and result reads per second',
+};
+
+/**
+ * Rate limits in front of the task service, so all three wires share them and answer in
+ * their own shape (dispatch/job tools map the `rate_limited` TaskError: JSON-RPC -32000 with
+ * `data.retryAfterSeconds` on task wires, an `isError` tool result for job tools). Starts
+ * are limited per subject and per client; status and result reads per caller. Denials are
+ * audited as `task.denied` / `rate_limited`, once per caller per window, so a flood cannot
+ * flood the audit chain.
+ */
+export function withRateLimits(tasks: TaskService, limits: RateLimits, pool: Pool): TaskService {
+  const refuse = async (
+    d: Extract<RateDecision, { ok: false }>,
+    ctx: VerbContext,
+    verb: string,
+    taskId?: string,
+  ): Promise<TaskError> => {
+    limits.noteDenied(d.retryAfterSeconds);
+    if (d.firstInWindow) {
+      await appendAudit(pool, {
+        type: 'task.denied',
+        ...(taskId && /^[0-9a-f]{32}$/.test(taskId) ? { taskId } : {}),
+        tenant: ctx.principal.tenant,
+        subject: ctx.principal.subject,
+        client: ctx.principal.client,
+        reason: 'rate_limited',
+        correlationId: ctx.correlationId,
+        data: {
+          verb,
+          wire: ctx.wire,
+          limit: d.limit,
+          retryAfterSeconds: d.retryAfterSeconds,
+          auditedOncePerWindow: true,
+        },
+      });
+    }
+    return taskError(
+      'rate_limited',
+      `Rate limit exceeded (${LIMIT_TEXT[d.limit]}); retry after ${d.retryAfterSeconds}s`,
+      {
+        retryAfterSeconds: d.retryAfterSeconds,
+      },
+    );
+  };
+  return {
+    ...tasks,
+    async start(input) {
+      const d = await limits.start(input.principal);
+      return d.ok ? tasks.start(input) : refuse(d, input, 'start');
+    },
+    async get(taskId, ctx) {
+      const d = await limits.poll(ctx.principal);
+      return d.ok ? tasks.get(taskId, ctx) : refuse(d, ctx, 'get', taskId);
+    },
+    async result(taskId, ctx) {
+      const d = await limits.poll(ctx.principal);
+      return d.ok ? tasks.result(taskId, ctx) : refuse(d, ctx, 'result', taskId);
+    },
+    async awaitResult(taskId, ctx, waitMs) {
+      const d = await limits.poll(ctx.principal);
+      return d.ok ? tasks.awaitResult(taskId, ctx, waitMs) : refuse(d, ctx, 'result', taskId);
+    },
+  };
+}
+
+/** Task-verb outcomes that are denials (audited as such by the service), not states. */
+const DENIALS = new Set<TaskErrorCode>([
+  'task_not_found',
+  'insufficient_scope',
+  'idempotency_conflict',
+  'user_limit',
+  'tenant_limit',
+  'result_gone',
+  'principal_revoked',
+  'delegation_refused',
+  'rate_limited',
+]);
+
+/** Counts every denied task verb by its reason code (for mtg_denials_total). */
+export function withDenialCounts(tasks: TaskService, count: (reason: string) => void): TaskService {
+  const counted = <T extends { ok: boolean }>(outcome: T): T => {
+    const code = (outcome as { ok: boolean; code?: TaskErrorCode }).code;
+    if (!outcome.ok && code && DENIALS.has(code)) count(code);
+    return outcome;
+  };
+  return {
+    ...tasks,
+    start: async (input) => counted(await tasks.start(input)),
+    get: async (taskId, ctx) => counted(await tasks.get(taskId, ctx)),
+    result: async (taskId, ctx) => counted(await tasks.result(taskId, ctx)),
+    awaitResult: async (taskId, ctx, waitMs) =>
+      counted(await tasks.awaitResult(taskId, ctx, waitMs)),
+    cancel: async (taskId, ctx, options) => counted(await tasks.cancel(taskId, ctx, options)),
+    list: async (ctx, page) => counted(await tasks.list(ctx, page)),
+  };
+}

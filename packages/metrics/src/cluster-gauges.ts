@@ -1,0 +1,57 @@
+import { Gauge, type Registry } from 'prom-client';
+import type { Queryable } from '@mtg/db';
+
+const STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
+
+/**
+ * Cluster-wide gauges, read from PostgreSQL when scraped (at most once per `cacheMs`, so
+ * several scrapers cost one query): tasks by status, and the depth of the pg-boss task queue.
+ * Every process that registers them reports the same numbers: aggregate with max(), not sum().
+ */
+export function registerClusterGauges(
+  registry: Registry,
+  deps: {
+    db: Queryable;
+    queueDepth: () => Promise<{ queued: number; active: number }>;
+    cacheMs?: number;
+  },
+): void {
+  const cacheMs = deps.cacheMs ?? 5000;
+  let tasksAt = 0;
+  let tasks: Map<string, number> = new Map();
+  let queueAt = 0;
+  let queue = { queued: 0, active: 0 };
+
+  new Gauge({
+    name: 'mtg_tasks',
+    help: 'Tasks retained in the database, by status (cluster-wide)',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      if (Date.now() - tasksAt >= cacheMs) {
+        // The statuses are few and the table is bounded by retention: one grouped count.
+        const r = await deps.db.query<{ status: string; n: number }>(
+          'SELECT status, count(*)::int AS n FROM app.tasks GROUP BY status',
+        );
+        tasks = new Map(r.rows.map((row) => [row.status, row.n]));
+        tasksAt = Date.now();
+      }
+      for (const status of STATUSES) this.set({ status }, tasks.get(status) ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: 'mtg_queue_jobs',
+    help: 'Jobs of the pg-boss task queue: queued (waiting for a worker) and active (cluster-wide)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      if (Date.now() - queueAt >= cacheMs) {
+        queue = await deps.queueDepth();
+        queueAt = Date.now();
+      }
+      this.set({ state: 'queued' }, queue.queued);
+      this.set({ state: 'active' }, queue.active);
+    },
+  });
+}

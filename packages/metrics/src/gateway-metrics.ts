@@ -1,0 +1,22 @@
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+/** What a gateway replica reports: its HTTP traffic and the requests it denied. */
+export function createGatewayMetrics(registry: Registry) {
+  return {
+    httpDuration: new Histogram({
+      name: 'mtg_http_request_duration_seconds',
+      help: 'Gateway HTTP requests by route, JSON-RPC method (on /mcp) and status',
+      labelNames: ['route', 'rpc', 'status'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    }),
+    denials: new Counter({
+      name: 'mtg_denials_total',
+      help: 'Requests denied, by where (auth, task) and reason code (the audited reason)',
+      labelNames: ['layer', 'reason'],
+      registers: [registry],
+    }),
+  };
+}
+
+export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;
