@@ -26,30 +26,20 @@ CREATE TABLE audit.events (
   reason         text,
   correlation_id text,
   actor_subject  text,
-  actor_kind     text,
-  -- A partitioned table's unique keys must contain the partition key. Uniqueness of seq on
-  -- its own comes from append() (one appender at a time, seq = head + 1) and is checked by
-  -- audit:verify, which would report a duplicate as an inserted event.
-  PRIMARY KEY (seq, occurred_at)
+  actor_kind     text
 ) PARTITION BY RANGE (occurred_at);
+-- No primary key on the parent: a partitioned table's unique keys must contain the
+-- partition key, and (seq, occurred_at) would not stop a second event with the same seq.
+-- Each partition gets UNIQUE (seq) instead (ensure_partition); across months, seq is unique
+-- because append() serialises appenders, and audit:verify reports a duplicate as inserted.
 
+-- The newest event (append() reads it under the chain lock: ORDER BY occurred_at DESC
+-- LIMIT 1 scans the partitions newest first and stops at the first hit), and time ranges.
+CREATE INDEX events_time ON audit.events (occurred_at, seq);
 CREATE INDEX events_task ON audit.events (task_id, seq) WHERE task_id IS NOT NULL;
 CREATE INDEX events_principal ON audit.events (tenant, subject, seq);
-CREATE INDEX events_type ON audit.events (type, seq);
--- Within a month, time ranges: occurred_at grows with seq, so a BRIN index is tiny and exact
--- enough.
-CREATE INDEX events_time ON audit.events USING brin (occurred_at);
-
--- The chain head: one row, the last appended event. Its row lock serialises appenders (held
--- to the end of the caller's transaction), and it saves append() from looking for the
--- newest event across partitions.
-CREATE TABLE audit.head (
-  singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-  seq         bigint NOT NULL,
-  hash        text NOT NULL,
-  occurred_at timestamptz
-);
-INSERT INTO audit.head (seq, hash, occurred_at) VALUES (0, repeat('0', 64), NULL);
+-- Every index is paid for inside the chain lock on each append: the views' other needs are
+-- partial indexes in 006_audit_views.sql, maintained only for the events they cover.
 
 CREATE FUNCTION audit.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -61,10 +51,6 @@ END $$;
 CREATE TRIGGER events_no_update BEFORE UPDATE OR DELETE ON audit.events
   FOR EACH ROW EXECUTE FUNCTION audit.refuse_change();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON audit.events
-  FOR EACH STATEMENT EXECUTE FUNCTION audit.refuse_change();
-CREATE TRIGGER head_no_delete BEFORE DELETE ON audit.head
-  FOR EACH ROW EXECUTE FUNCTION audit.refuse_change();
-CREATE TRIGGER head_no_truncate BEFORE TRUNCATE ON audit.head
   FOR EACH STATEMENT EXECUTE FUNCTION audit.refuse_change();
 
 -- The chained hash, byte for byte (docs/audit.md): lowercase hex SHA-256 of the UTF-8 text
@@ -81,10 +67,16 @@ LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
     || E'\n' || p_type || E'\n' || p_prev_hash || E'\n' || p_body, 'UTF8')), 'hex')
 $$;
 
--- The partition for the UTC month containing p_at, created if missing. Takes the head lock
--- first, so it never races append() (or another maintenance run) creating the same one.
+-- The chain lock: one appender (or partition maintainer) at a time, held to the end of the
+-- transaction. A transaction-level advisory lock is released after the commit is visible,
+-- so the next holder's fresh snapshot sees the event its predecessor appended.
+CREATE FUNCTION audit.lock_chain() RETURNS void
+LANGUAGE sql AS $$ SELECT pg_catalog.pg_advisory_xact_lock(7310042002) $$;
+
+-- The partition for the UTC month containing p_at, created if missing, under the chain lock
+-- so it never races append() (or another maintenance run) creating the same one.
 -- LIKE + ATTACH rather than CREATE TABLE ... PARTITION OF: ATTACH needs only a SHARE UPDATE
--- EXCLUSIVE lock on audit.events, so readers and writers of other months carry on.
+-- EXCLUSIVE lock on audit.events, so readers and writers carry on meanwhile.
 CREATE FUNCTION audit.ensure_partition(p_at timestamptz) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, audit AS $$
 DECLARE
@@ -93,12 +85,13 @@ DECLARE
   v_to timestamptz := ((v_from AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC';
   v_name text := 'events_' || to_char(v_from AT TIME ZONE 'UTC', 'YYYY_MM');
 BEGIN
-  PERFORM 1 FROM audit.head FOR UPDATE;
+  PERFORM audit.lock_chain();
   IF to_regclass('audit.' || v_name) IS NOT NULL THEN
     RETURN v_name;
   END IF;
   EXECUTE format('CREATE TABLE audit.%I (LIKE audit.events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
                  v_name);
+  EXECUTE format('CREATE UNIQUE INDEX %I ON audit.%I (seq)', v_name || '_seq', v_name);
   EXECUTE format('ALTER TABLE audit.events ATTACH PARTITION audit.%I FOR VALUES FROM (%L) TO (%L)',
                  v_name, v_from, v_to);
   EXECUTE format('CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON audit.%I '
@@ -124,8 +117,9 @@ END $$;
 CREATE FUNCTION audit.append(p_type text, p_body text) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, audit AS $$
 DECLARE
-  v_head audit.head%ROWTYPE;
+  v_last record;
   v_seq bigint;
+  v_prev text;
   v_at timestamptz;
   v_hash text;
   -- jsonb refuses \u0000; it is replaced for the query columns only, the hash covers the
@@ -133,37 +127,43 @@ DECLARE
   v_json jsonb := replace(p_body, '\u0000', '\ufffd')::jsonb;
 BEGIN
   IF jsonb_typeof(v_json) IS DISTINCT FROM 'object' THEN
-    RAISE EXCEPTION 'audit.append: body must be a JSON object' USING ERRCODE = 'invalid_parameter_value';
+    RAISE EXCEPTION 'audit.append: the body must be a JSON object' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  -- One appender at a time: the head row stays locked to the end of the caller's
-  -- transaction, so sequence numbers have no gaps and the chain has no forks, whatever
-  -- number of processes write. (Read committed: the lock returns the newest head. Under
-  -- REPEATABLE READ a concurrent append makes this fail with 40001 instead of forking.)
-  SELECT * INTO v_head FROM audit.head FOR UPDATE;
-  v_seq := v_head.seq + 1;
-  -- Taken after the lock and never behind the previous event, so occurred_at grows with
-  -- seq and each month's partition holds a contiguous run of events.
-  v_at := greatest(clock_timestamp(), v_head.occurred_at);
-  IF v_head.occurred_at IS NULL
-     OR date_trunc('month', v_at, 'UTC') <> date_trunc('month', v_head.occurred_at, 'UTC') THEN
+  -- Under REPEATABLE READ or SERIALIZABLE the snapshot predates the lock and could miss the
+  -- newest event: the chain would fork.
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'audit.append must run in a READ COMMITTED transaction (not %)',
+      current_setting('transaction_isolation') USING ERRCODE = 'invalid_transaction_state';
+  END IF;
+  -- One appender at a time, held to the end of the caller's transaction: sequence numbers
+  -- have no gaps and the chain has no forks, whatever number of processes write.
+  PERFORM audit.lock_chain();
+  SELECT seq, hash, occurred_at INTO v_last
+    FROM audit.events ORDER BY occurred_at DESC, seq DESC LIMIT 1;
+  v_seq := COALESCE(v_last.seq, 0) + 1;
+  v_prev := COALESCE(v_last.hash, repeat('0', 64));
+  -- Taken under the lock and never behind the previous event, so occurred_at grows with
+  -- seq and each month's partition holds one contiguous run of events.
+  v_at := greatest(clock_timestamp(), v_last.occurred_at);
+  IF v_last.occurred_at IS NULL
+     OR date_trunc('month', v_at, 'UTC') <> date_trunc('month', v_last.occurred_at, 'UTC') THEN
     PERFORM audit.ensure_partition(v_at);
   END IF;
-  v_hash := audit.event_hash(v_seq, v_at, p_type, v_head.hash, p_body);
+  v_hash := audit.event_hash(v_seq, v_at, p_type, v_prev, p_body);
   INSERT INTO audit.events (seq, occurred_at, type, body, prev_hash, hash, task_id, tenant,
                             subject, client, tool, reason, correlation_id, actor_subject,
                             actor_kind)
-  VALUES (v_seq, v_at, p_type, p_body, v_head.hash, v_hash, v_json->>'taskId',
+  VALUES (v_seq, v_at, p_type, p_body, v_prev, v_hash, v_json->>'taskId',
           v_json->>'tenant', v_json->>'subject', v_json->>'client', v_json->>'tool',
           v_json->>'reason', v_json->>'correlationId', v_json->'actor'->>'subject',
           v_json->'actor'->>'kind');
-  UPDATE audit.head SET seq = v_seq, hash = v_hash, occurred_at = v_at;
   RETURN v_seq;
 END $$;
 
 SELECT audit.ensure_partitions(2);
 
-REVOKE ALL ON audit.events, audit.head FROM PUBLIC;
-REVOKE ALL ON FUNCTION audit.append(text, text), audit.ensure_partition(timestamptz),
-  audit.ensure_partitions(integer) FROM PUBLIC;
+REVOKE ALL ON audit.events FROM PUBLIC;
+REVOKE ALL ON FUNCTION audit.append(text, text), audit.lock_chain(),
+  audit.ensure_partition(timestamptz), audit.ensure_partitions(integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION audit.append(text, text) TO mtg_gateway, mtg_worker;
 -- The auditor reads through views only (006_audit_views.sql).

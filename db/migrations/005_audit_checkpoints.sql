@@ -3,6 +3,16 @@
 -- kept outside the database proves what the chain was when it was signed: a later rewrite,
 -- or a tail deleted behind it, no longer matches.
 
+-- 003 was rewritten before its first release (partitioned, hash chain unchanged). A
+-- development database migrated with the earlier 003 cannot take what follows: say so.
+DO $$
+BEGIN
+  IF (SELECT relkind FROM pg_class WHERE oid = 'audit.events'::regclass) <> 'p' THEN
+    RAISE EXCEPTION 'audit.events was created by an earlier, unreleased 003_audit_events.sql: '
+      'recreate this development database (stop the stack, then delete <DATA_DIR>/postgres)';
+  END IF;
+END $$;
+
 -- The checkpoint job's role. Like the others, a NOLOGIN group: the job connects with a
 -- login that is a member of it, or as the owner and SET ROLE (the dev default).
 DO $$

@@ -11,8 +11,9 @@ CREATE VIEW audit.event_log AS
          correlation_id, actor_subject, actor_kind, body, prev_hash, hash
   FROM audit.events;
 
+-- The newest event: what audit:checkpoint signs.
 CREATE VIEW audit.chain_head AS
-  SELECT seq, hash, occurred_at FROM audit.head;
+  SELECT seq, hash, occurred_at FROM audit.events ORDER BY occurred_at DESC, seq DESC LIMIT 1;
 
 CREATE VIEW audit.checkpoint_log AS
   SELECT id, seq, hash, signed_at, key_id, jws, recorded_at FROM audit.checkpoints;
@@ -104,7 +105,7 @@ CREATE FUNCTION audit.detach_month(p_month date) RETURNS text
 LANGUAGE plpgsql SET search_path = pg_catalog, audit SET lock_timeout = '5s' AS $$
 DECLARE
   v_name text := 'events_' || to_char(p_month, 'YYYY_MM');
-  v_head audit.head%ROWTYPE;
+  v_head_at timestamptz;
   v_last_seq bigint;
   v_last_hash text;
   v_older text;
@@ -113,9 +114,9 @@ BEGIN
                  WHERE i.inhparent = 'audit.events'::regclass AND c.relname = v_name) THEN
     RAISE EXCEPTION 'audit.detach_month: % is not a partition of audit.events', v_name;
   END IF;
-  SELECT * INTO v_head FROM audit.head;
-  IF v_head.occurred_at IS NULL
-     OR date_trunc('month', p_month) >= date_trunc('month', v_head.occurred_at AT TIME ZONE 'UTC') THEN
+  SELECT occurred_at INTO v_head_at FROM audit.events ORDER BY occurred_at DESC, seq DESC LIMIT 1;
+  IF v_head_at IS NULL
+     OR date_trunc('month', p_month) >= date_trunc('month', v_head_at AT TIME ZONE 'UTC') THEN
     RAISE EXCEPTION 'audit.detach_month: % is not closed (the chain head is in it or before it)', v_name;
   END IF;
   FOR v_older IN

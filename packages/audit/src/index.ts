@@ -1,2 +1,53 @@
 export { appendAudit, type AuditEvent, type AuditEventType } from './append-audit.ts';
 export { canonicalJson } from './canonical-json.ts';
+export {
+  eventHash,
+  hashInput,
+  canonicalTimestamp,
+  GENESIS_HASH,
+  type HashedFields,
+} from './chain/event-hash.ts';
+export {
+  createChainVerifier,
+  type ChainAnchor,
+  type ChainEvent,
+  type ChainFailure,
+  type ChainFailureCode,
+  type ChainVerifier,
+  type ChainVerifierOptions,
+  type EventColumns,
+} from './chain/chain-verifier.ts';
+export { readChain, readChainSession, type ReadChainOptions } from './chain/read-chain.ts';
+export {
+  generateSigningJwk,
+  loadSigningKey,
+  publicJwkOf,
+  SigningKeyError,
+  CHECKPOINT_ALG,
+  type SigningKey,
+} from './checkpoint/signing-key.ts';
+export {
+  signCheckpoint,
+  CHECKPOINT_TYP,
+  type CheckpointPayload,
+  type SignedCheckpoint,
+} from './checkpoint/sign-checkpoint.ts';
+export {
+  createCheckpointVerifier,
+  type CheckpointProblemCode,
+  type CheckpointVerification,
+} from './checkpoint/verify-checkpoint.ts';
+export {
+  verifyAuditTrail,
+  AuditVerifyUsageError,
+  type CheckpointInput,
+  type CheckpointProblem,
+  type VerifyAuditTrailOptions,
+  type VerifyAuditTrailReport,
+} from './verify-audit-trail.ts';
+export {
+  createCheckpoint,
+  type CreateCheckpointOptions,
+  type CreateCheckpointResult,
+} from './create-checkpoint.ts';
+export { ensurePartitions } from './ensure-partitions.ts';

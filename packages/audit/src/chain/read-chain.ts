@@ -34,22 +34,29 @@ export async function* readChain(
     `DECLARE audit_chain NO SCROLL CURSOR FOR SELECT ${COLUMNS} FROM audit.event_log
       WHERE seq >= ${int(options.fromSeq)}${upper} ORDER BY seq`,
   );
-  const fetch = () =>
-    client.query<string[]>({ text: `FETCH ${batch} FROM audit_chain`, rowMode: 'array', types: RAW_TEXT });
+  const fetch = () => {
+    const p = client.query<(string | null)[]>({
+      text: `FETCH ${batch} FROM audit_chain`,
+      rowMode: 'array',
+      types: RAW_TEXT,
+    });
+    // Handled where it is awaited; this keeps a failure during a yield from counting as
+    // an unhandled rejection.
+    p.catch(() => {});
+    return p;
+  };
+  // One FETCH in flight while the previous batch is checked.
+  let next = fetch();
   try {
-    // One FETCH in flight while the previous batch is checked.
-    let next = fetch();
     for (;;) {
       const result = await next;
       if (result.rows.length === 0) break;
       next = fetch();
       yield result.rows.map(toEvent);
-      if (result.rows.length < batch) {
-        await next;
-        break;
-      }
     }
   } finally {
+    // A consumer that stops early leaves a FETCH in flight: let it settle first.
+    await next.catch(() => {});
     await client.query('CLOSE audit_chain').catch(() => {});
   }
 }
@@ -59,7 +66,7 @@ export async function readChainSession(client: pg.ClientBase): Promise<void> {
   await client.query(`SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO'`);
 }
 
-function toEvent(r: string[]): ChainEvent {
+function toEvent(r: (string | null)[]): ChainEvent {
   return {
     seq: Number(r[0]),
     occurredAt: canonicalTimestamp(r[1]!),

@@ -1,0 +1,32 @@
+// A separate writer process for the concurrency test:
+//   node append-worker.ts <database url> <connections> <events per connection> <start at (epoch ms)> <tx|auto>
+// Opens its connections as mtg_gateway, waits for the common start time, then each connection
+// appends its events: `tx` in a transaction each (BEGIN, audit.append, COMMIT: the services'
+// withTransaction), `auto` as single statements (the services' pool.query appends).
+// Prints {"events": n, "ms": elapsed} on stdout.
+import pg from 'pg';
+import { appendAudit } from '../../src/index.ts';
+import { sampleEvent } from './events.ts';
+
+const [url, connections, perConnection, startAt, mode] = process.argv.slice(2);
+const clients = await Promise.all(
+  Array.from({ length: Number(connections) }, async () => {
+    const c = new pg.Client({ connectionString: url, options: '-c role=mtg_gateway' });
+    await c.connect();
+    return c;
+  }),
+);
+await new Promise((r) => setTimeout(r, Math.max(0, Number(startAt) - Date.now())));
+const started = performance.now();
+await Promise.all(
+  clients.map(async (c, k) => {
+    for (let i = 0; i < Number(perConnection); i++) {
+      if (mode === 'tx') await c.query('BEGIN');
+      await appendAudit(c, sampleEvent(k * 1000 + i, `tenant-${process.pid}`));
+      if (mode === 'tx') await c.query('COMMIT');
+    }
+  }),
+);
+const ms = performance.now() - started;
+await Promise.all(clients.map((c) => c.end()));
+process.stdout.write(JSON.stringify({ events: clients.length * Number(perConnection), ms }) + '\n');

@@ -1,0 +1,207 @@
+// npm run -s audit:checkpoint -- [--out FILE] [--every SECONDS] [--seq N]
+// npm run -s audit:checkpoint -- --new-key FILE [--jwks JWKS_FILE]
+// Signs the audit chain head with the Ed25519 checkpoint key, stores it in
+// audit.checkpoints and prints it (docs/audit.md).
+import { parseArgs } from 'node:util';
+import {
+  createCheckpoint,
+  ensurePartitions,
+  generateSigningJwk,
+  publicJwkOf,
+  type CreateCheckpointResult,
+} from '@mtg/audit';
+import { ConfigError, parseConfig } from '@mtg/config';
+import type { JSONWebKeySet } from 'jose';
+import type pg from 'pg';
+import { z } from 'zod';
+import { dataDir } from './lib/dev-secrets.ts';
+import { appendCheckpointLine, checkpointLine } from './lib/audit/checkpoint-file.ts';
+import { CliError, connect, messageOf, resolveDatabaseUrl } from './lib/audit/database.ts';
+import { addToJwks, readJwks, writePrivateKey } from './lib/audit/key-files.ts';
+import { loadSigningKeySource } from './lib/audit/signing-key-source.ts';
+
+const USAGE = `usage: npm run -s audit:checkpoint -- [--out FILE] [--every SECONDS] [--seq N]
+       npm run -s audit:checkpoint -- --new-key FILE [--jwks JWKS_FILE]
+
+Verifies the events since the previous checkpoint, signs the chain head (seq, hash, time)
+with the checkpoint key, stores the checkpoint in audit.checkpoints and prints it as one
+JSON line; --out FILE also appends that line to FILE (keep it outside the database).
+--every SECONDS keeps running and signs each time the head has moved. --seq N signs event N
+instead of the head (the last event of a month to archive). Also creates the coming
+months' partitions.
+
+--new-key FILE writes a new private key (mode 0600) for rotation and prints its public JWK;
+--jwks adds that public key to a JWKS file.
+
+Key: AUDIT_SIGNING_KEY_FILE (a private Ed25519 JWK, mode 0600) or AUDIT_SIGNING_KEY; unset
+outside production, a dev key generated in <DATA_DIR>/audit/ (its public key in
+<DATA_DIR>/audit/jwks.json). AUDIT_JWKS_FILE: public keys whose earlier checkpoints are
+trusted as the starting point. Database: DATABASE_URL, else the running embedded
+PostgreSQL; role DATABASE_ROLE (default mtg_audit_signer).
+
+Exit status: 0 signed (or nothing to sign); 1 the chain is broken, nothing signed; 2 usage
+or configuration; 3 could not run.`;
+
+const schema = z.object({
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  DATABASE_ROLE: z.string().regex(/^\w+$/, 'must be a role name').default('mtg_audit_signer'),
+  AUDIT_SIGNING_KEY: z.string().min(1).optional(),
+  AUDIT_SIGNING_KEY_FILE: z.string().min(1).optional(),
+  AUDIT_JWKS_FILE: z.string().min(1).optional(),
+  NODE_ENV: z.string().optional(),
+});
+
+async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      out: { type: 'string' },
+      every: { type: 'string' },
+      seq: { type: 'string' },
+      'new-key': { type: 'string' },
+      jwks: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  if (values['new-key']) return newKey(values['new-key'], values.jwks);
+  if (values.jwks) throw new CliError('--jwks goes with --new-key');
+
+  const config = parseConfig(schema, env);
+  const every = values.every === undefined ? undefined : Number(values.every);
+  if (every !== undefined && !(every > 0 && Number.isFinite(every))) {
+    throw new CliError('--every takes a number of seconds > 0');
+  }
+  const seq = values.seq === undefined ? undefined : Number(values.seq);
+  if (seq !== undefined && !(Number.isSafeInteger(seq) && seq > 0))
+    throw new CliError('--seq takes an event number');
+  if (seq !== undefined && every !== undefined)
+    throw new CliError('--seq and --every do not go together');
+
+  const source = await loadSigningKeySource({ ...config, dataDir: dataDir(env) });
+  if (source.generated)
+    process.stderr.write(`audit:checkpoint: generated the dev signing key ${source.from}\n`);
+  const trustedFile = config.AUDIT_JWKS_FILE ?? source.devJwksFile;
+  const trustedKeys: JSONWebKeySet | undefined = trustedFile
+    ? await readJwks(trustedFile)
+    : undefined;
+
+  const { url, where } = await resolveDatabaseUrl(config.DATABASE_URL, dataDir(env));
+  const client = await connect(url, where, config.DATABASE_ROLE, 'audit-checkpoint');
+  try {
+    const once = async (): Promise<CreateCheckpointResult> => {
+      await ensurePartitions(client);
+      return createCheckpoint(client, {
+        key: source.key,
+        ...(trustedKeys ? { trustedKeys } : {}),
+        ...(seq !== undefined ? { seq } : {}),
+        now: () => new Date(),
+      });
+    };
+    const report = async (result: CreateCheckpointResult): Promise<number> => {
+      if (!result.ok) {
+        process.stderr.write(`audit:checkpoint: ${result.message}\n`);
+        return result.code === 'empty' ? 0 : result.code === 'no_such_event' ? 2 : 1;
+      }
+      const line = checkpointLine(result.checkpoint);
+      process.stdout.write(line + '\n');
+      if (values.out) await appendCheckpointLine(values.out, line);
+      if (result.skipped > 0) {
+        process.stderr.write(
+          `audit:checkpoint: ${result.skipped} earlier checkpoint(s) signed by keys not in AUDIT_JWKS_FILE were not used as the starting point\n`,
+        );
+      }
+      return 0;
+    };
+
+    if (every === undefined) return await report(await run(once, where));
+    const headSeq = async () =>
+      Number((await client.query('SELECT seq FROM audit.chain_head')).rows[0]?.seq ?? 0);
+    return await loop(every, once, headSeq, report, where);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function run<T>(fn: () => Promise<T>, where: string): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw new CliError(`checkpoint failed against ${where}: ${messageOf(error)}`, 3);
+  }
+}
+
+/** --every: sign whenever the head has moved, until SIGINT/SIGTERM (exit 0) or a broken chain. */
+async function loop(
+  seconds: number,
+  once: () => Promise<CreateCheckpointResult>,
+  headSeq: () => Promise<number>,
+  report: (r: CreateCheckpointResult) => Promise<number>,
+  where: string,
+): Promise<number> {
+  let stopping = false;
+  let wake: (() => void) | undefined;
+  const stop = () => {
+    stopping = true;
+    wake?.();
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  let last: number | undefined;
+  while (!stopping) {
+    if ((await run(headSeq, where)) !== last) {
+      const result = await run(once, where);
+      const code = await report(result);
+      if (code !== 0) return code;
+      if (result.ok) last = result.checkpoint.seq;
+      else if (result.code === 'empty') last = 0;
+    }
+    if (stopping) break;
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+      setTimeout(resolve, seconds * 1000).unref();
+    });
+  }
+  return 0;
+}
+
+async function newKey(file: string, jwksFile: string | undefined): Promise<number> {
+  const jwk = await generateSigningJwk();
+  await writePrivateKey(file, jwk);
+  const pub = publicJwkOf(jwk);
+  if (jwksFile) await addToJwks(jwksFile, pub);
+  process.stdout.write(JSON.stringify(pub) + '\n');
+  process.stderr.write(
+    `audit:checkpoint: new signing key ${jwk.kid} in ${file}${jwksFile ? `, public key added to ${jwksFile}` : ''}\n`,
+  );
+  return 0;
+}
+
+main(process.argv.slice(2), process.env).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof CliError) {
+      process.stderr.write(`audit:checkpoint: ${error.message}\n`);
+      process.exit(error.exitCode);
+    }
+    if (
+      error instanceof ConfigError ||
+      String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')
+    ) {
+      process.stderr.write(`audit:checkpoint: ${(error as Error).message}\n${USAGE}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(
+      `audit:checkpoint: ${error instanceof Error ? error.stack : String(error)}\n`,
+    );
+    process.exit(3);
+  },
+);

@@ -1,0 +1,148 @@
+// npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE] [--from-checkpoint SEQ|latest] [--json]
+// Verifies the audit chain and its signed checkpoints; exit 0 when intact, 1 naming the
+// first bad event otherwise (docs/audit.md).
+import { stat } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { AuditVerifyUsageError, verifyAuditTrail, type VerifyAuditTrailReport } from '@mtg/audit';
+import { ConfigError, parseConfig } from '@mtg/config';
+import { z } from 'zod';
+import { dataDir } from './lib/dev-secrets.ts';
+import { readCheckpointFile } from './lib/audit/checkpoint-file.ts';
+import { CliError, connect, messageOf, resolveDatabaseUrl } from './lib/audit/database.ts';
+import { readJwks } from './lib/audit/key-files.ts';
+import { devKeyPaths } from './lib/audit/signing-key-source.ts';
+
+const USAGE = `usage: npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE]
+                               [--from-checkpoint SEQ|latest] [--json]
+
+Verifies every event of audit.events in seq order (hash, link to the previous event, no gap,
+query columns) and every signed checkpoint (audit.checkpoints, plus --checkpoints files kept
+elsewhere) against the public keys (--keys, else AUDIT_JWKS_FILE, else the dev keys in
+<DATA_DIR>/audit/jwks.json). --from-checkpoint starts from a verified checkpoint instead of
+the first event (archived months, or only what is new).
+
+Database: DATABASE_URL, else the running embedded PostgreSQL of \`npm start\`; role
+DATABASE_ROLE (default mtg_auditor, which reads the audit views only).
+
+Exit status: 0 intact; 1 broken (the first line names the first bad event); 2 usage or
+configuration; 3 could not run (database unreachable).`;
+
+const schema = z.object({
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  DATABASE_ROLE: z.string().regex(/^\w+$/, 'must be a role name').default('mtg_auditor'),
+  AUDIT_JWKS_FILE: z.string().min(1).optional(),
+});
+
+async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      checkpoints: { type: 'string', multiple: true },
+      keys: { type: 'string' },
+      'from-checkpoint': { type: 'string' },
+      'batch-size': { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  const config = parseConfig(schema, env);
+  const from = values['from-checkpoint'];
+  if (from !== undefined && from !== 'latest' && !/^[1-9]\d*$/.test(from)) {
+    throw new CliError(`--from-checkpoint takes an event's seq or "latest", not ${from}`);
+  }
+  const batchSize = values['batch-size'] ? Number(values['batch-size']) : undefined;
+  if (batchSize !== undefined && !(Number.isSafeInteger(batchSize) && batchSize > 0)) {
+    throw new CliError('--batch-size takes a positive integer');
+  }
+
+  const keysFile =
+    values.keys ?? config.AUDIT_JWKS_FILE ?? (await existing(devKeyPaths(dataDir(env)).jwksFile));
+  const keys = keysFile ? await readJwks(keysFile) : undefined;
+  const external = [];
+  for (const file of values.checkpoints ?? []) external.push(...(await readCheckpointFile(file)));
+
+  const { url, where } = await resolveDatabaseUrl(config.DATABASE_URL, dataDir(env));
+  const client = await connect(url, where, config.DATABASE_ROLE, 'audit-verify');
+  let report: VerifyAuditTrailReport;
+  try {
+    report = await verifyAuditTrail(client, {
+      ...(keys ? { keys } : {}),
+      checkpoints: external,
+      ...(from ? { fromCheckpoint: from === 'latest' ? 'latest' : Number(from) } : {}),
+      ...(batchSize ? { batchSize } : {}),
+    });
+  } catch (error) {
+    if (error instanceof AuditVerifyUsageError) throw new CliError(error.message);
+    throw new CliError(`verification could not run against ${where}: ${messageOf(error)}`, 3);
+  } finally {
+    await client.end().catch(() => {});
+  }
+
+  if (values.json) {
+    process.stdout.write(JSON.stringify({ ...report, keys: keysFile ?? null }, null, 2) + '\n');
+  } else {
+    for (const line of describe(report)) process.stdout.write(line + '\n');
+  }
+  return report.ok ? 0 : 1;
+}
+
+function describe(r: VerifyAuditTrailReport): string[] {
+  const rate = `${Math.round(r.eventsPerSecond)} events/s`;
+  const range = r.events > 0 ? ` (seq ${r.firstSeq}..${r.lastSeq})` : '';
+  const start = r.anchor.seq > 0 ? `, from the checkpoint at event ${r.anchor.seq}` : '';
+  const c = r.checkpoints;
+  const latest = c.latest
+    ? ` (latest: event ${c.latest.seq}, signed ${c.latest.signedAt}, key ${c.latest.keyId})`
+    : '';
+  const checkpoints = `${c.verified}/${c.total} checkpoints verified${latest}`;
+  if (r.ok) {
+    return [
+      `audit chain intact: ${r.events} events${range}${start}, ${checkpoints}, ${rate} (${(r.elapsedMs / 1000).toFixed(2)} s)`,
+    ];
+  }
+  const lines: string[] = [];
+  if (r.failure) {
+    lines.push(
+      `audit chain BROKEN at event ${r.failure.seq} (${r.failure.code}): ${r.failure.message}`,
+    );
+  }
+  for (const p of r.checkpointProblems) lines.push(`checkpoint problem (${p.code}): ${p.message}`);
+  lines.push(`checked ${r.events} events${range}${start}, ${checkpoints}, ${rate}`);
+  return lines;
+}
+
+async function existing(file: string): Promise<string | undefined> {
+  try {
+    await stat(file);
+    return file;
+  } catch {
+    return undefined;
+  }
+}
+
+main(process.argv.slice(2), process.env).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof CliError) {
+      process.stderr.write(`audit:verify: ${error.message}\n`);
+      process.exit(error.exitCode);
+    }
+    if (
+      error instanceof ConfigError ||
+      String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')
+    ) {
+      process.stderr.write(`audit:verify: ${(error as Error).message}\n${USAGE}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`audit:verify: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(3);
+  },
+);

@@ -1,0 +1,159 @@
+// audit:verify against a tampering superuser: each scenario starts from a copy of one chain
+// (50 events, signed checkpoints at events 40 and 50, also kept in a file outside the
+// database), tampers with it the way someone who disabled the triggers could, and runs the
+// real script as a child process: exit status and the first bad event it names.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { appendSamples, tamper } from '../../packages/audit/test/support/events.ts';
+import { checkpointScript, verifyScript } from '../../packages/audit/test/support/run-script.ts';
+import { cloneDatabase } from '../../packages/audit/test/support/template-database.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+
+let template: TestDatabase;
+let dataDir: string;
+let checkpointFile: string;
+
+beforeAll(async () => {
+  template = await createTestDatabase();
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'mtg-audit-tamper-'));
+  checkpointFile = path.join(dataDir, 'checkpoints.jsonl');
+  await appendSamples(template.url, 50);
+  const env = { DATABASE_URL: template.url, DATA_DIR: dataDir };
+  for (const args of [['--seq', '40'], []]) {
+    const signed = await checkpointScript([...args, '--out', checkpointFile], env);
+    expect(signed).toMatchObject({ code: 0 });
+  }
+});
+
+afterAll(async () => {
+  await template?.drop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+/** A copy of the chain, tampered with by `statements`, then verified by the real script. */
+async function verifyAfter(
+  statements: string[],
+  options: { tables?: string[]; args?: string[] } = {},
+) {
+  const copy = await cloneDatabase(template.name);
+  try {
+    if (statements.length > 0) await tamper(copy.url, statements, options.tables);
+    return await verifyScript(options.args ?? [], { DATABASE_URL: copy.url, DATA_DIR: dataDir });
+  } finally {
+    await copy.drop();
+  }
+}
+
+// A change inside the details that keeps the body valid JSON and the query columns right.
+const edited = `replace(body, '"data":{', '"data":{"x":1,')`;
+
+test('an untouched chain verifies: exit 0 and a one-line summary', async () => {
+  const result = await verifyAfter([]);
+  expect(result.code).toBe(0);
+  expect(result.stdout).toMatch(
+    /^audit chain intact: 50 events \(seq 1\.\.50\), 2\/2 checkpoints verified \(latest: event 50, .*\), \d+ events\/s \(\d+\.\d+ s\)\n$/,
+  );
+});
+
+test('an event whose body was edited is named as modified', async () => {
+  const result = await verifyAfter([`UPDATE audit.events SET body = ${edited} WHERE seq = 17`]);
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 17 \(modified\): event 17 was modified/,
+  );
+});
+
+test('an event whose query column was changed (the hash does not cover it) is named as modified', async () => {
+  const result = await verifyAfter([`UPDATE audit.events SET tenant = 'globex' WHERE seq = 18`]);
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 18 \(modified\): .*column tenant is "globex", but the hashed body says "acme"/,
+  );
+});
+
+test('a deleted event is named as missing', async () => {
+  const result = await verifyAfter(['DELETE FROM audit.events WHERE seq = 23']);
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(/^audit chain BROKEN at event 23 \(missing\): event 23 is missing/);
+});
+
+test('two events swapped are named as reordered', async () => {
+  const result = await verifyAfter([
+    'UPDATE audit.events SET seq = 1000030 WHERE seq = 30',
+    'UPDATE audit.events SET seq = 30 WHERE seq = 31',
+    'UPDATE audit.events SET seq = 31 WHERE seq = 1000030',
+  ]);
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 30 \(reordered\): event 30 was moved: it is the event originally numbered 31/,
+  );
+});
+
+test('a forged event inserted in the middle (valid hash, later events renumbered) is named as inserted', async () => {
+  const body = `'{"subject":"mallory","tenant":"acme"}'`;
+  const result = await verifyAfter([
+    'UPDATE audit.events SET seq = seq + 1000000 WHERE seq >= 25',
+    'UPDATE audit.events SET seq = seq - 999999 WHERE seq >= 1000000',
+    `INSERT INTO audit.events (seq, occurred_at, type, body, prev_hash, hash, tenant, subject)
+       SELECT 25, occurred_at, 'task.created', ${body}, hash,
+              audit.event_hash(25, occurred_at, 'task.created', hash, ${body}), 'acme', 'mallory'
+       FROM audit.events WHERE seq = 24`,
+  ]);
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 25 \(inserted\): event 25 was inserted/,
+  );
+});
+
+test('a truncated tail behind a signed checkpoint is named from its first missing event', async () => {
+  const result = await verifyAfter(['DELETE FROM audit.events WHERE seq > 45']);
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 46 \(truncated\): the chain ends at event 45, but checkpoint .* attests event 50/,
+  );
+});
+
+test('a tail truncated together with the stored checkpoints is caught by the checkpoints kept outside', async () => {
+  const statements = ['DELETE FROM audit.events WHERE seq > 45', 'DELETE FROM audit.checkpoints'];
+  const tables = ['audit.events', 'audit.checkpoints'];
+  const blind = await verifyAfter(statements, { tables });
+  // Nothing in the database can tell: that is what the external copy is for.
+  expect(blind.code).toBe(0);
+  const result = await verifyAfter(statements, { tables, args: ['--checkpoints', checkpointFile] });
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 46 \(truncated\): .*checkpoints\.jsonl:2/,
+  );
+});
+
+test('a chain rewritten and rehashed from event 20 on is caught at the checkpoint it no longer matches', async () => {
+  const result = await verifyAfter([
+    `DO $$
+     DECLARE r record; prev text; h text; b text;
+     BEGIN
+       SELECT hash INTO prev FROM audit.events WHERE seq = 19;
+       FOR r IN SELECT * FROM audit.events WHERE seq >= 20 ORDER BY seq LOOP
+         b := CASE WHEN r.seq = 20 THEN replace(r.body, '"data":{', '"data":{"x":1,') ELSE r.body END;
+         h := audit.event_hash(r.seq, r.occurred_at, r.type, prev, b);
+         UPDATE audit.events SET body = b, prev_hash = prev, hash = h WHERE seq = r.seq;
+         prev := h;
+       END LOOP;
+     END $$`,
+  ]);
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 40 \(checkpoint_mismatch\): event 40 is not the event checkpoint .* attests .*from the start/,
+  );
+});
+
+test('an event rewritten with a recomputed hash breaks the link of the next one', async () => {
+  const result = await verifyAfter([
+    `UPDATE audit.events SET body = ${edited},
+            hash = audit.event_hash(seq, occurred_at, type, prev_hash, ${edited}) WHERE seq = 12`,
+  ]);
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 13 \(broken_link\): event 13 does not link to its predecessor/,
+  );
+});
