@@ -8,6 +8,8 @@ export const ROLES = {
   gateway: 'mtg_gateway',
   worker: 'mtg_worker',
   auditor: 'mtg_auditor',
+  /** Signs audit checkpoints (npm run audit:checkpoint); reads the chain, writes checkpoints. */
+  auditSigner: 'mtg_audit_signer',
   downstream: 'mtg_downstream',
 } as const;
 export type AppRole = (typeof ROLES)[keyof typeof ROLES];
