@@ -15,6 +15,7 @@ import { RPC, sendRpcError } from './http/json-rpc-error.ts';
 import { parseJsonRpc } from './http/parse-json-rpc.ts';
 import { validateHost, validateOrigin } from './http/request-guards.ts';
 import { requireToolScope } from './http/require-tool-scope.ts';
+import { createDenialAuditor } from './http/audit-denials.ts';
 import { resourceMetadataRoutes } from './http/resource-metadata.ts';
 import { adminRoutes } from './http/admin-routes.ts';
 import { rejectRevoked } from './http/reject-revoked.ts';
@@ -66,6 +67,11 @@ export function createApp(deps: GatewayDeps): express.Express {
   const resourceMetadataUrl = metadataUrlsFor(deps.resource)[0]!;
   const mcpPath = new URL(deps.resource).pathname;
   const countAuthDenial = (reason: string) => deps.metrics?.gateway.denials.inc({ layer: 'auth', reason });
+  const denials = createDenialAuditor({ pool: deps.pool, logger: deps.logger });
+  const onTokenDenied = (req: Request, code: string, res: Response) => {
+    countAuthDenial(code);
+    denials.unauthenticated(req, res, code);
+  };
   const identifyWorkload = workloadIdentity({
     ...deps.workloads,
     resourceMetadataUrl,
@@ -105,7 +111,7 @@ export function createApp(deps: GatewayDeps): express.Express {
       resourceMetadataUrl,
       gates: [
         validateOrigin(deps.allowedOrigins),
-        authenticate({ verify: deps.verify, resourceMetadataUrl, logger: deps.logger }),
+        authenticate({ verify: deps.verify, resourceMetadataUrl, logger: deps.logger, onDenied: onTokenDenied }),
         rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
       ],
     }),
@@ -113,11 +119,14 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.all(
     mcpPath,
     validateOrigin(deps.allowedOrigins),
-    authenticate({ verify: deps.verify, resourceMetadataUrl, logger: deps.logger, onDenied: (_req, code) => countAuthDenial(code) }),
+    authenticate({ verify: deps.verify, resourceMetadataUrl, logger: deps.logger, onDenied: onTokenDenied }),
     rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
     identifyWorkload,
     ...parseJsonRpc(deps.maxBodyBytes),
-    requireToolScope(deps.catalogue, deps.longTools, resourceMetadataUrl, (_req, code) => countAuthDenial(code)),
+    requireToolScope(deps.catalogue, deps.longTools, resourceMetadataUrl, (_req, code, tool, res) => {
+      countAuthDenial(code);
+      denials.principal(res, res.locals.principal, code, tool);
+    }),
     ...(deps.rateLimits ? [deps.rateLimits.retryAfterHeader] : []),
     mcpEndpoint(createDispatch(deps.catalogue, deps.longTools, deps.tasks, deps.policy && createToolPolicy(deps.policy, deps.pool)), deps.logger, {
       resultWaitMs: deps.resultWaitMs,

@@ -13,7 +13,7 @@ export interface AuthenticateOptions {
   resourceMetadataUrl: string;
   logger: Logger;
   /** Reports each denial (the audit writer arrives with the tasks issue). */
-  onDenied?: (req: Request, code: string) => void;
+  onDenied?: (req: Request, code: string, res: Response) => void;
 }
 
 /** The verified principal of this request (set by authenticate). */
@@ -40,7 +40,7 @@ export function authenticate(options: AuthenticateOptions) {
     const bearer = extractBearer(req.headers.authorization);
     if (!bearer.ok) {
       const malformed = bearer.code === 'malformed';
-      options.onDenied?.(req, malformed ? 'token_malformed_header' : 'token_missing');
+      options.onDenied?.(req, malformed ? 'token_malformed_header' : 'token_missing', res);
       res
         .status(malformed ? 400 : 401)
         .set(
@@ -57,7 +57,7 @@ export function authenticate(options: AuthenticateOptions) {
     }
     const verified = await verifyAccessToken(bearer.token, options.verify);
     if (!verified.ok) {
-      options.onDenied?.(req, `token_${verified.code}`);
+      options.onDenied?.(req, `token_${verified.code}`, res);
       options.logger.info('token rejected', {
         correlationId: res.locals.correlationId,
         code: verified.code,

@@ -12,7 +12,7 @@ export function requireToolScope(
   catalogue: Catalogue,
   longTools: ReadonlyMap<string, LongToolDefinition>,
   resourceMetadataUrl: string,
-  onDenied?: (req: Request, code: string, tool: string) => void,
+  onDenied?: (req: Request, code: string, tool: string, res: Response) => void,
 ) {
   return (req: Request, res: Response, next: NextFunction) => {
     if (req.method !== 'POST') return next();
@@ -26,7 +26,7 @@ export function requireToolScope(
       if (m.method !== 'tools/call' || typeof m.params?.name !== 'string') continue;
       const tool = catalogue.get(m.params.name) ?? longTools.get(m.params.name);
       if (tool?.scope && !principal.scopes.includes(tool.scope)) {
-        onDenied?.(req, 'insufficient_scope', tool.name);
+        onDenied?.(req, 'insufficient_scope', tool.name, res);
         res
           .status(403)
           .set(
