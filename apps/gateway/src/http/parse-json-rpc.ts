@@ -52,6 +52,13 @@ export function parseJsonRpc(limitBytes: number) {
         sendRpcError(res, 400, RPC.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
         return;
       }
+      if (hasUnstorableText(req.body)) {
+        // Valid JSON, but not text PostgreSQL (or most downstream systems) can store: refuse
+        // it as invalid params rather than fail deep inside with a database error.
+        const id = (req.body as { id?: string | number }).id ?? null;
+        sendRpcError(res, 400, RPC.invalidParams, 'Invalid params: strings must be valid Unicode without U+0000 or unpaired surrogates', id);
+        return;
+      }
       next();
     },
   ];
@@ -67,6 +74,26 @@ function exceedsDepth(value: unknown, maxDepth: number): boolean {
     for (const child of Array.isArray(current) ? current : Object.values(current)) {
       if (typeof child === 'object' && child !== null)
         stack.push({ value: child, depth: depth + 1 });
+    }
+  }
+  return false;
+}
+
+// U+0000, or a UTF-16 surrogate without its pair (valid in JSON text, not in UTF-8).
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Any string (value or key) in the body that cannot be stored as UTF-8 text. */
+function hasUnstorableText(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (typeof current === 'string') {
+      if (UNSTORABLE.test(current)) return true;
+    } else if (current && typeof current === 'object') {
+      for (const [key, child] of Object.entries(current)) {
+        if (UNSTORABLE.test(key)) return true;
+        stack.push(child);
+      }
     }
   }
   return false;
