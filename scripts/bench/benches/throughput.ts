@@ -1,0 +1,377 @@
+// Task starts/s and polls/s through the gateway, each against a baseline measured in the
+// same run; memory under 200 polling clients; start throughput by topology.
+import { fileURLToPath } from 'node:url';
+import type { BenchContext } from '../lib/context.ts';
+import { runJsonScript } from '../lib/child-json.ts';
+import { runLoadProcess } from '../lib/load-client.ts';
+import { startTask } from '../lib/mcp.ts';
+import { cpuMeter, describeCpu, postgresBackends, type PidSource } from '../lib/cpu.ts';
+import { freePort, residentMemory, spawnProc } from '../lib/process-stack.ts';
+import { fmt, median, sleep } from '../lib/stats.ts';
+
+const script = (name: string) => fileURLToPath(new URL(`../${name}`, import.meta.url));
+
+/** Caps high enough that only the locks, not the limits, act during the load. */
+export const NO_CAPS = {
+  MAX_ACTIVE_TASKS_PER_USER: '1000000',
+  MAX_ACTIVE_TASKS_PER_TENANT: '1000000',
+};
+
+async function countTasks(ctx: BenchContext): Promise<number> {
+  const [r] = await ctx.sql<{ n: number }>('SELECT count(*)::int AS n FROM app.tasks');
+  return r!.n;
+}
+
+/** The stack's processes, grouped by kind, for CPU accounting. */
+export function stackGroups(ctx: BenchContext): Record<string, PidSource> {
+  const live = (ps: Array<{ pid: number; running(): boolean } | undefined>) => () =>
+    ps.filter((p) => p?.running()).map((p) => p!.pid);
+  return {
+    gateway: live(ctx.stack.gateways),
+    workers: live([...ctx.stack.workers.values()]),
+    idp: live([ctx.stack.idp]),
+    downstream: live([ctx.stack.downstream]),
+    postgres: () => postgresBackends(ctx.db.name),
+  };
+}
+
+/** A short unmeasured load first, so JIT compilation and connection pools are warm. */
+async function warmUp(
+  ctx: BenchContext,
+  url: string,
+  scenario: Parameters<typeof runLoadProcess>[0]['scenario'],
+) {
+  await runLoadProcess({
+    urls: [url],
+    connections: ctx.options.connections,
+    durationS: Math.min(3, ctx.options.durationS),
+    scenario,
+  });
+}
+
+/** One run of start load; returns tasks created per second (counted in the database). */
+async function startRun(ctx: BenchContext, urls: string[], tag: string) {
+  const before = await countTasks(ctx);
+  const meter = cpuMeter(stackGroups(ctx));
+  const load = await runLoadProcess({
+    urls,
+    connections: ctx.options.connections,
+    durationS: ctx.options.durationS,
+    scenario: { kind: 'start', tokens: ctx.users.map((u) => u.token), runTag: tag },
+  });
+  const cpu = meter.stop();
+  const created = (await countTasks(ctx)) - before;
+  return {
+    load,
+    created,
+    perSecond: created / load.durationS,
+    cpu: describeCpu(cpu, created, 'start', { load: load.cpuMs }),
+  };
+}
+
+export async function benchStarts(ctx: BenchContext): Promise<void> {
+  const { runs, durationS, connections } = ctx.options;
+  await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
+  const gateway: number[] = [];
+  const p50: number[] = [];
+  const p99: number[] = [];
+  let failures = 0;
+  let cpu = '';
+  await warmUp(ctx, ctx.stack.mcpUrl, {
+    kind: 'start',
+    tokens: ctx.users.map((u) => u.token),
+    runTag: `warm-${Date.now()}`,
+  });
+  for (let r = 0; r < runs; r++) {
+    await ctx.reset();
+    const run = await startRun(ctx, [ctx.stack.mcpUrl], `s${r}-${Date.now()}`);
+    cpu = run.cpu;
+    gateway.push(run.perSecond);
+    p50.push(run.load.p50);
+    p99.push(run.load.p99);
+    failures += run.load.non2xx + run.load.errors + run.load.rpcErrors;
+    ctx.log(
+      `starts run ${r + 1}: ${fmt(run.perSecond)}/s (${run.created} tasks, p50 ${run.load.p50} ms, p99 ${run.load.p99} ms, failed ${run.load.non2xx + run.load.errors + run.load.rpcErrors}); ${run.cpu}`,
+    );
+  }
+  const baseline: number[] = [];
+  let baselineCpu = '';
+  for (let r = 0; r < runs; r++) {
+    const meter = cpuMeter({});
+    const b = await runJsonScript<{
+      perSecond: number;
+      sent: number;
+      p50: number;
+      p99: number;
+      cpuMs: number;
+      postgresMs: number;
+    }>(script('pgboss-send.ts'), [
+      ctx.db.url,
+      `bench-baseline-${r}`,
+      String(connections),
+      String(durationS),
+    ]);
+    baselineCpu = describeCpu(meter.stop(), b.sent, 'send', {
+      'sender (pg-boss client)': b.cpuMs,
+      postgres: b.postgresMs,
+    });
+    baseline.push(b.perSecond);
+    ctx.log(
+      `pg-boss send run ${r + 1}: ${fmt(b.perSecond)}/s (p50 ${b.p50.toFixed(1)} ms); ${baselineCpu}`,
+    );
+  }
+  await ctx.reset();
+  const ratio = median(gateway) / median(baseline);
+  ctx.rows.push({
+    section: 'Throughput',
+    measure:
+      'Task starts/s through the gateway (2026 wire: auth, delegation exchange, task row, job, audit)',
+    result: `${fmt(median(gateway))}/s (p50 ${fmt(median(p50))} ms, p99 ${fmt(median(p99))} ms)`,
+    baseline: `raw pg-boss send(), ${connections} concurrent: ${fmt(median(baseline))}/s (last run: ${baselineCpu})`,
+    goal: `ratio ${ratio.toFixed(2)} (goal ≥ 0.5)`,
+    met: ratio >= 0.5,
+    samples: `median of ${runs} × ${durationS} s, ${connections} connections, 32 users in 8 tenants${failures ? `, ${failures} failed requests` : ''}`,
+    note: `last run: ${cpu}`,
+  });
+}
+
+/** Two tasks per user, left `working` (no workers), as the targets of polls. */
+async function pollTargets(ctx: BenchContext) {
+  const pairs: Array<{ token: string; taskId: string }> = [];
+  for (const u of ctx.users) {
+    for (let i = 0; i < 2; i++) {
+      const taskId = await startTask(ctx.stack.mcpUrl, u.token, 'bulk_update_records', {
+        collection: 'poll-target',
+        count: 500,
+        patch: { i, sub: u.sub },
+      });
+      pairs.push({ token: u.token, taskId });
+    }
+  }
+  return pairs;
+}
+
+async function pollRuns(
+  ctx: BenchContext,
+  pairs: Array<{ token: string; taskId: string }>,
+  label: string,
+  target: { url: string; kind: 'poll' | 'baseline-poll'; groups: Record<string, PidSource> },
+) {
+  const rates: number[] = [];
+  const p50: number[] = [];
+  const p99: number[] = [];
+  let failures = 0;
+  let cpu = '';
+  await warmUp(ctx, target.url, { kind: target.kind, pairs });
+  for (let r = 0; r < ctx.options.runs; r++) {
+    const meter = cpuMeter(target.groups);
+    const load = await runLoadProcess({
+      urls: [target.url],
+      connections: ctx.options.connections,
+      durationS: ctx.options.durationS,
+      scenario: { kind: target.kind, pairs },
+    });
+    cpu = describeCpu(meter.stop(), load.requests, 'poll', { load: load.cpuMs });
+    rates.push(load.perSecond);
+    p50.push(load.p50);
+    p99.push(load.p99);
+    failures += load.non2xx + load.errors + load.rpcErrors;
+    ctx.log(
+      `${label} run ${r + 1}: ${fmt(load.perSecond)}/s (p50 ${load.p50} ms, p99 ${load.p99} ms, failed ${load.non2xx + load.errors + load.rpcErrors}); ${cpu}`,
+    );
+  }
+  return { rate: median(rates), p50: median(p50), p99: median(p99), failures, cpu };
+}
+
+export async function benchPolls(ctx: BenchContext): Promise<void> {
+  const { runs, durationS, connections } = ctx.options;
+  await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
+  await ctx.reset();
+  const pairs = await pollTargets(ctx);
+  const gatewayTarget = () => ({
+    url: ctx.stack.mcpUrl,
+    kind: 'poll' as const,
+    groups: { gateway: stackGroups(ctx).gateway!, postgres: stackGroups(ctx).postgres! },
+  });
+  const gateway = await pollRuns(ctx, pairs, 'tasks/get', gatewayTarget());
+
+  // The same polls with status reads not audited (STATUS_READ_AUDIT_SAMPLE_RATE=0).
+  await ctx.topology({
+    gateways: 1,
+    workers: 0,
+    gatewayEnv: { ...NO_CAPS, STATUS_READ_AUDIT_SAMPLE_RATE: '0' },
+  });
+  const unaudited = await pollRuns(ctx, pairs, 'tasks/get (reads not audited)', gatewayTarget());
+
+  const port = await freePort();
+  const baselineProc = spawnProc(
+    'baseline',
+    'gateway',
+    script('baseline-server.ts'),
+    {
+      ...process.env,
+      PORT: String(port),
+      DATABASE_URL: ctx.db.url,
+      ISSUER: ctx.stack.idpUrl,
+      AUDIENCE: ctx.stack.mcpUrl,
+    },
+    `${ctx.stack.dataDir}/logs/baseline.log`,
+  );
+  await baselineProc.ready;
+  const base = await pollRuns(ctx, pairs, 'baseline poll', {
+    url: `http://127.0.0.1:${port}`,
+    kind: 'baseline-poll',
+    groups: { baseline: () => [baselineProc.pid], postgres: stackGroups(ctx).postgres! },
+  });
+  await baselineProc.stop();
+  await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
+  await ctx.reset();
+
+  const baseline = base.rate;
+  const samples = `median of ${runs} × ${durationS} s, ${connections} connections, ${pairs.length} tasks of 32 users`;
+  ctx.rows.push({
+    section: 'Throughput',
+    measure: 'Task polls/s: `tasks/get` on the 2026 wire (every status read audited, the default)',
+    result: `${fmt(gateway.rate)}/s (p50 ${fmt(gateway.p50)} ms, p99 ${fmt(gateway.p99)} ms)`,
+    baseline: `Express + jose verify + PK SELECT: ${fmt(baseline)}/s (p50 ${fmt(base.p50)} ms; ${base.cpu})`,
+    goal: `ratio ${(gateway.rate / baseline).toFixed(2)} (goal ≥ 0.5)`,
+    met: gateway.rate / baseline >= 0.5,
+    samples:
+      samples +
+      (gateway.failures ? `, ${gateway.failures} failed` : '') +
+      (base.failures ? `; baseline ${base.failures} failed` : ''),
+    note: `last run: ${gateway.cpu}`,
+  });
+  ctx.rows.push({
+    section: 'Throughput',
+    measure: 'Task polls/s: `tasks/get` with STATUS_READ_AUDIT_SAMPLE_RATE=0 (for comparison)',
+    result: `${fmt(unaudited.rate)}/s (p50 ${fmt(unaudited.p50)} ms, p99 ${fmt(unaudited.p99)} ms)`,
+    baseline: `same baseline: ${fmt(baseline)}/s`,
+    goal: `ratio ${(unaudited.rate / baseline).toFixed(2)} (goal ≥ 0.5)`,
+    met: unaudited.rate / baseline >= 0.5,
+    samples: samples + (unaudited.failures ? `, ${unaudited.failures} failed` : ''),
+    note: `last run: ${unaudited.cpu}`,
+  });
+}
+
+export async function benchMemory(ctx: BenchContext): Promise<void> {
+  const durationS = Math.max(ctx.options.durationS, 10);
+  await ctx.topology({
+    gateways: 1,
+    workers: 2,
+    gatewayEnv: NO_CAPS,
+    workerEnv: { DEMO_STEP_MS: '1000' },
+  });
+  await ctx.reset();
+  // Working workers (20 long tasks, a 1 s step each) while the clients poll them.
+  const pairs: Array<{ token: string; taskId: string }> = [];
+  for (const u of ctx.users.slice(0, 20)) {
+    const taskId = await startTask(ctx.stack.mcpUrl, u.token, 'bulk_update_records', {
+      collection: 'memory',
+      count: 100_000,
+      patch: { sub: u.sub },
+    });
+    pairs.push({ token: u.token, taskId });
+  }
+  await sleep(1000);
+  const gateway = ctx.stack.gateways[0]!;
+  const workers = [...ctx.stack.workers.values()];
+  const before = {
+    gateway: residentMemory(gateway.pid)!,
+    workers: workers.map((w) => residentMemory(w.pid)!),
+  };
+  let peakGateway = 0;
+  const peakWorkers = workers.map(() => 0);
+  const sampler = setInterval(() => {
+    peakGateway = Math.max(peakGateway, residentMemory(gateway.pid)?.rssMb ?? 0);
+    workers.forEach(
+      (w, i) => (peakWorkers[i] = Math.max(peakWorkers[i]!, residentMemory(w.pid)?.rssMb ?? 0)),
+    );
+  }, 250);
+  const load = await runLoadProcess({
+    urls: [ctx.stack.mcpUrl],
+    connections: 200,
+    durationS,
+    scenario: { kind: 'poll', pairs },
+  });
+  const firstPeak = peakGateway;
+  // A second round of the same: a plateau means the heap sized itself to the load; growth
+  // again by as much would mean memory held per request.
+  peakGateway = 0;
+  await runLoadProcess({
+    urls: [ctx.stack.mcpUrl],
+    connections: 200,
+    durationS,
+    scenario: { kind: 'poll', pairs },
+  });
+  clearInterval(sampler);
+  const after = residentMemory(gateway.pid)!;
+  ctx.log(
+    `memory: gateway ${before.gateway.rssMb.toFixed(0)} → peak ${firstPeak.toFixed(0)} → ${peakGateway.toFixed(0)} MB; workers peak ${peakWorkers.map((m) => m.toFixed(0)).join('/')} MB; ${fmt(load.perSecond)} polls/s, p99 ${load.p99} ms`,
+  );
+  await ctx.reset();
+  ctx.rows.push({
+    section: 'Memory',
+    measure: 'Gateway resident memory under 200 concurrent polling clients',
+    result: `peak ${fmt(firstPeak)} MB in a first round, ${fmt(peakGateway)} MB in a second (idle ${fmt(before.gateway.rssMb)} MB; ${fmt(after.rssMb)} MB after)`,
+    samples: `2 × ${durationS} s, 200 connections, first round: ${fmt(load.perSecond)} polls/s, p99 ${fmt(load.p99)} ms${load.non2xx + load.errors + load.timeouts ? `, ${load.non2xx} non-2xx, ${load.errors} errors, ${load.timeouts} timeouts` : ''}`,
+    note: 'VmRSS sampled every 250 ms from /proc',
+  });
+  ctx.rows.push({
+    section: 'Memory',
+    measure: 'Worker resident memory meanwhile (2 workers running 20 long tasks, 1 s steps)',
+    result: `peak ${peakWorkers.map((m) => fmt(m)).join(' / ')} MB (idle ${before.workers.map((m) => fmt(m.rssMb)).join(' / ')} MB)`,
+    samples: 'same run',
+  });
+}
+
+export async function benchScaling(ctx: BenchContext): Promise<void> {
+  const configs = [
+    { gateways: 1, workers: 1 },
+    { gateways: 1, workers: 2 },
+    { gateways: 1, workers: 4 },
+    { gateways: 2, workers: 2 },
+  ];
+  const runs = ctx.options.runs;
+  for (const c of configs) {
+    // Short steps and a small pool per worker: this measures the pipeline, not the demo's sleeps,
+    // and 4 workers + 2 gateways stay within max_connections of the shared server.
+    await ctx.topology({
+      ...c,
+      gatewayEnv: NO_CAPS,
+      workerEnv: { DEMO_STEP_MS: '10', WORKER_CONCURRENCY: '10' },
+    });
+    const starts: number[] = [];
+    const done: number[] = [];
+    let cpu = '';
+    for (let r = 0; r < runs; r++) {
+      await ctx.reset();
+      const from = (await ctx.sql<{ t: Date }>('SELECT clock_timestamp() AS t'))[0]!.t;
+      const run = await startRun(
+        ctx,
+        ctx.stack.mcpUrls.slice(0, c.gateways),
+        `g${c.gateways}w${c.workers}r${r}-${Date.now()}`,
+      );
+      const [row] = await ctx.sql<{ n: number; s: number }>(
+        `SELECT count(*)::int AS n, extract(epoch FROM clock_timestamp() - $1::timestamptz)::float AS s
+           FROM app.tasks WHERE status = 'completed'`,
+        [from],
+      );
+      starts.push(run.perSecond);
+      done.push(row!.n / row!.s);
+      cpu = run.cpu;
+      ctx.log(
+        `scaling ${c.gateways}g/${c.workers}w run ${r + 1}: ${fmt(run.perSecond)} starts/s, ${fmt(row!.n / row!.s)} completed/s; ${run.cpu}`,
+      );
+    }
+    ctx.rows.push({
+      section: 'Scaling',
+      measure: `${c.gateways} gateway${c.gateways > 1 ? 's' : ''}, ${c.workers} worker${c.workers > 1 ? 's' : ''}: starts/s while the workers run them`,
+      result: `${fmt(median(starts))} starts/s; ${fmt(median(done))} tasks completed/s`,
+      samples: `median of ${runs} × ${ctx.options.durationS} s, ${ctx.options.connections} connections`,
+      note: `last run: ${cpu}`,
+    });
+  }
+  await ctx.reset();
+  await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
+}

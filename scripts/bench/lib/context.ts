@@ -1,0 +1,129 @@
+// What every benchmark shares: options, the database, the process stack and its topology,
+// a pool of users' tokens, and the result rows that end up in BENCHMARKS.md.
+import pg from 'pg';
+import type { TestDatabase } from '../../../test/support/database.ts';
+import type { ProcessStack } from './process-stack.ts';
+import { sleep } from './stats.ts';
+
+export interface BenchOptions {
+  /** Repetitions of each throughput measurement; the median is reported. */
+  runs: number;
+  /** Seconds of load per throughput run. */
+  durationS: number;
+  /** Concurrent HTTP connections of the load generator. */
+  connections: number;
+  /** Samples for the latency measurements (pickup, cancel). */
+  samples: number;
+  logLevel: string;
+  only?: Set<string>;
+}
+
+export interface Row {
+  section: string;
+  measure: string;
+  result: string;
+  baseline?: string;
+  /** "ratio 0.42 (goal ≥ 0.5)" or "goal ≤ 20 ms". */
+  goal?: string;
+  met?: boolean;
+  samples: string;
+  note?: string;
+}
+
+export interface UserToken {
+  sub: string;
+  tenant: string;
+  token: string;
+}
+
+export interface Topology {
+  gateways: number;
+  workers: number;
+  gatewayEnv?: Record<string, string>;
+  workerEnv?: Record<string, string>;
+}
+
+export interface BenchContext {
+  options: BenchOptions;
+  db: TestDatabase;
+  stack: ProcessStack;
+  /** 8 tenants × 4 users, so per-user and per-tenant caps and locks spread. */
+  users: UserToken[];
+  sql<T extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<T[]>;
+  /** Stops running tasks (as a cancel would) and deletes every task and task job. */
+  reset(): Promise<void>;
+  topology(t: Topology): Promise<void>;
+  rows: Row[];
+  notes: string[];
+  log(message: string): void;
+  close(): Promise<void>;
+}
+
+export function createContext(
+  options: BenchOptions,
+  db: TestDatabase,
+  stack: ProcessStack,
+  users: UserToken[],
+): BenchContext {
+  const pool = new pg.Pool({ connectionString: db.url, max: 3, application_name: 'bench' });
+  pool.on('error', () => {});
+  const sql = async <T extends pg.QueryResultRow>(text: string, values: unknown[] = []) =>
+    (await pool.query<T>(text, values)).rows;
+  const envKey = new Map<string, string>();
+
+  const ctx: BenchContext = {
+    options,
+    db,
+    stack,
+    users,
+    sql,
+    rows: [],
+    notes: [],
+    log: (m) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`),
+    close: () => pool.end(),
+    async reset() {
+      await sql(`UPDATE app.tasks SET cancel_requested_at = now(),
+                   cancel_requested_by = '{"path":"owner","reason":"bench reset"}'
+                  WHERE status IN ('working', 'input_required')`);
+      await sql(`SELECT pg_notify('mtg_task_control', json_build_object('taskId', id, 'action', 'cancel')::text)
+                   FROM app.tasks WHERE status IN ('working', 'input_required') AND lease_owner IS NOT NULL`);
+      for (let i = 0; i < 100; i++) {
+        const [row] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM app.tasks
+          WHERE status IN ('working', 'input_required') AND lease_expires_at > now()`);
+        if (row!.n === 0) break;
+        await sleep(100);
+      }
+      await sql(`DELETE FROM app.tasks`);
+      await sql(`DELETE FROM pgboss.job WHERE name = 'task-run'`);
+    },
+    async topology(t) {
+      const gEnv = JSON.stringify(t.gatewayEnv ?? {});
+      const wEnv = JSON.stringify(t.workerEnv ?? {});
+      const work: Promise<unknown>[] = [];
+      for (let i = 0; i < stack.gatewayUrls.length; i++) {
+        const p = stack.gateways[i];
+        const key = `gateway-${i}`;
+        const want = i < t.gateways;
+        const current = p?.running() && envKey.get(key) === gEnv;
+        if (p?.running() && (!want || !current)) await p.stop();
+        if (want && !current) {
+          envKey.set(key, gEnv);
+          work.push(stack.startGateway(i, t.gatewayEnv));
+        }
+      }
+      for (let i = 1; i <= 8; i++) {
+        const id = `worker-${i}`;
+        const p = stack.workers.get(id);
+        const want = i <= t.workers;
+        const current = p?.running() && envKey.get(id) === wEnv;
+        if (p?.running() && (!want || !current)) await p.stop();
+        if (want && !current) {
+          envKey.set(id, wEnv);
+          work.push(stack.startWorker(id, t.workerEnv));
+        }
+      }
+      await Promise.all(work);
+    },
+  };
+  return ctx;
+}

@@ -1,0 +1,26 @@
+// A throw-away database for one bench or chaos run: created on the test server
+// (TEST_ADMIN_DATABASE_URL, else the machine's PostgreSQL), migrated, job queue installed,
+// dropped afterwards.
+import { createLogger } from '@mtg/log';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/database.ts';
+import { prepareDatabase } from '../../lib/launcher/prepare-database.ts';
+
+export const MACHINE_POSTGRES = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** A fresh migrated database with the pg-boss schema and task queue, ready for the apps. */
+export async function preparedDatabase(): Promise<TestDatabase> {
+  process.env.TEST_ADMIN_DATABASE_URL ??= MACHINE_POSTGRES;
+  const db = await createTestDatabase({ migrate: false });
+  try {
+    await prepareDatabase(db.url, createLogger('bench', { silent: true }));
+  } catch (error) {
+    await db.drop().catch(() => {});
+    throw error;
+  }
+  return db;
+}
+
+/** Migrates and installs the queue on an existing database (e.g. an embedded cluster's). */
+export async function prepareExisting(url: string): Promise<void> {
+  await prepareDatabase(url, createLogger('bench', { silent: true }));
+}
