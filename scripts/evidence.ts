@@ -6,7 +6,12 @@ import pg from 'pg';
 import { dataDir, loadOrCreateDevSecrets } from './lib/dev-secrets.ts';
 import { resolveDatabaseUrl } from './lib/audit/database.ts';
 import {
-  cancelThenWrites, crossPrincipalAccess, identicalStarts, iteratingIds, tokenExpiryMidRun, userDisabledMidRun,
+  cancelThenWrites,
+  crossPrincipalAccess,
+  identicalStarts,
+  iteratingIds,
+  tokenExpiryMidRun,
+  userDisabledMidRun,
   type CheckResult,
 } from './lib/evidence/checks.ts';
 import { renderMarkdown } from './lib/evidence/render.ts';
@@ -43,7 +48,14 @@ async function main() {
       process.stderr.write(`${r.passed ? 'PASS' : 'FAIL'}: ${r.summary}\n`);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      results.push({ id: name, title: name, passed: false, summary: `could not run: ${message}`, details: {}, audit: [] });
+      results.push({
+        id: name,
+        title: name,
+        passed: false,
+        summary: `could not run: ${message}`,
+        details: {},
+        audit: [],
+      });
       process.stderr.write(`ERROR: ${message}\n`);
     }
   };
@@ -62,21 +74,35 @@ async function main() {
 
   let verification: { exitCode: number; output: string };
   try {
-    const output = execFileSync(process.execPath, [path.join(import.meta.dirname, 'audit-verify.ts')], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const output = execFileSync(
+      process.execPath,
+      [path.join(import.meta.dirname, 'audit-verify.ts')],
+      { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     verification = { exitCode: 0, output: output.trim() };
   } catch (error) {
     const e = error as { status?: number; stdout?: string; stderr?: string };
     verification = { exitCode: e.status ?? 1, output: `${e.stdout ?? ''}${e.stderr ?? ''}`.trim() };
   }
-  process.stderr.write(`evidence: audit:verify exit ${verification.exitCode}: ${verification.output.split('\n')[0]}\n`);
+  process.stderr.write(
+    `evidence: audit:verify exit ${verification.exitCode}: ${verification.output.split('\n')[0]}\n`,
+  );
 
-  const report = { generatedAt: new Date().toISOString(), startedAt: started.toISOString(), endpoints, checks: results, auditVerification: verification };
+  const report = {
+    generatedAt: new Date().toISOString(),
+    startedAt: started.toISOString(),
+    endpoints,
+    checks: results,
+    auditVerification: verification,
+  };
   const out = path.resolve(values.out ?? 'evidence');
   await mkdir(out, { recursive: true });
   await writeFile(path.join(out, 'report.json'), JSON.stringify(report, null, 2));
   await writeFile(path.join(out, 'report.md'), renderMarkdown(report));
   const failed = results.filter((r) => !r.passed).length + (verification.exitCode === 0 ? 0 : 1);
-  console.log(`${results.length - results.filter((r) => !r.passed).length} passed, ${failed} failed — ${path.join(out, 'report.md')}`);
+  console.log(
+    `${results.length - results.filter((r) => !r.passed).length} passed, ${failed} failed — ${path.join(out, 'report.md')}`,
+  );
   process.exitCode = failed ? 1 : 0;
 }
 

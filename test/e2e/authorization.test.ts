@@ -20,28 +20,43 @@ describe.each([['core'], ['ext'], ['jobs']])('%s wire: only the owner reaches a 
   let taskId: string;
   let owner: string;
   beforeAll(async () => {
-    wire = kind === 'core' ? coreWire(stack.mcpUrl) : kind === 'ext' ? extWire(stack.mcpUrl) : jobToolsWire(stack.mcpUrl);
+    wire =
+      kind === 'core'
+        ? coreWire(stack.mcpUrl)
+        : kind === 'ext'
+          ? extWire(stack.mcpUrl)
+          : jobToolsWire(stack.mcpUrl);
     owner = await stack.token('alice', 'acme');
-    taskId = await wire.start(owner, 'bulk_update_records', { collection: `c-${kind}`, count: 3000, patch: { flag: kind } });
+    taskId = await wire.start(owner, 'bulk_update_records', {
+      collection: `c-${kind}`,
+      count: 3000,
+      patch: { flag: kind },
+    });
   });
 
   const strangers: Array<[string, () => Promise<string>]> = [
     ['another user in the same tenant', () => stack.token('bob', 'acme')],
     ['the same user name in another tenant', () => stack.token('alice', 'globex')],
-    ['the same user through another client', () => stack.token('alice', 'acme', { client: 'mcp-agent-2' })],
+    [
+      'the same user through another client',
+      () => stack.token('alice', 'acme', { client: 'mcp-agent-2' }),
+    ],
   ];
 
-  test.each(strangers)('%s is denied every verb exactly as for a random task id', async (_who, tokenFor) => {
-    const token = await tokenFor();
-    for (const verb of verbs) {
-      const foreign: Answer = await wire[verb](token, taskId);
-      const missing: Answer = await wire[verb](token, randomId());
-      expect(foreign.ok).toBe(false);
-      expect(foreign).toEqual(missing);
-    }
-    const listed = await wire.list(token);
-    if (listed) expect(listed).not.toContain(taskId);
-  });
+  test.each(strangers)(
+    '%s is denied every verb exactly as for a random task id',
+    async (_who, tokenFor) => {
+      const token = await tokenFor();
+      for (const verb of verbs) {
+        const foreign: Answer = await wire[verb](token, taskId);
+        const missing: Answer = await wire[verb](token, randomId());
+        expect(foreign.ok).toBe(false);
+        expect(foreign).toEqual(missing);
+      }
+      const listed = await wire.list(token);
+      if (listed) expect(listed).not.toContain(taskId);
+    },
+  );
 
   test('a token that lost the tool scope is denied', async () => {
     const token = await stack.token('alice', 'acme', { scope: 'reports:run' });
@@ -67,7 +82,11 @@ describe.each([['core'], ['ext'], ['jobs']])('%s wire: only the owner reaches a 
 
 test('an administrator cancels another user’s task in their own tenant, not in another tenant', async () => {
   const wire = jobToolsWire(stack.mcpUrl);
-  const acmeTask = await wire.start(await stack.token('carol', 'acme'), 'bulk_update_records', { collection: 'adm', count: 3000, patch: { a: 1 } });
+  const acmeTask = await wire.start(await stack.token('carol', 'acme'), 'bulk_update_records', {
+    collection: 'adm',
+    count: 3000,
+    patch: { a: 1 },
+  });
   const globexAdmin = await stack.token('root', 'globex', { scope: 'tasks:admin records:write' });
   const denied = await wire.cancel(globexAdmin, acmeTask);
   expect(denied).toEqual(await wire.cancel(globexAdmin, randomId()));
@@ -77,8 +96,15 @@ test('an administrator cancels another user’s task in their own tenant, not in
 
   const db = new pg.Client({ connectionString: stack.db.url });
   await db.connect();
-  const events = await db.query(`SELECT type, reason FROM audit.events WHERE task_id = $1 ORDER BY seq`, [acmeTask]);
+  const events = await db.query(
+    `SELECT type, reason FROM audit.events WHERE task_id = $1 ORDER BY seq`,
+    [acmeTask],
+  );
   await db.end();
-  expect(events.rows.map((r) => r.type)).toEqual(expect.arrayContaining(['task.created', 'task.cancel_requested', 'task.admin_cancelled']));
-  expect(events.rows.filter((r) => r.type === 'task.denied').map((r) => r.reason)).toContain('cross_tenant');
+  expect(events.rows.map((r) => r.type)).toEqual(
+    expect.arrayContaining(['task.created', 'task.cancel_requested', 'task.admin_cancelled']),
+  );
+  expect(events.rows.filter((r) => r.type === 'task.denied').map((r) => r.reason)).toContain(
+    'cross_tenant',
+  );
 });

@@ -16,27 +16,49 @@ test.each([
   ['job-tools', () => jobToolsWire(stack.mcpUrl)],
   ['core-tasks', () => coreWire(stack.mcpUrl)],
   ['tasks-extension', () => extWire(stack.mcpUrl)],
-])('cancel mid-run on the %s wire: cancelled, and no downstream write lands after cancel returned', async (_n, wireOf) => {
-  const wire = wireOf();
-  const token = await stack.token('kim', 'acme');
-  const taskId = await wire.start(token, 'bulk_update_records', { collection: `cx-${_n}`, count: 20_000, patch: { y: 1 } });
-  // Let some batches land first.
-  await pollUntil(() => stack.writes(taskId), (w) => w.length >= 2, 10_000, 50);
-  const answer = await wire.cancel(token, taskId);
-  const returnedAt = Date.now();
-  expect(answer.ok).toBe(true);
-  const [row] = await sql(stack.db.url, `SELECT status, outcome, ended_by FROM app.tasks WHERE id = $1`, [taskId]);
-  expect(row).toMatchObject({ status: 'cancelled', outcome: 'cancelled', ended_by: { path: 'owner' } });
-  const before = await stack.writes(taskId);
-  await new Promise((r) => setTimeout(r, 800)); // several step lengths
-  const after = await stack.writes(taskId);
-  expect(after).toEqual(before);
-  expect(after.every((w) => Date.parse(w.at) <= returnedAt)).toBe(true);
-  expect(after.length).toBeLessThan(40); // it really stopped early
-  // What was done is recorded: the journal has exactly the batches that landed.
-  const steps = await sql(stack.db.url, `SELECT step FROM app.task_steps WHERE task_id = $1`, [taskId]);
-  expect(steps.length).toBe(after.length);
-});
+])(
+  'cancel mid-run on the %s wire: cancelled, and no downstream write lands after cancel returned',
+  async (_n, wireOf) => {
+    const wire = wireOf();
+    const token = await stack.token('kim', 'acme');
+    const taskId = await wire.start(token, 'bulk_update_records', {
+      collection: `cx-${_n}`,
+      count: 20_000,
+      patch: { y: 1 },
+    });
+    // Let some batches land first.
+    await pollUntil(
+      () => stack.writes(taskId),
+      (w) => w.length >= 2,
+      10_000,
+      50,
+    );
+    const answer = await wire.cancel(token, taskId);
+    const returnedAt = Date.now();
+    expect(answer.ok).toBe(true);
+    const [row] = await sql(
+      stack.db.url,
+      `SELECT status, outcome, ended_by FROM app.tasks WHERE id = $1`,
+      [taskId],
+    );
+    expect(row).toMatchObject({
+      status: 'cancelled',
+      outcome: 'cancelled',
+      ended_by: { path: 'owner' },
+    });
+    const before = await stack.writes(taskId);
+    await new Promise((r) => setTimeout(r, 800)); // several step lengths
+    const after = await stack.writes(taskId);
+    expect(after).toEqual(before);
+    expect(after.every((w) => Date.parse(w.at) <= returnedAt)).toBe(true);
+    expect(after.length).toBeLessThan(40); // it really stopped early
+    // What was done is recorded: the journal has exactly the batches that landed.
+    const steps = await sql(stack.db.url, `SELECT step FROM app.task_steps WHERE task_id = $1`, [
+      taskId,
+    ]);
+    expect(steps.length).toBe(after.length);
+  },
+);
 
 test('terminal states never change: a cancelled task stays cancelled', async () => {
   const wire = jobToolsWire(stack.mcpUrl);
@@ -46,19 +68,24 @@ test('terminal states never change: a cancelled task stays cancelled', async () 
   const again = await wire.cancel(token, taskId);
   expect(again.ok).toBe(false);
   await new Promise((r) => setTimeout(r, 1000));
-  expect((await wire.get(token, taskId))).toMatchObject({ ok: true, value: { status: 'cancelled' } });
+  expect(await wire.get(token, taskId)).toMatchObject({ ok: true, value: { status: 'cancelled' } });
 });
 
 test('restarting the gateway mid-task: the client keeps polling the same task to completion', async () => {
   const token = await stack.token('lou', 'acme');
   const client = await connectV1(stack.mcpUrl, token);
-  const started = await client.callTool({ name: 'generate_report', arguments: { report: 'restart', rows: 10 } });
+  const started = await client.callTool({
+    name: 'generate_report',
+    arguments: { report: 'restart', rows: 10 },
+  });
   const jobId = (started.structuredContent as any).jobId;
   await client.close();
   await stack.restartGateway();
   const again = await connectV1(stack.mcpUrl, token);
   const status = await pollUntil(
-    async () => (await again.callTool({ name: 'get_job_status', arguments: { jobId } })).structuredContent as any,
+    async () =>
+      (await again.callTool({ name: 'get_job_status', arguments: { jobId } }))
+        .structuredContent as any,
     (s) => s.status !== 'working',
   );
   expect(status.status).toBe('completed');

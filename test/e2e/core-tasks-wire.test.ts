@@ -1,4 +1,11 @@
-import { CallToolResultSchema, CreateTaskResultSchema, GetTaskResultSchema, ListTasksResultSchema, CancelTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  GetTaskResultSchema,
+  ListTasksResultSchema,
+  CancelTaskResultSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../support/clients.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 
@@ -17,17 +24,30 @@ test('2025-11-25: long tools advertise taskSupport; tools/call with task returns
   expect(tools.find((t) => t.name === 'whoami')?.execution).toBeUndefined();
 
   const created = await client.request(
-    { method: 'tools/call', params: { name: 'generate_report', arguments: { report: 'r1', rows: 5 }, task: { ttl: 60_000 } } },
+    {
+      method: 'tools/call',
+      params: {
+        name: 'generate_report',
+        arguments: { report: 'r1', rows: 5 },
+        task: { ttl: 60_000 },
+      },
+    },
     CreateTaskResultSchema,
   );
   const taskId = created.task.taskId;
   expect(created.task.status).toBe('working');
   expect(created.task.ttl).toBeLessThanOrEqual(60_000);
 
-  const got = await client.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema);
+  const got = await client.request(
+    { method: 'tasks/get', params: { taskId } },
+    GetTaskResultSchema,
+  );
   expect(got.taskId).toBe(taskId);
 
-  const result = await client.request({ method: 'tasks/result', params: { taskId } }, CallToolResultSchema);
+  const result = await client.request(
+    { method: 'tasks/result', params: { taskId } },
+    CallToolResultSchema,
+  );
   expect(result.structuredContent).toMatchObject({ report: 'r1', rows: 5 });
   expect(result._meta?.['io.modelcontextprotocol/related-task']).toEqual({ taskId });
 
@@ -35,17 +55,29 @@ test('2025-11-25: long tools advertise taskSupport; tools/call with task returns
   expect(list.tasks.map((t) => t.taskId)).toContain(taskId);
 
   // Terminal tasks cannot be cancelled: -32602.
-  await expect(client.request({ method: 'tasks/cancel', params: { taskId } }, CancelTaskResultSchema)).rejects.toMatchObject({ code: -32602 });
+  await expect(
+    client.request({ method: 'tasks/cancel', params: { taskId } }, CancelTaskResultSchema),
+  ).rejects.toMatchObject({ code: -32602 });
   await client.close();
 });
 
 test('2025-11-25: tasks/cancel of a running task returns it cancelled', async () => {
   const client = await connectV1(stack.mcpUrl, await stack.token('alice', 'acme'));
   const created = await client.request(
-    { method: 'tools/call', params: { name: 'bulk_update_records', arguments: { collection: 'c', count: 5000, patch: { x: 1 } }, task: {} } },
+    {
+      method: 'tools/call',
+      params: {
+        name: 'bulk_update_records',
+        arguments: { collection: 'c', count: 5000, patch: { x: 1 } },
+        task: {},
+      },
+    },
     CreateTaskResultSchema,
   );
-  const cancelled = await client.request({ method: 'tasks/cancel', params: { taskId: created.task.taskId } }, CancelTaskResultSchema);
+  const cancelled = await client.request(
+    { method: 'tasks/cancel', params: { taskId: created.task.taskId } },
+    CancelTaskResultSchema,
+  );
   expect(cancelled.status).toBe('cancelled');
   await client.close();
 });
@@ -53,7 +85,10 @@ test('2025-11-25: tasks/cancel of a running task returns it cancelled', async ()
 test('2025-11-25: asking for a task on a tool without task support is -32601', async () => {
   const client = await connectV1(stack.mcpUrl, await stack.token('alice', 'acme'));
   await expect(
-    client.request({ method: 'tools/call', params: { name: 'whoami', arguments: {}, task: {} } }, CreateTaskResultSchema),
+    client.request(
+      { method: 'tools/call', params: { name: 'whoami', arguments: {}, task: {} } },
+      CreateTaskResultSchema,
+    ),
   ).rejects.toBeInstanceOf(McpError);
   await client.close();
 });

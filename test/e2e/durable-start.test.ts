@@ -21,16 +21,26 @@ test('20 concurrent identical starts make exactly one task, one job and one set 
   const args = { branch: 'main', services: ['api', 'web', 'db'] };
   const ids = await Promise.all(
     Array.from({ length: 20 }, () =>
-      rpc2026(stack.mcpUrl, token, 'tools/call', { name: 'provision_test_environment', arguments: args }, { tasksExtension: true })
-        .then((r) => r.body.result.taskId as string),
+      rpc2026(
+        stack.mcpUrl,
+        token,
+        'tools/call',
+        { name: 'provision_test_environment', arguments: args },
+        { tasksExtension: true },
+      ).then((r) => r.body.result.taskId as string),
     ),
   );
   expect(new Set(ids).size).toBe(1);
   const taskId = ids[0]!;
-  expect(await sql(stack.db.url, `SELECT id FROM app.tasks WHERE subject = 'dana'`)).toHaveLength(1);
-  expect(await sql(stack.db.url, `SELECT id FROM pgboss.job WHERE data->>'taskId' = $1`, [taskId])).toHaveLength(1);
+  expect(await sql(stack.db.url, `SELECT id FROM app.tasks WHERE subject = 'dana'`)).toHaveLength(
+    1,
+  );
+  expect(
+    await sql(stack.db.url, `SELECT id FROM pgboss.job WHERE data->>'taskId' = $1`, [taskId]),
+  ).toHaveLength(1);
   const done = await pollUntil(
-    async () => (await sql(stack.db.url, `SELECT status FROM app.tasks WHERE id = $1`, [taskId]))[0].status,
+    async () =>
+      (await sql(stack.db.url, `SELECT status FROM app.tasks WHERE id = $1`, [taskId]))[0].status,
     (s) => s !== 'working',
   );
   expect(done).toBe('completed');
@@ -43,13 +53,27 @@ test('the same explicit idempotency key with different arguments is a clear erro
   const token = await stack.token('erin', 'acme');
   const client = await connectV1(stack.mcpUrl, token);
   const meta = { 'io.mcp-task-gateway/idempotency-key': 'nightly-42' };
-  const first = await client.callTool({ name: 'generate_report', arguments: { report: 'a' }, _meta: meta });
-  const again = await client.callTool({ name: 'generate_report', arguments: { report: 'a' }, _meta: meta });
+  const first = await client.callTool({
+    name: 'generate_report',
+    arguments: { report: 'a' },
+    _meta: meta,
+  });
+  const again = await client.callTool({
+    name: 'generate_report',
+    arguments: { report: 'a' },
+    _meta: meta,
+  });
   expect((again.structuredContent as any).jobId).toBe((first.structuredContent as any).jobId);
-  const other = await client.callTool({ name: 'generate_report', arguments: { report: 'b' }, _meta: meta });
+  const other = await client.callTool({
+    name: 'generate_report',
+    arguments: { report: 'b' },
+    _meta: meta,
+  });
   expect(other.isError).toBe(true);
   expect((other.content as any)[0].text).toMatch(/already used for a different call/);
-  expect(await sql(stack.db.url, `SELECT id FROM app.tasks WHERE subject = 'erin'`)).toHaveLength(1);
+  expect(await sql(stack.db.url, `SELECT id FROM app.tasks WHERE subject = 'erin'`)).toHaveLength(
+    1,
+  );
   await client.close();
 });
 
@@ -57,7 +81,10 @@ test('a derived key stops deduplicating once the earlier task ended and its wind
   const token = await stack.token('fay', 'acme');
   const wire = jobToolsWire(stack.mcpUrl);
   const first = await wire.start(token, 'generate_report', { report: 'daily' });
-  await pollUntil(() => wire.get(token, first), (a) => a.ok && a.value.status === 'completed');
+  await pollUntil(
+    () => wire.get(token, first),
+    (a) => a.ok && a.value.status === 'completed',
+  );
   const second = await wire.start(token, 'generate_report', { report: 'daily' });
   expect(second).not.toBe(first);
 });
@@ -67,18 +94,31 @@ test('the per-user cap holds under a concurrent burst and says which limit and w
   const wire = extWire(stack.mcpUrl);
   const outcomes = await Promise.all(
     Array.from({ length: 10 }, (_, i) =>
-      rpc2026(stack.mcpUrl, token, 'tools/call',
-        { name: 'bulk_update_records', arguments: { collection: `burst-${i}`, count: 5000, patch: { i } } },
-        { tasksExtension: true }),
+      rpc2026(
+        stack.mcpUrl,
+        token,
+        'tools/call',
+        {
+          name: 'bulk_update_records',
+          arguments: { collection: `burst-${i}`, count: 5000, patch: { i } },
+        },
+        { tasksExtension: true },
+      ),
     ),
   );
   const started = outcomes.filter((o) => o.body.result?.taskId);
   const refused = outcomes.filter((o) => o.body.error);
   expect(started).toHaveLength(3);
   expect(refused).toHaveLength(7);
-  expect(refused[0]!.body.error).toMatchObject({ code: -32000, data: { reason: 'user_limit', retryAfterSeconds: expect.any(Number) } });
+  expect(refused[0]!.body.error).toMatchObject({
+    code: -32000,
+    data: { reason: 'user_limit', retryAfterSeconds: expect.any(Number) },
+  });
   expect(refused[0]!.body.error.message).toMatch(/limit 3/);
-  const active = await sql(stack.db.url, `SELECT count(*)::int AS n FROM app.tasks WHERE subject = 'gus' AND status = 'working'`);
+  const active = await sql(
+    stack.db.url,
+    `SELECT count(*)::int AS n FROM app.tasks WHERE subject = 'gus' AND status = 'working'`,
+  );
   expect(active[0].n).toBe(3);
   for (const s of started) await wire.cancel(token, s.body.result.taskId);
 });
@@ -86,16 +126,26 @@ test('the per-user cap holds under a concurrent burst and says which limit and w
 test.each([
   ['job tools', () => jobToolsWire(stack.mcpUrl)],
   ['core tasks', () => coreWire(stack.mcpUrl)],
-])('bad arguments get the tool’s validation error on the %s wire and create nothing', async (_n, wireOf) => {
-  const token = await stack.token('hal', 'acme');
-  const client = await connectV1(stack.mcpUrl, token);
-  const r = await client.callTool({ name: 'provision_test_environment', arguments: { branch: '', services: [] } });
-  expect(r.isError).toBe(true);
-  expect((r.content as any)[0].text).toMatch(/Invalid arguments/);
-  await client.close();
-  await expect(wireOf().start(token, 'bulk_update_records', { collection: 'x', count: -1, patch: {} })).rejects.toThrow();
-  expect(await sql(stack.db.url, `SELECT id FROM app.tasks WHERE subject = 'hal'`)).toHaveLength(0);
-});
+])(
+  'bad arguments get the tool’s validation error on the %s wire and create nothing',
+  async (_n, wireOf) => {
+    const token = await stack.token('hal', 'acme');
+    const client = await connectV1(stack.mcpUrl, token);
+    const r = await client.callTool({
+      name: 'provision_test_environment',
+      arguments: { branch: '', services: [] },
+    });
+    expect(r.isError).toBe(true);
+    expect((r.content as any)[0].text).toMatch(/Invalid arguments/);
+    await client.close();
+    await expect(
+      wireOf().start(token, 'bulk_update_records', { collection: 'x', count: -1, patch: {} }),
+    ).rejects.toThrow();
+    expect(await sql(stack.db.url, `SELECT id FROM app.tasks WHERE subject = 'hal'`)).toHaveLength(
+      0,
+    );
+  },
+);
 
 test('a task past its deadline ends failed with a deadline reason', async () => {
   const token = await stack.token('ivy', 'acme');
@@ -107,7 +157,9 @@ test('a task past its deadline ends failed with a deadline reason', async () => 
   });
   const jobId = (r.structuredContent as any).jobId;
   const status = await pollUntil(
-    async () => (await client.callTool({ name: 'get_job_status', arguments: { jobId } })).structuredContent as any,
+    async () =>
+      (await client.callTool({ name: 'get_job_status', arguments: { jobId } }))
+        .structuredContent as any,
     (s) => s.status !== 'working',
     15_000,
   );

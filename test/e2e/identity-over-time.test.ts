@@ -7,7 +7,10 @@ import { jobToolsWire } from '../support/wires.ts';
 describe('a task outlives the token that created it, up to its bound', () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack({ workers: 1, env: { AUTH_CLOCK_TOLERANCE_SECONDS: '0', DEMO_STEP_MS: '400' } });
+    stack = await startStack({
+      workers: 1,
+      env: { AUTH_CLOCK_TOLERANCE_SECONDS: '0', DEMO_STEP_MS: '400' },
+    });
   });
   afterAll(async () => {
     await stack?.close();
@@ -16,29 +19,47 @@ describe('a task outlives the token that created it, up to its bound', () => {
   test('the creating token expires mid-run: polling with it is 401, the task finishes under its delegation', async () => {
     const shortLived = await stack.token('pat', 'acme', { ttl: 2 });
     const client = await connectV1(stack.mcpUrl, shortLived);
-    const started = await client.callTool({ name: 'bulk_update_records', arguments: { collection: 'exp', count: 3000, patch: { p: 1 } } });
+    const started = await client.callTool({
+      name: 'bulk_update_records',
+      arguments: { collection: 'exp', count: 3000, patch: { p: 1 } },
+    });
     const jobId = (started.structuredContent as any).jobId;
     await client.close();
     await new Promise((r) => setTimeout(r, 2500)); // past exp, no tolerance
 
     const poll = await fetch(stack.mcpUrl, {
       method: 'POST',
-      headers: { authorization: `Bearer ${shortLived}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_job_status', arguments: { jobId } } }),
+      headers: {
+        authorization: `Bearer ${shortLived}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'get_job_status', arguments: { jobId } },
+      }),
     });
     expect(poll.status).toBe(401);
     expect(poll.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
 
     const wire = jobToolsWire(stack.mcpUrl);
     const fresh = await stack.token('pat', 'acme');
-    const done = await pollUntil(() => wire.get(fresh, jobId), (a) => a.ok && a.value.status !== 'working', 30_000);
+    const done = await pollUntil(
+      () => wire.get(fresh, jobId),
+      (a) => a.ok && a.value.status !== 'working',
+      30_000,
+    );
     expect(done).toMatchObject({ ok: true, value: { status: 'completed' } });
     const writes = await stack.writes(jobId);
     expect(writes).toHaveLength(6);
     // Written after the user's token had expired, still for the user, by the worker.
     expect(writes.every((w) => w.sub === 'pat' && (w.act as any)?.sub === 'mcp-worker')).toBe(true);
     // The delegation is wiped with the task.
-    expect(await sql(stack.db.url, 'SELECT 1 FROM app.task_credentials WHERE task_id = $1', [jobId])).toHaveLength(0);
+    expect(
+      await sql(stack.db.url, 'SELECT 1 FROM app.task_credentials WHERE task_id = $1', [jobId]),
+    ).toHaveLength(0);
   });
 
   test('with a short deadline the work stops at the bound: no downstream write after it ended', async () => {
@@ -52,7 +73,8 @@ describe('a task outlives the token that created it, up to its bound', () => {
     const jobId = (started.structuredContent as any).jobId;
     await client.close();
     const [row] = await pollUntil(
-      () => sql(stack.db.url, 'SELECT status, outcome, ended_at FROM app.tasks WHERE id = $1', [jobId]),
+      () =>
+        sql(stack.db.url, 'SELECT status, outcome, ended_at FROM app.tasks WHERE id = $1', [jobId]),
       (rows) => rows[0].status !== 'working',
       15_000,
     );
@@ -63,7 +85,11 @@ describe('a task outlives the token that created it, up to its bound', () => {
   });
 
   test('the downstream refuses the worker’s bare client-credentials token for user work', async () => {
-    const form = new URLSearchParams({ grant_type: 'client_credentials', resource: stack.downstreamUrl, scope: 'records:write' });
+    const form = new URLSearchParams({
+      grant_type: 'client_credentials',
+      resource: stack.downstreamUrl,
+      scope: 'records:write',
+    });
     const tokenResponse = await fetch(`${stack.issuer}/token`, {
       method: 'POST',
       headers: {
@@ -75,7 +101,12 @@ describe('a task outlives the token that created it, up to its bound', () => {
     const { access_token } = (await tokenResponse.json()) as { access_token: string };
     const write = await fetch(`${stack.downstreamUrl}/api/collections/x/records`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json', 'idempotency-key': 'k-bare', 'x-task-id': 'bare' },
+      headers: {
+        authorization: `Bearer ${access_token}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'k-bare',
+        'x-task-id': 'bare',
+      },
       body: JSON.stringify({ from: 0, to: 1, patch: {} }),
     });
     expect(write.status).toBe(403);
@@ -89,7 +120,10 @@ describe('checkpoint mode: a tool that needs a live user at each stage', () => {
   beforeAll(async () => {
     stack = await startStack({
       workers: 1,
-      env: { DEMO_STEP_MS: '100', TOOL_LIMITS: JSON.stringify({ bulk_update_records: { requireLiveUserEachStage: true } }) },
+      env: {
+        DEMO_STEP_MS: '100',
+        TOOL_LIMITS: JSON.stringify({ bulk_update_records: { requireLiveUserEachStage: true } }),
+      },
     });
   });
   afterAll(async () => {
@@ -98,11 +132,16 @@ describe('checkpoint mode: a tool that needs a live user at each stage', () => {
 
   test('pauses as input_required after each stage and resumes on the owner’s next poll with a fresh token', async () => {
     const wire = jobToolsWire(stack.mcpUrl);
-    const jobId = await wire.start(await stack.token('quin', 'acme'), 'bulk_update_records', { collection: 'cp', count: 1500, patch: { c: 1 } });
+    const jobId = await wire.start(await stack.token('quin', 'acme'), 'bulk_update_records', {
+      collection: 'cp',
+      count: 1500,
+      patch: { c: 1 },
+    });
     let resumes = 0;
     for (let stage = 0; stage < 10; stage++) {
       const [row] = await pollUntil(
-        () => sql(stack.db.url, 'SELECT status, status_message FROM app.tasks WHERE id = $1', [jobId]),
+        () =>
+          sql(stack.db.url, 'SELECT status, status_message FROM app.tasks WHERE id = $1', [jobId]),
         (rows) => rows[0].status !== 'working',
         10_000,
         20,
@@ -120,7 +159,11 @@ describe('checkpoint mode: a tool that needs a live user at each stage', () => {
       resumes++;
     }
     expect(resumes).toBe(2); // 3 batches: the first runs on the creation grant
-    const types = (await sql(stack.db.url, `SELECT type FROM audit.events WHERE task_id = $1 ORDER BY seq`, [jobId])).map((e) => e.type);
+    const types = (
+      await sql(stack.db.url, `SELECT type FROM audit.events WHERE task_id = $1 ORDER BY seq`, [
+        jobId,
+      ])
+    ).map((e) => e.type);
     expect(types.filter((t) => t === 'task.paused')).toHaveLength(2);
     expect(types.filter((t) => t === 'task.resumed')).toHaveLength(2);
     expect(types).toContain('task.completed');
@@ -128,10 +171,21 @@ describe('checkpoint mode: a tool that needs a live user at each stage', () => {
 
   test('another user cannot resume it: their poll is denied like a missing task', async () => {
     const wire = jobToolsWire(stack.mcpUrl);
-    const jobId = await wire.start(await stack.token('quin', 'acme'), 'bulk_update_records', { collection: 'cp2', count: 1500, patch: { c: 2 } });
-    await pollUntil(() => sql(stack.db.url, 'SELECT status FROM app.tasks WHERE id = $1', [jobId]), (r) => r[0].status === 'input_required', 10_000, 20);
+    const jobId = await wire.start(await stack.token('quin', 'acme'), 'bulk_update_records', {
+      collection: 'cp2',
+      count: 1500,
+      patch: { c: 2 },
+    });
+    await pollUntil(
+      () => sql(stack.db.url, 'SELECT status FROM app.tasks WHERE id = $1', [jobId]),
+      (r) => r[0].status === 'input_required',
+      10_000,
+      20,
+    );
     const stranger = await wire.get(await stack.token('rex', 'acme'), jobId);
     expect(stranger.ok).toBe(false);
-    expect((await sql(stack.db.url, 'SELECT status FROM app.tasks WHERE id = $1', [jobId]))[0].status).toBe('input_required');
+    expect(
+      (await sql(stack.db.url, 'SELECT status FROM app.tasks WHERE id = $1', [jobId]))[0].status,
+    ).toBe('input_required');
   });
 });

@@ -26,18 +26,28 @@ test('a client without task support gets a job handle at once, polls it, and rea
   expect(handle.status).toBe('working');
 
   const status = await pollUntil(
-    async () => (await client.callTool({ name: 'get_job_status', arguments: { jobId: handle.jobId } })).structuredContent as Sc,
+    async () =>
+      (await client.callTool({ name: 'get_job_status', arguments: { jobId: handle.jobId } }))
+        .structuredContent as Sc,
     (s) => s.status !== 'working',
   );
   expect(status.status).toBe('completed');
 
-  const result = await client.callTool({ name: 'get_job_result', arguments: { jobId: handle.jobId } });
+  const result = await client.callTool({
+    name: 'get_job_result',
+    arguments: { jobId: handle.jobId },
+  });
   expect(result.isError).toBeFalsy();
-  expect(result.structuredContent).toMatchObject({ namespace: `env-${handle.jobId}`, branch: 'feature-x' });
+  expect(result.structuredContent).toMatchObject({
+    namespace: `env-${handle.jobId}`,
+    branch: 'feature-x',
+  });
 
   const writes = await stack.writes(handle.jobId);
   expect(writes.map((w) => w.idempotencyKey).sort()).toEqual(
-    ['apply-permissions', 'create-namespace', 'deploy:api', 'deploy:web', 'seed-database'].map((s) => `${handle.jobId}:${s}`).sort(),
+    ['apply-permissions', 'create-namespace', 'deploy:api', 'deploy:web', 'seed-database']
+      .map((s) => `${handle.jobId}:${s}`)
+      .sort(),
   );
   // Every write was made for alice, by the worker acting on a gateway delegation.
   for (const w of writes) {

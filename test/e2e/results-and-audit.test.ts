@@ -23,7 +23,10 @@ afterAll(async () => {
 });
 
 const finished = (wire: ReturnType<typeof jobToolsWire>, token: string, id: string) =>
-  pollUntil(() => wire.get(token, id), (a) => a.ok && a.value.status !== 'working');
+  pollUntil(
+    () => wire.get(token, id),
+    (a) => a.ok && a.value.status !== 'working',
+  );
 
 test('a result marked delete-on-read is returned once, then reported gone', async () => {
   const wire = jobToolsWire(stack.mcpUrl);
@@ -39,16 +42,26 @@ test('a result marked delete-on-read is returned once, then reported gone', asyn
 test('a result over the tool’s size cap fails the task with a clear error', async () => {
   const wire = jobToolsWire(stack.mcpUrl);
   const token = await stack.token('nia', 'acme');
-  const id = await wire.start(token, 'provision_test_environment', { branch: 'big', services: ['a'] });
+  const id = await wire.start(token, 'provision_test_environment', {
+    branch: 'big',
+    services: ['a'],
+  });
   const status = await finished(wire, token, id);
-  expect(status).toMatchObject({ ok: true, value: { status: 'failed', outcome: 'result_too_large' } });
+  expect(status).toMatchObject({
+    ok: true,
+    value: { status: 'failed', outcome: 'result_too_large' },
+  });
   expect((status as any).value.statusMessage).toMatch(/exceeds the 50-byte limit/);
 });
 
 test('past its retention a task and its result are gone for every verb and purged', async () => {
   const wire = jobToolsWire(stack.mcpUrl);
   const token = await stack.token('nia', 'acme');
-  const id = await wire.start(token, 'bulk_update_records', { collection: 'short', count: 10, patch: { z: 1 } });
+  const id = await wire.start(token, 'bulk_update_records', {
+    collection: 'short',
+    count: 10,
+    patch: { z: 1 },
+  });
   await finished(wire, token, id);
   await new Promise((r) => setTimeout(r, 1700));
   const gone = await wire.get(token, id);
@@ -61,13 +74,19 @@ test('application roles cannot UPDATE, DELETE or TRUNCATE audit events; the audi
   try {
     for (const role of ['mtg_gateway', 'mtg_worker', 'mtg_auditor']) {
       await client.query(`SET ROLE ${role}`);
-      for (const statement of ['UPDATE audit.events SET type = type', 'DELETE FROM audit.events', 'TRUNCATE audit.events']) {
+      for (const statement of [
+        'UPDATE audit.events SET type = type',
+        'DELETE FROM audit.events',
+        'TRUNCATE audit.events',
+      ]) {
         await expect(client.query(statement)).rejects.toMatchObject({ code: '42501' });
       }
       await client.query('RESET ROLE');
     }
     await client.query('SET ROLE mtg_auditor');
-    await expect(client.query(`SELECT audit.append('task.created', '{}')`)).rejects.toMatchObject({ code: '42501' });
+    await expect(client.query(`SELECT audit.append('task.created', '{}')`)).rejects.toMatchObject({
+      code: '42501',
+    });
     await client.query('RESET ROLE');
     // Even the owner is refused by the trigger.
     await expect(client.query('DELETE FROM audit.events')).rejects.toThrow(/append-only/);
@@ -79,14 +98,28 @@ test('application roles cannot UPDATE, DELETE or TRUNCATE audit events; the audi
 test('one task lifecycle writes its events in order, chained without gaps', async () => {
   const wire = jobToolsWire(stack.mcpUrl);
   const token = await stack.token('oli', 'acme');
-  const id = await wire.start(token, 'bulk_update_records', { collection: 'life', count: 1000, patch: { k: 'secret-value' } });
+  const id = await wire.start(token, 'bulk_update_records', {
+    collection: 'life',
+    count: 1000,
+    patch: { k: 'secret-value' },
+  });
   await finished(wire, token, id);
   await wire.result(token, id);
-  const events = await sql(stack.db.url, `SELECT type, body FROM audit.events WHERE task_id = $1 ORDER BY seq`, [id]);
+  const events = await sql(
+    stack.db.url,
+    `SELECT type, body FROM audit.events WHERE task_id = $1 ORDER BY seq`,
+    [id],
+  );
   expect(events.map((e) => e.type).filter((t) => t !== 'task.status_read')).toEqual([
-    'task.created', 'task.delegated', 'task.started',
-    'task.identity_refreshed', 'task.step_completed', 'task.identity_refreshed', 'task.step_completed',
-    'task.completed', 'task.result_read',
+    'task.created',
+    'task.delegated',
+    'task.started',
+    'task.identity_refreshed',
+    'task.step_completed',
+    'task.identity_refreshed',
+    'task.step_completed',
+    'task.completed',
+    'task.result_read',
   ]);
   // Identity changes name who, for whom and until when, never the credential itself.
   const refreshed = JSON.parse(events.find((e) => e.type === 'task.identity_refreshed').body);
@@ -96,7 +129,10 @@ test('one task lifecycle writes its events in order, chained without gaps', asyn
   expect(events.some((e) => e.type === 'task.status_read')).toBe(true);
   // Redacted: the patch's values never reach the audit trail.
   expect(events.map((e) => e.body).join('')).not.toContain('secret-value');
-  const chain = await sql(stack.db.url, `SELECT seq, prev_hash, hash FROM audit.events ORDER BY seq`);
+  const chain = await sql(
+    stack.db.url,
+    `SELECT seq, prev_hash, hash FROM audit.events ORDER BY seq`,
+  );
   chain.forEach((e, i) => {
     expect(Number(e.seq)).toBe(i + 1);
     if (i > 0) expect(e.prev_hash).toBe(chain[i - 1].hash);

@@ -13,9 +13,15 @@ test('a 2025-11-25 client (v1 SDK) lists tools and sees alice/acme/mcp-agent fro
   const client = await connectV1(stack.mcpUrl, await stack.token('alice', 'acme'));
   expect(client.getServerVersion()?.name).toBe('mcp-task-gateway');
   const { tools } = await client.listTools();
-  expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['whoami', 'provision_test_environment', 'get_job_status']));
+  expect(tools.map((t) => t.name)).toEqual(
+    expect.arrayContaining(['whoami', 'provision_test_environment', 'get_job_status']),
+  );
   const result = await client.callTool({ name: 'whoami', arguments: {} });
-  expect(result.structuredContent).toMatchObject({ subject: 'alice', tenant: 'acme', client: 'mcp-agent' });
+  expect(result.structuredContent).toMatchObject({
+    subject: 'alice',
+    tenant: 'acme',
+    client: 'mcp-agent',
+  });
   await client.close();
 });
 
@@ -24,6 +30,10 @@ test('a 2026-07-28 client (v2 SDK) lists tools and sees alice/acme/mcp-agent fro
   const { tools } = await client.listTools();
   expect(tools.map((t) => t.name)).toContain('whoami');
   const result = await client.callTool({ name: 'whoami', arguments: {} });
-  expect(result.structuredContent).toMatchObject({ subject: 'alice', tenant: 'acme', client: 'mcp-agent' });
+  expect(result.structuredContent).toMatchObject({
+    subject: 'alice',
+    tenant: 'acme',
+    client: 'mcp-agent',
+  });
   await client.close();
 });

@@ -9,7 +9,10 @@ let stack: Stack;
 const children: ChildProcess[] = [];
 beforeAll(async () => {
   stack = await startStack({ workers: 0, env: { DEMO_STEP_MS: '300', WORKER_LEASE_MS: '2000' } });
-  children.push(await startWorkerProcess(stack, 'crash-a'), await startWorkerProcess(stack, 'crash-b'));
+  children.push(
+    await startWorkerProcess(stack, 'crash-a'),
+    await startWorkerProcess(stack, 'crash-b'),
+  );
 });
 afterAll(async () => {
   for (const c of children) c.kill('SIGKILL');
@@ -20,10 +23,19 @@ afterAll(async () => {
 test('SIGKILL the worker running a task: another worker finishes it, no finished step runs twice, each write lands once', async () => {
   const wire = jobToolsWire(stack.mcpUrl);
   const token = await stack.token('sam', 'acme');
-  const taskId = await wire.start(token, 'bulk_update_records', { collection: 'crash', count: 4000, patch: { s: 1 } });
+  const taskId = await wire.start(token, 'bulk_update_records', {
+    collection: 'crash',
+    count: 4000,
+    patch: { s: 1 },
+  });
   // Wait until some batches are journaled, then kill whoever holds the lease.
   const [{ lease_owner }] = await pollUntil(
-    () => sql(stack.db.url, `SELECT lease_owner, (SELECT count(*)::int FROM app.task_steps WHERE task_id = $1) AS steps FROM app.tasks WHERE id = $1`, [taskId]),
+    () =>
+      sql(
+        stack.db.url,
+        `SELECT lease_owner, (SELECT count(*)::int FROM app.task_steps WHERE task_id = $1) AS steps FROM app.tasks WHERE id = $1`,
+        [taskId],
+      ),
     (r) => r[0].lease_owner && r[0].steps >= 2,
     20_000,
     50,
@@ -48,11 +60,17 @@ test('SIGKILL the worker running a task: another worker finishes it, no finished
     [taskId],
   );
   expect(takeover).toHaveLength(1);
-  console.log(`worker SIGKILL → task resumed by another worker after ${new Date(takeover[0].occurred_at).getTime() - killedAt} ms`);
+  console.log(
+    `worker SIGKILL → task resumed by another worker after ${new Date(takeover[0].occurred_at).getTime() - killedAt} ms`,
+  );
 
   // 8 batches: each journaled once, each completed-step event once, each write once.
-  const steps = await sql(stack.db.url, 'SELECT step FROM app.task_steps WHERE task_id = $1', [taskId]);
-  expect(steps.map((s) => s.step).sort()).toEqual(Array.from({ length: 8 }, (_, i) => `batch:${i}`).sort());
+  const steps = await sql(stack.db.url, 'SELECT step FROM app.task_steps WHERE task_id = $1', [
+    taskId,
+  ]);
+  expect(steps.map((s) => s.step).sort()).toEqual(
+    Array.from({ length: 8 }, (_, i) => `batch:${i}`).sort(),
+  );
   const completedEvents = await sql(
     stack.db.url,
     `SELECT body::jsonb->'data'->>'step' AS step, count(*)::int AS n FROM audit.events

@@ -22,7 +22,10 @@ export async function connectV1(
 
 /** A v2-SDK client (negotiates 2026-07-28 with server/discover) with a bearer token. */
 export async function connectV2(mcpUrl: string, token: string) {
-  const client = new V2Client({ name: 'test-v2', version: '2.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const client = new V2Client(
+    { name: 'test-v2', version: '2.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
   await client.connect(
     new V2Transport(new URL(mcpUrl), {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },

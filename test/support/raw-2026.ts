@@ -13,7 +13,12 @@ export async function rpc2026(
   params: Record<string, unknown>,
   options: { tasksExtension?: boolean; headers?: Record<string, string> } = {},
 ): Promise<{ status: number; body: any }> {
-  const name = method === 'tools/call' ? String(params.name) : typeof params.taskId === 'string' ? params.taskId : undefined;
+  const name =
+    method === 'tools/call'
+      ? String(params.name)
+      : typeof params.taskId === 'string'
+        ? params.taskId
+        : undefined;
   const response = await fetch(mcpUrl, {
     method: 'POST',
     headers: {
@@ -35,7 +40,9 @@ export async function rpc2026(
           ...(params._meta as object | undefined),
           'io.modelcontextprotocol/protocolVersion': '2026-07-28',
           'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': options.tasksExtension ? { extensions: { [EXT]: {} } } : {},
+          'io.modelcontextprotocol/clientCapabilities': options.tasksExtension
+            ? { extensions: { [EXT]: {} } }
+            : {},
         },
       },
     }),

@@ -54,7 +54,17 @@ export interface IdpUserAnswer {
   user: { sub: string; tenant: string; disabled: boolean };
   push:
     | { pushed: false; reason: string }
-    | { pushed: true; url: string; deliveries: Array<{ event: string; jti: string; delivered: boolean; status?: number; error?: string }> };
+    | {
+        pushed: true;
+        url: string;
+        deliveries: Array<{
+          event: string;
+          jti: string;
+          delivered: boolean;
+          status?: number;
+          error?: string;
+        }>;
+      };
 }
 
 export async function freePort(): Promise<number> {
@@ -74,7 +84,10 @@ function listen(app: http.RequestListener, port: number): Promise<http.Server> {
 }
 
 /** The gateway's own listener: HTTPS when its config has GATEWAY_TLS_CERT/KEY (tls.ts). */
-function listenGateway(gateway: { app: http.RequestListener; tls?: Parameters<typeof createGatewayServer>[1] }, port: number): Promise<http.Server> {
+function listenGateway(
+  gateway: { app: http.RequestListener; tls?: Parameters<typeof createGatewayServer>[1] },
+  port: number,
+): Promise<http.Server> {
   const server = createGatewayServer(gateway.app, gateway.tls);
   return new Promise((resolve, reject) => {
     server.once('error', reject);

@@ -21,7 +21,11 @@ export interface Wire {
   list(token: string): Promise<string[] | undefined>;
 }
 
-async function v1<T>(url: string, token: string, fn: (c: Awaited<ReturnType<typeof connectV1>>) => Promise<T>): Promise<T> {
+async function v1<T>(
+  url: string,
+  token: string,
+  fn: (c: Awaited<ReturnType<typeof connectV1>>) => Promise<T>,
+): Promise<T> {
   const client = await connectV1(url, token);
   try {
     return await fn(client);
@@ -30,24 +34,48 @@ async function v1<T>(url: string, token: string, fn: (c: Awaited<ReturnType<type
   }
 }
 
-const fromError = (e: any): Answer => ({ ok: false, error: `${e.code}:${String(e.message).replace(/^MCP error -?\d+: /, '')}` });
+const fromError = (e: any): Answer => ({
+  ok: false,
+  error: `${e.code}:${String(e.message).replace(/^MCP error -?\d+: /, '')}`,
+});
 
 export function coreWire(mcpUrl: string): Wire {
   const ask = (token: string, request: any, schema: any) =>
-    v1(mcpUrl, token, (c) => c.request(request, schema)).then((value) => ({ ok: true, value }) as Answer, fromError);
+    v1(mcpUrl, token, (c) => c.request(request, schema)).then(
+      (value) => ({ ok: true, value }) as Answer,
+      fromError,
+    );
   return {
     name: 'core tasks (2025-11-25)',
     start: async (token, name, args) =>
-      (await v1(mcpUrl, token, (c) => c.request({ method: 'tools/call', params: { name, arguments: args, task: {} } }, CreateTaskResultSchema))).task.taskId,
+      (
+        await v1(mcpUrl, token, (c) =>
+          c.request(
+            { method: 'tools/call', params: { name, arguments: args, task: {} } },
+            CreateTaskResultSchema,
+          ),
+        )
+      ).task.taskId,
     get: (t, id) => ask(t, { method: 'tasks/get', params: { taskId: id } }, GetTaskResultSchema),
-    result: (t, id) => ask(t, { method: 'tasks/result', params: { taskId: id } }, CallToolResultSchema),
-    cancel: (t, id) => ask(t, { method: 'tasks/cancel', params: { taskId: id } }, CancelTaskResultSchema),
-    list: async (t) => (await v1(mcpUrl, t, (c) => c.request({ method: 'tasks/list', params: {} }, ListTasksResultSchema))).tasks.map((x) => x.taskId),
+    result: (t, id) =>
+      ask(t, { method: 'tasks/result', params: { taskId: id } }, CallToolResultSchema),
+    cancel: (t, id) =>
+      ask(t, { method: 'tasks/cancel', params: { taskId: id } }, CancelTaskResultSchema),
+    list: async (t) =>
+      (
+        await v1(mcpUrl, t, (c) =>
+          c.request({ method: 'tasks/list', params: {} }, ListTasksResultSchema),
+        )
+      ).tasks.map((x) => x.taskId),
   };
 }
 
 export function extWire(mcpUrl: string): Wire {
-  const ask = async (token: string, method: string, params: Record<string, unknown>): Promise<Answer> => {
+  const ask = async (
+    token: string,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<Answer> => {
     const r = await rpc2026(mcpUrl, token, method, params, { tasksExtension: true });
     if (r.body?.error) return { ok: false, error: `${r.body.error.code}:${r.body.error.message}` };
     return { ok: true, value: r.body.result };
@@ -55,7 +83,13 @@ export function extWire(mcpUrl: string): Wire {
   return {
     name: 'tasks extension (2026-07-28)',
     start: async (token, name, args) => {
-      const r = await rpc2026(mcpUrl, token, 'tools/call', { name, arguments: args }, { tasksExtension: true });
+      const r = await rpc2026(
+        mcpUrl,
+        token,
+        'tools/call',
+        { name, arguments: args },
+        { tasksExtension: true },
+      );
       if (!r.body.result?.taskId) throw new Error(`start failed: ${JSON.stringify(r.body)}`);
       return r.body.result.taskId;
     },
@@ -70,7 +104,9 @@ export function jobToolsWire(mcpUrl: string): Wire {
   const call = (token: string, name: string, args: Record<string, unknown>) =>
     v1(mcpUrl, token, (c) => c.callTool({ name, arguments: args })).then(
       (r): Answer =>
-        r.isError ? { ok: false, error: (r.content as Array<{ text: string }>)[0]!.text } : { ok: true, value: r.structuredContent },
+        r.isError
+          ? { ok: false, error: (r.content as Array<{ text: string }>)[0]!.text }
+          : { ok: true, value: r.structuredContent },
       fromError,
     );
   return {

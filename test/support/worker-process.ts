@@ -5,7 +5,11 @@ import type { Stack } from './stack.ts';
 const MAIN = fileURLToPath(new URL('../../apps/worker/src/main.ts', import.meta.url));
 
 /** Starts a real worker process (apps/worker/src/main.ts) against the stack; resolves when ready. */
-export async function startWorkerProcess(stack: Stack, workerId: string, extra: Record<string, string> = {}): Promise<ChildProcess> {
+export async function startWorkerProcess(
+  stack: Stack,
+  workerId: string,
+  extra: Record<string, string> = {},
+): Promise<ChildProcess> {
   const child = fork(MAIN, [], {
     execPath: process.execPath,
     execArgv: [],
@@ -22,7 +26,9 @@ export async function startWorkerProcess(stack: Stack, workerId: string, extra: 
   });
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
-    child.once('exit', (code) => reject(new Error(`worker ${workerId} exited with ${code} before ready`)));
+    child.once('exit', (code) =>
+      reject(new Error(`worker ${workerId} exited with ${code} before ready`)),
+    );
   });
   return child;
 }

@@ -40,7 +40,8 @@ async function main() {
     auth: { keys, issuer: config.issuer, audience: config.audience },
     ...(config.DOWNSTREAM_FAULTS === 'enabled' ? { faults: createFaults() } : {}),
   });
-  if (config.DOWNSTREAM_FAULTS === 'enabled') logger.warn('fault injection enabled: POST /_faults changes how /api answers');
+  if (config.DOWNSTREAM_FAULTS === 'enabled')
+    logger.warn('fault injection enabled: POST /_faults changes how /api answers');
   await serveUntilSignalled(app, {
     port: config.DOWNSTREAM_PORT,
     host: config.DOWNSTREAM_HOST,

@@ -1,10 +1,23 @@
 import type https from 'node:https';
 import { createPool } from '@mtg/db';
-import { claimMappingFromEnv, createCredentialCipher, createKeySource, createTokenExchanger, credentialKeysFromEnv } from '@mtg/identity';
+import {
+  claimMappingFromEnv,
+  createCredentialCipher,
+  createKeySource,
+  createTokenExchanger,
+  credentialKeysFromEnv,
+} from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
 import { createGatewayMetrics, createRegistry, registerClusterGauges } from '@mtg/metrics';
-import { CHANNELS, createBoss, createJobQueue, createTaskEvents, createTaskService, JOB_QUEUE } from '@mtg/tasks';
+import {
+  CHANNELS,
+  createBoss,
+  createJobQueue,
+  createTaskEvents,
+  createTaskService,
+  JOB_QUEUE,
+} from '@mtg/tasks';
 import { createCatalogue, demoTools, whoami } from '@mtg/tools';
 import type { Express } from 'express';
 import type { GatewayConfig } from './config.ts';
@@ -33,8 +46,14 @@ export async function buildGateway(
 ): Promise<Gateway> {
   // Files first: a bad policy or certificate stops the gateway before it connects anywhere.
   // (jobTools only builds definitions here; the task service is not touched for names.)
-  const toolNames = [whoami.name, ...demoTools(config.TOOL_LIMITS).keys(), ...jobTools(null as never).map((t) => t.name)];
-  const policy = config.POLICY_FILE ? await loadPolicyFile(config.POLICY_FILE, { knownTools: toolNames }) : undefined;
+  const toolNames = [
+    whoami.name,
+    ...demoTools(config.TOOL_LIMITS).keys(),
+    ...jobTools(null as never).map((t) => t.name),
+  ];
+  const policy = config.POLICY_FILE
+    ? await loadPolicyFile(config.POLICY_FILE, { knownTools: toolNames })
+    : undefined;
   if (policy) logger.info('tool policy loaded', { file: policy.source });
   const tls = await loadTls(config);
 
@@ -64,7 +83,8 @@ export async function buildGateway(
     authIssuer: config.issuer,
     authKeys: keys,
     discoverJwksUri: (issuer) => discoverWithRetry(issuer, logger),
-    onError: (error) => logger.warn('SSF transmitter jwks refresh failed', { error: error.message }),
+    onError: (error) =>
+      logger.warn('SSF transmitter jwks refresh failed', { error: error.message }),
   });
 
   const longTools = demoTools(config.TOOL_LIMITS);
@@ -136,7 +156,11 @@ export async function buildGateway(
     longTools,
     tasks,
     rateLimits,
-    metrics: { registry, gateway: gatewayMetrics, ...(config.METRICS_TOKEN ? { token: config.METRICS_TOKEN } : {}) },
+    metrics: {
+      registry,
+      gateway: gatewayMetrics,
+      ...(config.METRICS_TOKEN ? { token: config.METRICS_TOKEN } : {}),
+    },
     resultWaitMs: config.TASK_RESULT_WAIT_MS,
     logger,
     allowedHosts: config.allowedHosts,

@@ -25,18 +25,24 @@ export const gatewayConfigSchema = z
     AUTH_CLAIM_CLIENT: csv().optional(),
     AUTH_CLAIM_SCOPES: z.string().optional(),
     /** Browser origins allowed to call /mcp; requests without Origin always pass. */
-    ALLOWED_ORIGINS: csv().default([
-      'http://localhost:6274',
-      'http://127.0.0.1:6274',
-    ]),
+    ALLOWED_ORIGINS: csv().default(['http://localhost:6274', 'http://127.0.0.1:6274']),
     /** Host header names served (DNS-rebinding defence); the resource's host is added. */
     ALLOWED_HOSTS: csv().default(['127.0.0.1', 'localhost', '[::1]']),
-    MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(1024 * 1024),
+    MAX_BODY_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(16 * 1024 * 1024)
+      .default(1024 * 1024),
     /** Active (working or input_required) tasks allowed per user and per tenant. */
     MAX_ACTIVE_TASKS_PER_USER: z.coerce.number().int().min(1).default(20),
     MAX_ACTIVE_TASKS_PER_TENANT: z.coerce.number().int().min(1).default(500),
     /** How long a derived idempotency key keeps deduplicating after its task ended. */
-    DERIVED_DEDUPE_WINDOW_MS: z.coerce.number().int().min(0).default(10 * 60_000),
+    DERIVED_DEDUPE_WINDOW_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(10 * 60_000),
     TASK_POLL_INTERVAL_MS: z.coerce.number().int().min(100).default(1000),
     /** Fraction of status reads written to the audit trail (result reads are always). */
     STATUS_READ_AUDIT_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(1),
@@ -49,12 +55,19 @@ export const gatewayConfigSchema = z
     // --- Identity over time (docs/identity.md) ---
     /** This gateway's own OAuth client (token exchange for task-bound delegations). */
     CLIENT_ID: z.string().min(1).default('mcp-gateway'),
-    CLIENT_SECRET: z.string().min(1, 'is required: the gateway exchanges user tokens for task-bound delegations as its own client'),
+    CLIENT_SECRET: z
+      .string()
+      .min(
+        1,
+        'is required: the gateway exchanges user tokens for task-bound delegations as its own client',
+      ),
     /** Audience of task-bound delegations: the worker service. */
     WORKER_RESOURCE: z.string().min(1).default('urn:mcp-task-gateway:worker'),
     /** Lifetime a delegation gets beyond the task deadline (for the final result write). */
     DELEGATION_GRACE_SECONDS: z.coerce.number().int().min(0).default(120),
-    EXCHANGE_STYLE: z.enum(['rfc8693-resource', 'rfc8693-audience', 'entra-obo']).default('rfc8693-resource'),
+    EXCHANGE_STYLE: z
+      .enum(['rfc8693-resource', 'rfc8693-audience', 'entra-obo'])
+      .default('rfc8693-resource'),
     /** AES-256-GCM key(s) for credentials at rest: CREDENTIAL_KEY (base64) or CREDENTIAL_KEYS "id:base64,…". */
     CREDENTIAL_KEY: z.string().optional(),
     CREDENTIAL_KEYS: z.string().optional(),

@@ -19,7 +19,10 @@ import { createDenialAuditor } from './http/audit-denials.ts';
 import { resourceMetadataRoutes } from './http/resource-metadata.ts';
 import { adminRoutes } from './http/admin-routes.ts';
 import { rejectRevoked } from './http/reject-revoked.ts';
-import { securityEventRoutes, type SecurityEventReceiverOptions } from './ssf/security-event-routes.ts';
+import {
+  securityEventRoutes,
+  type SecurityEventReceiverOptions,
+} from './ssf/security-event-routes.ts';
 import { workloadIdentity } from './http/workload-identity.ts';
 import { createDispatch } from './mcp/dispatch.ts';
 import { createToolPolicy } from './mcp/tool-policy.ts';
@@ -66,7 +69,8 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.set('trust proxy', false);
   const resourceMetadataUrl = metadataUrlsFor(deps.resource)[0]!;
   const mcpPath = new URL(deps.resource).pathname;
-  const countAuthDenial = (reason: string) => deps.metrics?.gateway.denials.inc({ layer: 'auth', reason });
+  const countAuthDenial = (reason: string) =>
+    deps.metrics?.gateway.denials.inc({ layer: 'auth', reason });
   const denials = createDenialAuditor({ pool: deps.pool, logger: deps.logger });
   const onTokenDenied = (req: Request, code: string, res: Response) => {
     countAuthDenial(code);
@@ -94,7 +98,13 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.use(correlateAndLog(deps.logger));
   app.use(validateHost(deps.allowedHosts));
   app.use(healthRoutes({ pool: deps.pool, keysReady: deps.keysReady }));
-  if (deps.metrics) app.use(metricsRoute({ registry: deps.metrics.registry, ...(deps.metrics.token ? { token: deps.metrics.token } : {}) }));
+  if (deps.metrics)
+    app.use(
+      metricsRoute({
+        registry: deps.metrics.registry,
+        ...(deps.metrics.token ? { token: deps.metrics.token } : {}),
+      }),
+    );
   app.use(
     resourceMetadataRoutes({
       resource: deps.resource,
@@ -111,7 +121,12 @@ export function createApp(deps: GatewayDeps): express.Express {
       resourceMetadataUrl,
       gates: [
         validateOrigin(deps.allowedOrigins),
-        authenticate({ verify: deps.verify, resourceMetadataUrl, logger: deps.logger, onDenied: onTokenDenied }),
+        authenticate({
+          verify: deps.verify,
+          resourceMetadataUrl,
+          logger: deps.logger,
+          onDenied: onTokenDenied,
+        }),
         rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
       ],
     }),
@@ -119,18 +134,37 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.all(
     mcpPath,
     validateOrigin(deps.allowedOrigins),
-    authenticate({ verify: deps.verify, resourceMetadataUrl, logger: deps.logger, onDenied: onTokenDenied }),
+    authenticate({
+      verify: deps.verify,
+      resourceMetadataUrl,
+      logger: deps.logger,
+      onDenied: onTokenDenied,
+    }),
     rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
     identifyWorkload,
     ...parseJsonRpc(deps.maxBodyBytes),
-    requireToolScope(deps.catalogue, deps.longTools, resourceMetadataUrl, (_req, code, tool, res) => {
-      countAuthDenial(code);
-      denials.principal(res, res.locals.principal, code, tool);
-    }),
+    requireToolScope(
+      deps.catalogue,
+      deps.longTools,
+      resourceMetadataUrl,
+      (_req, code, tool, res) => {
+        countAuthDenial(code);
+        denials.principal(res, res.locals.principal, code, tool);
+      },
+    ),
     ...(deps.rateLimits ? [deps.rateLimits.retryAfterHeader] : []),
-    mcpEndpoint(createDispatch(deps.catalogue, deps.longTools, deps.tasks, deps.policy && createToolPolicy(deps.policy, deps.pool)), deps.logger, {
-      resultWaitMs: deps.resultWaitMs,
-    }),
+    mcpEndpoint(
+      createDispatch(
+        deps.catalogue,
+        deps.longTools,
+        deps.tasks,
+        deps.policy && createToolPolicy(deps.policy, deps.pool),
+      ),
+      deps.logger,
+      {
+        resultWaitMs: deps.resultWaitMs,
+      },
+    ),
   );
 
   app.use((_req: Request, res: Response) => {

@@ -1,8 +1,25 @@
 import { createPool } from '@mtg/db';
-import { clientCredentialsToken, createCredentialCipher, createTokenExchanger, credentialKeysFromEnv } from '@mtg/identity';
+import {
+  clientCredentialsToken,
+  createCredentialCipher,
+  createTokenExchanger,
+  credentialKeysFromEnv,
+} from '@mtg/identity';
 import type { Logger } from '@mtg/log';
-import { createRegistry, createWorkerMetrics, registerClusterGauges, serveMetrics, CIRCUIT_STATE_VALUE, type MetricsServer } from '@mtg/metrics';
-import { createMaintenance, createTaskCredentials, createWorkerLoop, type RunResult } from '@mtg/runner';
+import {
+  createRegistry,
+  createWorkerMetrics,
+  registerClusterGauges,
+  serveMetrics,
+  CIRCUIT_STATE_VALUE,
+  type MetricsServer,
+} from '@mtg/metrics';
+import {
+  createMaintenance,
+  createTaskCredentials,
+  createWorkerLoop,
+  type RunResult,
+} from '@mtg/runner';
 import { CHANNELS, createBoss, createTaskEvents, JOB_QUEUE } from '@mtg/tasks';
 import { createDownstreamClient, createDownstreamResilience, demoTools } from '@mtg/tools';
 import type { WorkerConfig } from './worker-config.ts';
@@ -70,7 +87,10 @@ export async function buildWorker(
   resilience.onStateChange((downstream, state) => {
     logger.warn('downstream circuit changed', { downstream, state });
   });
-  const observe = config.WORKER_METRICS_PORT > 0 ? workerObservability(pool, boss, resilience, logger, config.workerId) : undefined;
+  const observe =
+    config.WORKER_METRICS_PORT > 0
+      ? workerObservability(pool, boss, resilience, logger, config.workerId)
+      : undefined;
   const loop = createWorkerLoop({
     boss,
     events,
@@ -87,9 +107,18 @@ export async function buildWorker(
       maxAttempts: config.WORKER_MAX_ATTEMPTS,
       logger,
       downstreamFor: (task) => {
-        const credentials = createTaskCredentials(credentialDeps, task, tools.get(task.tool)?.scope ?? '');
+        const credentials = createTaskCredentials(
+          credentialDeps,
+          task,
+          tools.get(task.tool)?.scope ?? '',
+        );
         return {
-          ...createDownstreamClient({ baseUrl: config.DOWNSTREAM_URL, taskId: task.id, token: credentials.token, resilience }),
+          ...createDownstreamClient({
+            baseUrl: config.DOWNSTREAM_URL,
+            taskId: task.id,
+            token: credentials.token,
+            resilience,
+          }),
           beginStage: credentials.beginStage,
         };
       },
@@ -108,7 +137,9 @@ export async function buildWorker(
           host: config.WORKER_METRICS_HOST,
           ...(config.METRICS_TOKEN ? { token: config.METRICS_TOKEN } : {}),
         });
-        logger.info('metrics endpoint listening', { url: `http://${config.WORKER_METRICS_HOST}:${metricsServer.port}/metrics` });
+        logger.info('metrics endpoint listening', {
+          url: `http://${config.WORKER_METRICS_HOST}:${metricsServer.port}/metrics`,
+        });
       }
       await loop.start();
       maintenance.start();
@@ -153,17 +184,36 @@ function workerObservability(
     metrics.runs.inc({ result });
     if (result !== 'settled') return;
     pool
-      .query<{ tool: string; status: string; outcome: string | null; created_at: Date; started_at: Date | null; ended_at: Date | null }>(
+      .query<{
+        tool: string;
+        status: string;
+        outcome: string | null;
+        created_at: Date;
+        started_at: Date | null;
+        ended_at: Date | null;
+      }>(
         'SELECT tool, status, outcome, created_at, started_at, ended_at FROM app.tasks WHERE id = $1',
         [taskId],
       )
       .then(({ rows: [t] }) => {
         if (!t?.ended_at) return;
         const created = t.created_at.getTime();
-        metrics.taskDuration.observe({ tool: t.tool, status: t.status, outcome: t.outcome ?? 'none' }, (t.ended_at.getTime() - created) / 1000);
-        if (t.started_at) metrics.pickupLatency.observe({ tool: t.tool }, Math.max(0, t.started_at.getTime() - created) / 1000);
+        metrics.taskDuration.observe(
+          { tool: t.tool, status: t.status, outcome: t.outcome ?? 'none' },
+          (t.ended_at.getTime() - created) / 1000,
+        );
+        if (t.started_at)
+          metrics.pickupLatency.observe(
+            { tool: t.tool },
+            Math.max(0, t.started_at.getTime() - created) / 1000,
+          );
       })
-      .catch((error: unknown) => logger.warn('task metrics read failed', { taskId, error: error instanceof Error ? error.message : String(error) }));
+      .catch((error: unknown) =>
+        logger.warn('task metrics read failed', {
+          taskId,
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      );
   };
   return { registry, runEnded };
 }

@@ -31,7 +31,9 @@ export const workerConfigSchema = z
     CREDENTIAL_KEY: z.string().optional(),
     CREDENTIAL_KEYS: z.string().optional(),
     CREDENTIAL_KEY_CURRENT: z.string().optional(),
-    EXCHANGE_STYLE: z.enum(['rfc8693-resource', 'rfc8693-audience', 'entra-obo']).default('rfc8693-resource'),
+    EXCHANGE_STYLE: z
+      .enum(['rfc8693-resource', 'rfc8693-audience', 'entra-obo'])
+      .default('rfc8693-resource'),
     /** Lifetime of each downstream credential (a few minutes at most). */
     DOWNSTREAM_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(900).default(120),
     // --- Downstream protection (docs/operations-resilience.md) ---

@@ -5,8 +5,7 @@ export const port = (fallback: number) =>
   z.coerce.number().int().min(0).max(65535).default(fallback);
 
 /** An absolute http(s) URL. */
-export const url = () =>
-  z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' });
+export const url = () => z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' });
 
 /** A comma-separated list; empty entries dropped. */
 export const csv = () =>

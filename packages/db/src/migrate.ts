@@ -25,8 +25,9 @@ export async function migrate(connectionString: string, dir: string): Promise<Mi
     await client.query(`CREATE TABLE IF NOT EXISTS public.schema_migrations (
       version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     const done = new Set(
-      (await client.query<{ version: string }>('SELECT version FROM public.schema_migrations'))
-        .rows.map((r) => r.version),
+      (
+        await client.query<{ version: string }>('SELECT version FROM public.schema_migrations')
+      ).rows.map((r) => r.version),
     );
     const applied: string[] = [];
     for (const file of files) {

@@ -35,7 +35,10 @@ export type ExchangeOutcome =
   | { ok: false; error: string; description: string; status?: number };
 
 /** The form parameters of one exchange, per style (pure; tested on its own). */
-export function exchangeParameters(style: ExchangeStyle, r: ExchangeRequest): { grantType: string; params: Record<string, string> } {
+export function exchangeParameters(
+  style: ExchangeStyle,
+  r: ExchangeRequest,
+): { grantType: string; params: Record<string, string> } {
   if (style === 'entra-obo') {
     return {
       grantType: JWT_BEARER,
@@ -85,7 +88,12 @@ export function createTokenExchanger(options: {
         };
       } catch (error) {
         if (error instanceof oidc.ResponseBodyError) {
-          return { ok: false, error: error.error, description: error.error_description ?? error.error, status: error.status };
+          return {
+            ok: false,
+            error: error.error,
+            description: error.error_description ?? error.error,
+            status: error.status,
+          };
         }
         throw error; // an outage, not a refusal
       }

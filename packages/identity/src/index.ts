@@ -48,5 +48,18 @@ export {
 } from './protected-resource-metadata.ts';
 export { extractBearer, type ExtractBearerResult } from './extract-bearer.ts';
 export { clientCredentialsToken } from './client-credentials-token.ts';
-export { createCredentialCipher, credentialKeysFromEnv, type CredentialCipher, type SealedCredential } from './credential-cipher.ts';
-export { createTokenExchanger, exchangeParameters, type ExchangeStyle, type ExchangeRequest, type ExchangedToken, type ExchangeOutcome, type TokenExchanger } from './exchange-token.ts';
+export {
+  createCredentialCipher,
+  credentialKeysFromEnv,
+  type CredentialCipher,
+  type SealedCredential,
+} from './credential-cipher.ts';
+export {
+  createTokenExchanger,
+  exchangeParameters,
+  type ExchangeStyle,
+  type ExchangeRequest,
+  type ExchangedToken,
+  type ExchangeOutcome,
+  type TokenExchanger,
+} from './exchange-token.ts';

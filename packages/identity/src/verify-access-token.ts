@@ -11,7 +11,8 @@ import { KeysUnavailableError, type KeySource } from './create-key-source.ts';
 import type { Actor, Principal } from './principal.ts';
 
 /** Why a token was refused. Stable: audited, and mapped to HTTP in one place by the caller. */
-const UNSTORABLE_TEXT = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const UNSTORABLE_TEXT =
+  /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export type TokenErrorCode =
   | 'malformed'
@@ -129,7 +130,11 @@ export async function verifyAccessToken(
   if (!mapped.ok) return mapped;
   // An identity that is not storable text (U+0000, unpaired surrogates) could never be
   // matched against a task row or audited: refuse the token rather than fail later.
-  if ([mapped.subject, mapped.tenant, mapped.client, ...mapped.scopes].some((v) => UNSTORABLE_TEXT.test(v))) {
+  if (
+    [mapped.subject, mapped.tenant, mapped.client, ...mapped.scopes].some((v) =>
+      UNSTORABLE_TEXT.test(v),
+    )
+  ) {
     return fail('malformed', 'an identity claim contains characters that are not valid text');
   }
 

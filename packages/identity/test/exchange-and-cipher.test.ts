@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { createCredentialCipher, exchangeParameters } from '../src/index.ts';
 
-const request = { subjectToken: 'SUBJECT', actorToken: 'ACTOR', target: 'https://api.example/', scope: ['records:write'], ttlSeconds: 90 };
+const request = {
+  subjectToken: 'SUBJECT',
+  actorToken: 'ACTOR',
+  target: 'https://api.example/',
+  scope: ['records:write'],
+  ttlSeconds: 90,
+};
 
 test('RFC 8693 with a resource indicator (dev IdP, oidc-provider)', () => {
   expect(exchangeParameters('rfc8693-resource', request)).toEqual({
@@ -28,7 +34,11 @@ test('RFC 8693 with audience (Keycloak, Okta, Auth0 on-behalf-of) names no resou
 test('Entra on-behalf-of is a jwt-bearer grant with requested_token_use, not RFC 8693', () => {
   expect(exchangeParameters('entra-obo', { ...request, scope: [] })).toEqual({
     grantType: 'urn:ietf:params:oauth:grant-type:jwt-bearer',
-    params: { assertion: 'SUBJECT', requested_token_use: 'on_behalf_of', scope: 'https://api.example/.default' },
+    params: {
+      assertion: 'SUBJECT',
+      requested_token_use: 'on_behalf_of',
+      scope: 'https://api.example/.default',
+    },
   });
 });
 

@@ -3,4 +3,9 @@ export { StopRun, ToolError, abortableSleep, type StopReason } from './stop.ts';
 export { claimLease, renewAndCheck, releaseLease, type Lease } from './lease.ts';
 export { createWorkerLoop, type WorkerLoopOptions } from './worker-loop.ts';
 export { createMaintenance } from './maintenance.ts';
-export { createTaskCredentials, DelegationEnded, type TaskCredentials, type TaskCredentialDeps } from './task-credentials.ts';
+export {
+  createTaskCredentials,
+  DelegationEnded,
+  type TaskCredentials,
+  type TaskCredentialDeps,
+} from './task-credentials.ts';

@@ -26,7 +26,15 @@ export async function journalStep(
       WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3
         AND status IN ('working', 'input_required')
      ON CONFLICT (task_id, step) DO NOTHING`,
-    [taskId, lease.owner, lease.epoch, step.name, step.seq, JSON.stringify({ value: step.output }), step.startedAt],
+    [
+      taskId,
+      lease.owner,
+      lease.epoch,
+      step.name,
+      step.seq,
+      JSON.stringify({ value: step.output }),
+      step.startedAt,
+    ],
   );
   return r.rowCount === 1;
 }

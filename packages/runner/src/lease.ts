@@ -34,7 +34,12 @@ export async function claimLease(
   );
   const row = r.rows[0];
   if (row) {
-    return { kind: 'claimed', lease: { owner, epoch: row.lease_epoch }, task: row, firstStart: row.first_start };
+    return {
+      kind: 'claimed',
+      lease: { owner, epoch: row.lease_epoch },
+      task: row,
+      firstStart: row.first_start,
+    };
   }
   const s = await db.query<{ active: boolean }>(
     `SELECT status IN ('working', 'input_required') AS active FROM app.tasks WHERE id = $1`,
@@ -60,7 +65,12 @@ export async function renewAndCheck(
   lease: Lease,
   leaseMs: number,
 ): Promise<Boundary> {
-  const r = await db.query<{ cancel: boolean; by: Record<string, unknown> | null; late: boolean; revoked: boolean | null }>(
+  const r = await db.query<{
+    cancel: boolean;
+    by: Record<string, unknown> | null;
+    late: boolean;
+    revoked: boolean | null;
+  }>(
     `UPDATE app.tasks SET lease_expires_at = now() + $4 * interval '1 millisecond'
       WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3
         AND status IN ('working', 'input_required')
@@ -71,8 +81,21 @@ export async function renewAndCheck(
     [taskId, lease.owner, lease.epoch, leaseMs],
   );
   const row = r.rows[0];
-  if (!row) return { mine: false, cancelRequested: false, cancelRequestedBy: null, pastDeadline: false, revoked: false };
-  return { mine: true, cancelRequested: row.cancel, cancelRequestedBy: row.by, pastDeadline: row.late, revoked: row.revoked === true };
+  if (!row)
+    return {
+      mine: false,
+      cancelRequested: false,
+      cancelRequestedBy: null,
+      pastDeadline: false,
+      revoked: false,
+    };
+  return {
+    mine: true,
+    cancelRequested: row.cancel,
+    cancelRequestedBy: row.by,
+    pastDeadline: row.late,
+    revoked: row.revoked === true,
+  };
 }
 
 /** Gives the lease up without ending the task (graceful shutdown, retry later). */

@@ -14,7 +14,13 @@ import { CHANNELS, JOB_QUEUE, settleTask } from '@mtg/tasks';
  *   nobody runs is settled as failed here;
  * - retention purge: ended tasks past their retention, and expired results, are deleted.
  */
-export function createMaintenance(o: { pool: Pool; boss: PgBoss; logger: Logger; tickMs: number; purgeEveryMs: number }) {
+export function createMaintenance(o: {
+  pool: Pool;
+  boss: PgBoss;
+  logger: Logger;
+  tickMs: number;
+  purgeEveryMs: number;
+}) {
   let timer: NodeJS.Timeout | undefined;
   let lastPurge = 0;
   let busy = false;
@@ -27,7 +33,10 @@ export function createMaintenance(o: { pool: Pool; boss: PgBoss; logger: Logger;
         RETURNING id, job_id`,
     );
     for (const t of r.rows) {
-      if (t.job_id) await o.boss.fail(JOB_QUEUE, t.job_id, { reason: 'lease expired' } as never).catch(() => {});
+      if (t.job_id)
+        await o.boss
+          .fail(JOB_QUEUE, t.job_id, { reason: 'lease expired' } as never)
+          .catch(() => {});
       o.logger.info('reaped expired lease', { taskId: t.id });
     }
   };
@@ -39,21 +48,35 @@ export function createMaintenance(o: { pool: Pool; boss: PgBoss; logger: Logger;
     );
     for (const t of r.rows) {
       if (t.live) {
-        await o.pool.query('SELECT pg_notify($1, $2)', [CHANNELS.control, JSON.stringify({ taskId: t.id, action: 'deadline' })]);
+        await o.pool.query('SELECT pg_notify($1, $2)', [
+          CHANNELS.control,
+          JSON.stringify({ taskId: t.id, action: 'deadline' }),
+        ]);
         continue;
       }
       await withTransaction(o.pool, async (c) => {
         const row = await settleTask(c, {
-          taskId: t.id, status: 'failed', outcome: 'deadline',
+          taskId: t.id,
+          status: 'failed',
+          outcome: 'deadline',
           message: 'Deadline exceeded before the task could finish; it was stopped',
           endedBy: { path: 'deadline' },
         });
         if (row) {
           await appendAudit(c, {
-            type: 'task.failed', taskId: row.id, tenant: row.tenant, subject: row.subject, client: row.client,
-            tool: row.tool, reason: 'deadline', correlationId: row.correlation_id,
+            type: 'task.failed',
+            taskId: row.id,
+            tenant: row.tenant,
+            subject: row.subject,
+            client: row.client,
+            tool: row.tool,
+            reason: 'deadline',
+            correlationId: row.correlation_id,
             actor: { subject: 'deadline-sweeper', kind: 'system' },
-            data: { durationMs: row.ended_at!.getTime() - row.created_at.getTime(), deadline: row.deadline.toISOString() },
+            data: {
+              durationMs: row.ended_at!.getTime() - row.created_at.getTime(),
+              deadline: row.deadline.toISOString(),
+            },
           });
         }
       });
@@ -70,7 +93,11 @@ export function createMaintenance(o: { pool: Pool; boss: PgBoss; logger: Logger;
       await appendAudit(o.pool, {
         type: 'task.purged',
         actor: { subject: 'retention', kind: 'system' },
-        data: { tasks: tasks.rowCount, results: results.rowCount, taskIds: tasks.rows.slice(0, 100).map((t) => t.id) },
+        data: {
+          tasks: tasks.rowCount,
+          results: results.rowCount,
+          taskIds: tasks.rows.slice(0, 100).map((t) => t.id),
+        },
       });
     }
   };
@@ -86,7 +113,9 @@ export function createMaintenance(o: { pool: Pool; boss: PgBoss; logger: Logger;
         await purge();
       }
     } catch (error) {
-      o.logger.warn('maintenance tick failed', { error: error instanceof Error ? error.message : String(error) });
+      o.logger.warn('maintenance tick failed', {
+        error: error instanceof Error ? error.message : String(error),
+      });
     } finally {
       busy = false;
     }

@@ -3,7 +3,14 @@ import { appendAudit } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { appendCancelled, settleTask, type TaskRow } from '@mtg/tasks';
-import { describeUnavailable, isDownstreamUnavailable, type DownstreamClient, type DownstreamUnavailable, type LongToolDefinition, type TaskContext } from '@mtg/tools';
+import {
+  describeUnavailable,
+  isDownstreamUnavailable,
+  type DownstreamClient,
+  type DownstreamUnavailable,
+  type LongToolDefinition,
+  type TaskContext,
+} from '@mtg/tools';
 import { journalStep, loadJournal, recordProgress } from './journal.ts';
 import { claimLease, releaseLease, renewAndCheck, type Boundary, type Lease } from './lease.ts';
 import { abortableSleep, StopRun, ToolError, type StopReason } from './stop.ts';
@@ -79,9 +86,12 @@ export async function runTask(
     if (reason) run.abort(new StopRun(reason));
     if (run.signal.aborted) throw toStop(run.signal.reason);
   };
-  const renewer = setInterval(() => {
-    check().catch(() => {});
-  }, Math.max(250, Math.floor(deps.leaseMs / 3)));
+  const renewer = setInterval(
+    () => {
+      check().catch(() => {});
+    },
+    Math.max(250, Math.floor(deps.leaseMs / 3)),
+  );
   renewer.unref();
 
   /**
@@ -98,10 +108,16 @@ export async function runTask(
         if (!isDownstreamUnavailable(error) || run.signal.aborted) throw error;
         await Promise.allSettled([...inflight]);
         const message = waitingMessage(error);
-        log.info('downstream unavailable; task waits', { downstream: error.downstream, code: error.code, retryAfterMs: error.retryAfterMs });
+        log.info('downstream unavailable; task waits', {
+          downstream: error.downstream,
+          code: error.code,
+          retryAfterMs: error.retryAfterMs,
+        });
         await recordStatusMessage(deps.pool, taskId, lease, message);
         const wait = deps.drain ? AbortSignal.any([run.signal, deps.drain]) : run.signal;
-        await abortableSleep(error.retryAfterMs, wait).catch((e) => { throw toStop(run.signal.aborted ? run.signal.reason : e); });
+        await abortableSleep(error.retryAfterMs, wait).catch((e) => {
+          throw toStop(run.signal.aborted ? run.signal.reason : e);
+        });
         await check();
       }
     }
@@ -119,7 +135,10 @@ export async function runTask(
       owner: { tenant: task.tenant, subject: task.subject, client: task.client },
       signal: run.signal,
       stepMs: deps.stepMs,
-      sleep: (ms) => abortableSleep(ms, run.signal).catch((e) => { throw toStop(e); }),
+      sleep: (ms) =>
+        abortableSleep(ms, run.signal).catch((e) => {
+          throw toStop(e);
+        }),
       // Every downstream call is preceded by a boundary check: lease, cancel, deadline and the
       // owner's revocation status, so no call starts for a stopped task.
       downstream: {
@@ -154,12 +173,21 @@ export async function runTask(
             throw error;
           }
           const recorded = await withTransaction(deps.pool, async (c) => {
-            const ok = await journalStep(c, taskId, lease, { name, seq: ++seq, output, startedAt: stepStarted });
+            const ok = await journalStep(c, taskId, lease, {
+              name,
+              seq: ++seq,
+              output,
+              startedAt: stepStarted,
+            });
             if (ok) {
               await appendAudit(c, {
                 type: 'task.step_completed',
                 ...auditBase,
-                data: { step: name, durationMs: Date.now() - stepStarted.getTime(), worker: deps.workerId },
+                data: {
+                  step: name,
+                  durationMs: Date.now() - stepStarted.getTime(),
+                  worker: deps.workerId,
+                },
               });
             }
             return ok;
@@ -169,37 +197,81 @@ export async function runTask(
           return output;
         })();
         inflight.add(p);
-        p.then(() => inflight.delete(p), () => inflight.delete(p));
+        p.then(
+          () => inflight.delete(p),
+          () => inflight.delete(p),
+        );
         return p;
       },
     };
 
-    const structured = await executeThroughOutages(() => tool.execute(context, task.arguments as never));
+    const structured = await executeThroughOutages(() =>
+      tool.execute(context, task.arguments as never),
+    );
     await check();
-    return await complete(deps, tool, task, lease, auditBase, {
-      content: [{ type: 'text', text: JSON.stringify(structured) }],
-      structuredContent: structured,
-    }, started, downstreamSystems);
+    return await complete(
+      deps,
+      tool,
+      task,
+      lease,
+      auditBase,
+      {
+        content: [{ type: 'text', text: JSON.stringify(structured) }],
+        structuredContent: structured,
+      },
+      started,
+      downstreamSystems,
+    );
   } catch (error) {
     // Nothing may still be running when the outcome is written.
     await Promise.allSettled([...inflight]);
     if (error instanceof ToolError || isRefusedByDownstream(error)) {
-      return await complete(deps, tool!, task, lease, auditBase, {
-        content: [{ type: 'text', text: (error as Error).message }],
-        isError: true,
-      }, started, downstreamSystems);
+      return await complete(
+        deps,
+        tool!,
+        task,
+        lease,
+        auditBase,
+        {
+          content: [{ type: 'text', text: (error as Error).message }],
+          isError: true,
+        },
+        started,
+        downstreamSystems,
+      );
     }
-    const reason = error instanceof StopRun ? error.reason : run.signal.aborted ? toStop(run.signal.reason).reason : undefined;
+    const reason =
+      error instanceof StopRun
+        ? error.reason
+        : run.signal.aborted
+          ? toStop(run.signal.reason).reason
+          : undefined;
     if (reason) return await stopped(deps, task, lease, auditBase, reason, lastBoundary, log);
     if (error instanceof DelegationEnded) {
-      return await fail(deps, task, lease, auditBase, 'delegation_expired', `Stopped: ${error.message}`);
+      return await fail(
+        deps,
+        task,
+        lease,
+        auditBase,
+        'delegation_expired',
+        `Stopped: ${error.message}`,
+      );
     }
-    log.warn('task attempt failed', { error: error instanceof Error ? error.message : String(error) });
+    log.warn('task attempt failed', {
+      error: error instanceof Error ? error.message : String(error),
+    });
     if (task.attempts < deps.maxAttempts) {
       await releaseLease(deps.pool, taskId, lease);
       return 'retry';
     }
-    return await fail(deps, task, lease, auditBase, 'failed', `Task failed after ${task.attempts} attempts: ${error instanceof Error ? error.message : String(error)}`);
+    return await fail(
+      deps,
+      task,
+      lease,
+      auditBase,
+      'failed',
+      `Task failed after ${task.attempts} attempts: ${error instanceof Error ? error.message : String(error)}`,
+    );
   } finally {
     clearInterval(renewer);
     stop.removeEventListener('abort', onStop);
@@ -214,7 +286,11 @@ function isRefusedByDownstream(error: unknown): boolean {
   const status = (error as { name?: string; status?: number }).status;
   return (
     (error as { name?: string }).name === 'DownstreamError' &&
-    typeof status === 'number' && status >= 400 && status < 500 && status !== 408 && status !== 429
+    typeof status === 'number' &&
+    status >= 400 &&
+    status < 500 &&
+    status !== 408 &&
+    status !== 429
   );
 }
 
@@ -252,7 +328,10 @@ async function stopped(
   const b = await renewAndCheck(deps.pool, task.id, lease, deps.leaseMs).catch(() => lastBoundary);
   if (!b?.mine) return 'lost';
   if (b.cancelRequested) {
-    const by = (b.cancelRequestedBy ?? { path: 'owner', reason: 'cancelled' }) as Record<string, unknown> & { path: string };
+    const by = (b.cancelRequestedBy ?? { path: 'owner', reason: 'cancelled' }) as Record<
+      string,
+      unknown
+    > & { path: string };
     await withTransaction(deps.pool, async (c) => {
       const row = await settleTask(c, {
         taskId: task.id,
@@ -267,18 +346,33 @@ async function stopped(
     return 'settled';
   }
   if (b.revoked || reason === 'revoked') {
-    const by = { path: 'revocation', via: b.revoked ? 'worker-check' : 'idp-refused-exchange', reason: 'principal revoked' };
+    const by = {
+      path: 'revocation',
+      via: b.revoked ? 'worker-check' : 'idp-refused-exchange',
+      reason: 'principal revoked',
+    };
     await withTransaction(deps.pool, async (c) => {
       const row = await settleTask(c, {
-        taskId: task.id, status: 'cancelled', outcome: 'revoked',
-        message: `Cancelled: principal revoked (${by.via})`, endedBy: by, lease,
+        taskId: task.id,
+        status: 'cancelled',
+        outcome: 'revoked',
+        message: `Cancelled: principal revoked (${by.via})`,
+        endedBy: by,
+        lease,
       });
       if (row) await appendCancelled(c, row, by, 'worker');
     });
     return 'settled';
   }
   if (b.pastDeadline || reason === 'deadline') {
-    return fail(deps, task, lease, auditBase, 'deadline', `Deadline exceeded (${task.deadline.toISOString()}); the task was stopped`);
+    return fail(
+      deps,
+      task,
+      lease,
+      auditBase,
+      'deadline',
+      `Deadline exceeded (${task.deadline.toISOString()}); the task was stopped`,
+    );
   }
   // Aborted without a recorded reason (e.g. notification for a cancel that lost a race):
   // give the lease back so the job resumes.
@@ -296,7 +390,12 @@ async function takeStageGrant(pool: Pool, taskId: string, lease: Lease): Promise
   return r.rowCount === 1;
 }
 
-async function pause(deps: RunDeps, task: TaskRow, lease: Lease, auditBase: Record<string, string>): Promise<RunResult> {
+async function pause(
+  deps: RunDeps,
+  task: TaskRow,
+  lease: Lease,
+  auditBase: Record<string, string>,
+): Promise<RunResult> {
   await withTransaction(deps.pool, async (c) => {
     const r = await c.query(
       `UPDATE app.tasks SET status = 'input_required', lease_owner = NULL, lease_expires_at = NULL,
@@ -306,7 +405,12 @@ async function pause(deps: RunDeps, task: TaskRow, lease: Lease, auditBase: Reco
       [task.id, lease.owner, lease.epoch],
     );
     if (r.rowCount === 1) {
-      await appendAudit(c, { type: 'task.paused', ...auditBase, reason: 'live_user_required', data: { worker: deps.workerId } });
+      await appendAudit(c, {
+        type: 'task.paused',
+        ...auditBase,
+        reason: 'live_user_required',
+        data: { worker: deps.workerId },
+      });
     }
   });
   return 'paused';
@@ -322,7 +426,10 @@ async function fail(
 ): Promise<RunResult> {
   await withTransaction(deps.pool, async (c) => {
     const row = await settleTask(c, {
-      taskId: task.id, status: 'failed', outcome, message,
+      taskId: task.id,
+      status: 'failed',
+      outcome,
+      message,
       endedBy: { path: outcome === 'deadline' ? 'deadline' : 'worker', worker: deps.workerId },
       lease,
     });
@@ -331,7 +438,11 @@ async function fail(
         type: 'task.failed',
         ...auditBase,
         reason: outcome,
-        data: { message, durationMs: row.ended_at!.getTime() - row.created_at.getTime(), attempts: row.attempts },
+        data: {
+          message,
+          durationMs: row.ended_at!.getTime() - row.created_at.getTime(),
+          attempts: row.attempts,
+        },
       });
     }
   });
@@ -351,19 +462,35 @@ async function complete(
   const text = JSON.stringify(result);
   const size = Buffer.byteLength(text);
   if (size > tool.limits.maxResultBytes) {
-    return fail(deps, task, lease, auditBase, 'result_too_large',
-      `Result of ${size} bytes exceeds the ${tool.limits.maxResultBytes}-byte limit of ${tool.name}`);
+    return fail(
+      deps,
+      task,
+      lease,
+      auditBase,
+      'result_too_large',
+      `Result of ${size} bytes exceeds the ${tool.limits.maxResultBytes}-byte limit of ${tool.name}`,
+    );
   }
   const settled = await withTransaction(deps.pool, async (c) => {
     const stored = await c.query(
       `INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
        SELECT id, $4, $5, $6, now() + ttl_ms * interval '1 millisecond', $7 FROM app.tasks
         WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status IN ('working', 'input_required')`,
-      [task.id, lease.owner, lease.epoch, text, result.isError === true, size, tool.limits.deleteResultOnRead],
+      [
+        task.id,
+        lease.owner,
+        lease.epoch,
+        text,
+        result.isError === true,
+        size,
+        tool.limits.deleteResultOnRead,
+      ],
     );
     if (stored.rowCount !== 1) return undefined;
     const row = await settleTask(c, {
-      taskId: task.id, status: 'completed', outcome: result.isError ? 'tool_error' : 'completed',
+      taskId: task.id,
+      status: 'completed',
+      outcome: result.isError ? 'tool_error' : 'completed',
       message: result.isError ? 'Completed with a tool error' : 'Completed',
       endedBy: { path: 'worker', worker: deps.workerId },
       lease,
@@ -393,7 +520,12 @@ function waitingMessage(error: DownstreamUnavailable): string {
 }
 
 /** The status message alone, fenced like every other write. */
-async function recordStatusMessage(pool: Pool, taskId: string, lease: Lease, message: string): Promise<void> {
+async function recordStatusMessage(
+  pool: Pool,
+  taskId: string,
+  lease: Lease,
+  message: string,
+): Promise<void> {
   await pool.query(
     `UPDATE app.tasks SET status_message = $4, updated_at = now()
       WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'working'`,

@@ -35,19 +35,35 @@ export interface TaskCredentialDeps {
  * task at its next stage even without a signal.
  */
 export function createTaskCredentials(deps: TaskCredentialDeps, task: TaskRow, scope: string) {
-  let current: { token: string; expiresAt: number; obtainedAt: number; sub: string; act: unknown } | undefined;
+  let current:
+    { token: string; expiresAt: number; obtainedAt: number; sub: string; act: unknown } | undefined;
   let stale = true;
   let inflight: Promise<string> | undefined;
 
   const refresh = async (): Promise<string> => {
-    const sealed = await deps.pool.query<{ key_id: string; iv: Buffer; ciphertext: Buffer; tag: Buffer; expired: boolean }>(
+    const sealed = await deps.pool.query<{
+      key_id: string;
+      iv: Buffer;
+      ciphertext: Buffer;
+      tag: Buffer;
+      expired: boolean;
+    }>(
       `SELECT key_id, iv, ciphertext, tag, expires_at <= now() AS expired FROM app.task_credentials WHERE task_id = $1`,
       [task.id],
     );
     const row = sealed.rows[0];
-    if (!row) throw new DelegationEnded('the task has no delegation (it ended, or was created without one)');
-    if (row.expired) throw new DelegationEnded('the task-bound delegation has expired (its bound is the task deadline)');
-    const delegation = deps.cipher.open({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, tag: row.tag }, task.id);
+    if (!row)
+      throw new DelegationEnded(
+        'the task has no delegation (it ended, or was created without one)',
+      );
+    if (row.expired)
+      throw new DelegationEnded(
+        'the task-bound delegation has expired (its bound is the task deadline)',
+      );
+    const delegation = deps.cipher.open(
+      { keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, tag: row.tag },
+      task.id,
+    );
     const outcome = await deps.exchanger.exchange({
       subjectToken: delegation,
       actorToken: await deps.actorToken(),
@@ -57,7 +73,10 @@ export function createTaskCredentials(deps: TaskCredentialDeps, task: TaskRow, s
     });
     if (!outcome.ok) {
       if (/disabled/i.test(outcome.description)) throw new StopRun('revoked');
-      if (/expired/i.test(outcome.description)) throw new DelegationEnded(`the delegation can no longer be exchanged: ${outcome.description}`);
+      if (/expired/i.test(outcome.description))
+        throw new DelegationEnded(
+          `the delegation can no longer be exchanged: ${outcome.description}`,
+        );
       throw new Error(`downstream credential refused: ${outcome.description}`);
     }
     const claims = decodeJwt(outcome.token.accessToken);
@@ -80,7 +99,9 @@ export function createTaskCredentials(deps: TaskCredentialDeps, task: TaskRow, s
       correlationId: task.correlation_id,
       actor: { subject: deps.workerId, kind: 'worker' },
       data: {
-        from: previous ? { subject: previous.sub, act: previous.act, audience: deps.downstreamResource } : { subject: task.subject, act: 'delegation', audience: 'worker' },
+        from: previous
+          ? { subject: previous.sub, act: previous.act, audience: deps.downstreamResource }
+          : { subject: task.subject, act: 'delegation', audience: 'worker' },
         to: { subject: current.sub, act: current.act, audience: deps.downstreamResource },
         scope: outcome.token.scope,
         expiresAt: new Date(current.expiresAt).toISOString(),

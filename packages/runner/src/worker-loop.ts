@@ -26,7 +26,10 @@ type Job = { id: string; data: { taskId: string } };
  * running task's abort signal directly.
  */
 export function createWorkerLoop(o: WorkerLoopOptions) {
-  const running = new Map<string, { stop: AbortController; drain: AbortController; done: Promise<void> }>();
+  const running = new Map<
+    string,
+    { stop: AbortController; drain: AbortController; done: Promise<void> }
+  >();
   let fetching = false;
   let again = false;
   let stopped = false;
@@ -50,7 +53,9 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
         if (jobs.length === free) again = true;
       } while (again && !stopped);
     } catch (error) {
-      o.logger.warn('job fetch failed', { error: error instanceof Error ? error.message : String(error) });
+      o.logger.warn('job fetch failed', {
+        error: error instanceof Error ? error.message : String(error),
+      });
     } finally {
       fetching = false;
     }
@@ -64,9 +69,12 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     }
     const stop = new AbortController();
     const drain = new AbortController();
-    const heartbeat = setInterval(() => {
-      o.boss.touch(JOB_QUEUE, job as never).catch(() => {});
-    }, (HEARTBEAT_SECONDS * 1000) / 3);
+    const heartbeat = setInterval(
+      () => {
+        o.boss.touch(JOB_QUEUE, job as never).catch(() => {});
+      },
+      (HEARTBEAT_SECONDS * 1000) / 3,
+    );
     heartbeat.unref();
     const done = (async () => {
       try {
@@ -80,7 +88,10 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           await o.boss.fail(JOB_QUEUE, job as never, { reason: result } as never);
         }
       } catch (error) {
-        o.logger.error('task run crashed', { taskId, error: error instanceof Error ? error.message : String(error) });
+        o.logger.error('task run crashed', {
+          taskId,
+          error: error instanceof Error ? error.message : String(error),
+        });
         await o.boss.fail(JOB_QUEUE, job as never).catch(() => {});
       } finally {
         clearInterval(heartbeat);
@@ -99,7 +110,12 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
         o.events.on(CHANNELS.control, (payload) => {
           const entry = running.get(String(payload.taskId));
           if (!entry) return;
-          const reason = payload.action === 'deadline' ? 'deadline' : payload.action === 'revoke' ? 'revoked' : 'cancel';
+          const reason =
+            payload.action === 'deadline'
+              ? 'deadline'
+              : payload.action === 'revoke'
+                ? 'revoked'
+                : 'cancel';
           entry.stop.abort(new StopRun(reason));
         }),
       );

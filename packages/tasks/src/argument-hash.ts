@@ -7,7 +7,10 @@ export function argumentHash(tool: string, args: unknown): string {
 }
 
 /** The derived idempotency key: principal, tool and arguments, so equal calls collide. */
-export function derivedKey(owner: { tenant: string; subject: string; client: string }, hash: string) {
+export function derivedKey(
+  owner: { tenant: string; subject: string; client: string },
+  hash: string,
+) {
   return createHash('sha256')
     .update(canonicalJson({ ...owner, hash }))
     .digest('hex');

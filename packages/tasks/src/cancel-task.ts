@@ -35,7 +35,11 @@ export async function cancelTask(
   const own = await authorizeTask(deps.pool, taskId, 'cancel', ctx, scopeOf);
   if (own.ok) {
     task = own.task;
-  } else if (own.code === 'task_not_found' && p.scopes.includes(ADMIN_SCOPE) && TASK_ID.test(taskId)) {
+  } else if (
+    own.code === 'task_not_found' &&
+    p.scopes.includes(ADMIN_SCOPE) &&
+    TASK_ID.test(taskId)
+  ) {
     // Administrators cancel other users' work in their own tenant only.
     const r = await deps.pool.query<TaskRow>(
       `SELECT * FROM app.tasks WHERE id = $1 AND tenant = $2 AND ${RETAINED}`,
@@ -56,7 +60,8 @@ export async function cancelTask(
     subject: p.subject,
     client: p.client,
     tenant: p.tenant,
-    reason: options.reason ?? (path === 'admin' ? 'cancelled by administrator' : 'cancelled by owner'),
+    reason:
+      options.reason ?? (path === 'admin' ? 'cancelled by administrator' : 'cancelled by owner'),
   };
   await withTransaction(deps.pool, async (c) => {
     await c.query(
@@ -84,7 +89,8 @@ export async function cancelTask(
   });
 
   const settled = await awaitStop(deps, task, by);
-  const finalRow = settled ??
+  const finalRow =
+    settled ??
     (await deps.pool.query<TaskRow>('SELECT * FROM app.tasks WHERE id = $1', [taskId])).rows[0]!;
   return { ok: true, task: toView(finalRow) };
 }
@@ -120,7 +126,11 @@ async function awaitStop(
       if (settled) return settled;
       continue; // a worker settled it meanwhile; re-read
     }
-    await deps.events.waitForSettled(task.id, Math.min(250, deadline - Date.now()), CHANNELS.settled);
+    await deps.events.waitForSettled(
+      task.id,
+      Math.min(250, deadline - Date.now()),
+      CHANNELS.settled,
+    );
   }
 }
 
@@ -148,7 +158,10 @@ export async function appendCancelled(
     data: {
       settledBy,
       note: by.reason,
-      durationMs: row.ended_at && row.created_at ? row.ended_at.getTime() - row.created_at.getTime() : undefined,
+      durationMs:
+        row.ended_at && row.created_at
+          ? row.ended_at.getTime() - row.created_at.getTime()
+          : undefined,
     },
   });
 }

@@ -4,7 +4,12 @@ import { appendAudit } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { LongToolDefinition } from '@mtg/tools';
 import { argumentHash, derivedKey } from './argument-hash.ts';
-import { obtainDelegation, storeDelegation, type Delegation, type DelegationDeps } from './delegate-task.ts';
+import {
+  obtainDelegation,
+  storeDelegation,
+  type Delegation,
+  type DelegationDeps,
+} from './delegate-task.ts';
 import { CHANNELS } from './channels.ts';
 import { taskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
@@ -67,7 +72,10 @@ export async function createTask(
   const hash = argumentHash(tool.name, input.args);
   const explicit = input.idempotencyKey !== undefined;
   const key = explicit ? `explicit:${input.idempotencyKey}` : `derived:${derivedKey(owner, hash)}`;
-  const deadlineMs = Math.min(input.deadlineMs ?? tool.limits.defaultDeadlineMs, tool.limits.maxDeadlineMs);
+  const deadlineMs = Math.min(
+    input.deadlineMs ?? tool.limits.defaultDeadlineMs,
+    tool.limits.maxDeadlineMs,
+  );
   const ttlMs = Math.min(input.ttlMs ?? tool.limits.retentionMs, tool.limits.retentionMs);
   const audit = {
     tenant: p.tenant,
@@ -85,7 +93,9 @@ export async function createTask(
   );
   if (live.rows[0]) {
     await appendAudit(deps.pool, {
-      type: 'task.deduplicated', taskId: live.rows[0].id, ...audit,
+      type: 'task.deduplicated',
+      taskId: live.rows[0].id,
+      ...audit,
       data: { wire: input.wire, idempotency: live.rows[0].idempotency_kind },
     });
     return { ok: true, task: live.rows[0], created: false };
@@ -93,10 +103,16 @@ export async function createTask(
 
   let delegation: Delegation | undefined;
   if (deps.delegation) {
-    if (!input.subjectToken) throw new Error('createTask: delegation is configured but no subject token was given');
+    if (!input.subjectToken)
+      throw new Error('createTask: delegation is configured but no subject token was given');
     const d = await obtainDelegation(deps.delegation, input.subjectToken, tool.scope, deadlineMs);
     if (!d.ok) {
-      await appendAudit(deps.pool, { type: 'task.denied', ...audit, reason: d.code, data: { verb: 'start', wire: input.wire, detail: d.message } });
+      await appendAudit(deps.pool, {
+        type: 'task.denied',
+        ...audit,
+        reason: d.code,
+        data: { verb: 'start', wire: input.wire, detail: d.message },
+      });
       return d;
     }
     delegation = d.delegation;
@@ -109,11 +125,24 @@ export async function createTask(
       const id = newTaskId();
       const jobId = randomUUID();
       const inserted = await client.query<TaskRow>(INSERT, [
-        id, p.issuer, p.tenant, p.subject, p.client, p.scopes, tool.name,
-        JSON.stringify(input.args), JSON.stringify(tool.summarize(input.args)), hash,
-        key, explicit ? 'explicit' : 'derived',
+        id,
+        p.issuer,
+        p.tenant,
+        p.subject,
+        p.client,
+        p.scopes,
+        tool.name,
+        JSON.stringify(input.args),
+        JSON.stringify(tool.summarize(input.args)),
+        hash,
+        key,
+        explicit ? 'explicit' : 'derived',
         explicit ? null : deps.limits.derivedDedupeWindowMs,
-        input.correlationId, deadlineMs, ttlMs, deps.limits.pollIntervalMs, jobId,
+        input.correlationId,
+        deadlineMs,
+        ttlMs,
+        deps.limits.pollIntervalMs,
+        jobId,
         tool.limits.requireLiveUserEachStage === true,
       ]);
       if (inserted.rowCount === 0) {
@@ -129,7 +158,10 @@ export async function createTask(
       await enforceCaps(client, owner, deps.limits);
       await deps.queue.enqueue(client, task.id, jobId, Math.ceil(deadlineMs / 1000) + 60);
       if (delegation) await storeDelegation(client, deps.delegation!.cipher, id, delegation);
-      await client.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify({ taskId: id })]);
+      await client.query('SELECT pg_notify($1, $2)', [
+        CHANNELS.created,
+        JSON.stringify({ taskId: id }),
+      ]);
       await appendAudit(client, {
         type: 'task.created',
         taskId: id,
@@ -152,7 +184,11 @@ export async function createTask(
           ...audit,
           data: {
             from: { subject: p.subject, client: p.client, audience: 'gateway' },
-            to: { subject: p.subject, act: delegation.act, audience: deps.delegation!.workerResource },
+            to: {
+              subject: p.subject,
+              act: delegation.act,
+              audience: deps.delegation!.workerResource,
+            },
             scope: delegation.scope,
             expiresAt: new Date(delegation.expiresAt).toISOString(),
             keyId: deps.delegation!.cipher.currentKeyId,

@@ -46,7 +46,10 @@ export async function obtainDelegation(
     );
   }
   if (!outcome.ok) {
-    return taskError('delegation_refused', `The authorization server refused to delegate this task: ${outcome.description}`);
+    return taskError(
+      'delegation_refused',
+      `The authorization server refused to delegate this task: ${outcome.description}`,
+    );
   }
   const claims = decodeJwt(outcome.token.accessToken);
   return {
@@ -61,7 +64,12 @@ export async function obtainDelegation(
 }
 
 /** Stores (or replaces) a task's delegation, encrypted and bound to the task id. */
-export async function storeDelegation(db: Queryable, cipher: CredentialCipher, taskId: string, d: Delegation): Promise<void> {
+export async function storeDelegation(
+  db: Queryable,
+  cipher: CredentialCipher,
+  taskId: string,
+  d: Delegation,
+): Promise<void> {
   const sealed = cipher.seal(d.token, taskId);
   await db.query(
     `INSERT INTO app.task_credentials (task_id, key_id, iv, ciphertext, tag, expires_at)

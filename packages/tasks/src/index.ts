@@ -1,15 +1,51 @@
 export { CHANNELS, JOB_QUEUE } from './channels.ts';
-export { createTaskService, type TaskService, type TaskServiceDeps, type ResultOutcome } from './task-service.ts';
+export {
+  createTaskService,
+  type TaskService,
+  type TaskServiceDeps,
+  type ResultOutcome,
+} from './task-service.ts';
 export { createTaskEvents, type TaskEvents } from './task-events.ts';
-export { createBoss, createJobQueue, installQueue, HEARTBEAT_SECONDS, type JobQueue } from './job-queue.ts';
+export {
+  createBoss,
+  createJobQueue,
+  installQueue,
+  HEARTBEAT_SECONDS,
+  type JobQueue,
+} from './job-queue.ts';
 export { settleTask, type Settlement } from './settle-task.ts';
 export { appendCancelled, ADMIN_SCOPE } from './cancel-task.ts';
 export type { StartInput, StartLimits, StartOutcome } from './create-task.ts';
 export type { VerbContext } from './authorize-task.ts';
-export { NOT_FOUND, taskError, type TaskError, type TaskErrorCode, type TaskOutcome } from './errors.ts';
+export {
+  NOT_FOUND,
+  taskError,
+  type TaskError,
+  type TaskErrorCode,
+  type TaskOutcome,
+} from './errors.ts';
 export { TASK_ID, newTaskId } from './task-id.ts';
-export { ACTIVE, isTerminal, toView, type TaskRow, type TaskStatus, type TaskView } from './task-row.ts';
+export {
+  ACTIVE,
+  isTerminal,
+  toView,
+  type TaskRow,
+  type TaskStatus,
+  type TaskView,
+} from './task-row.ts';
 export type { StoredResult } from './read-result.ts';
 export type { TaskPage } from './list-tasks.ts';
-export { isRevoked, revokePrincipal, restorePrincipal, settleUnleased, type PrincipalRef, type RevocationSource } from './revoke-principal.ts';
-export { obtainDelegation, storeDelegation, type Delegation, type DelegationDeps } from './delegate-task.ts';
+export {
+  isRevoked,
+  revokePrincipal,
+  restorePrincipal,
+  settleUnleased,
+  type PrincipalRef,
+  type RevocationSource,
+} from './revoke-principal.ts';
+export {
+  obtainDelegation,
+  storeDelegation,
+  type Delegation,
+  type DelegationDeps,
+} from './delegate-task.ts';

@@ -71,7 +71,9 @@ export async function installQueue(ownerUrl: string, roles: string[]): Promise<v
   try {
     const list = roles.map((r) => pg.escapeIdentifier(r)).join(', ');
     await client.query(`GRANT USAGE ON SCHEMA pgboss TO ${list}`);
-    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgboss TO ${list}`);
+    await client.query(
+      `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgboss TO ${list}`,
+    );
     await client.query(`GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA pgboss TO ${list}`);
     await client.query(`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA pgboss TO ${list}`);
   } finally {

@@ -42,7 +42,10 @@ function encodeCursor(c: { at: string; id: string }): string {
 function decodeCursor(cursor: string | undefined): { at: string; id: string } | undefined {
   if (!cursor) return undefined;
   try {
-    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as { at?: unknown; id?: unknown };
+    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as {
+      at?: unknown;
+      id?: unknown;
+    };
     if (typeof c.at === 'string' && !Number.isNaN(Date.parse(c.at)) && typeof c.id === 'string') {
       return { at: c.at, id: c.id };
     }

@@ -12,7 +12,12 @@ export interface StoredResult {
  * statement, so exactly one reader gets it.
  */
 export async function readResult(db: Queryable, taskId: string): Promise<StoredResult | undefined> {
-  const r = await db.query<{ result: StoredResult['result']; is_error: boolean; size_bytes: number; delete_on_read: boolean }>(
+  const r = await db.query<{
+    result: StoredResult['result'];
+    is_error: boolean;
+    size_bytes: number;
+    delete_on_read: boolean;
+  }>(
     `WITH taken AS (
        DELETE FROM app.task_results WHERE task_id = $1 AND delete_on_read AND expires_at > now()
        RETURNING result, is_error, size_bytes, delete_on_read)

@@ -4,7 +4,12 @@ import { appendAudit } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
 import type { VerbContext } from './authorize-task.ts';
 import { CHANNELS } from './channels.ts';
-import { obtainDelegation, storeDelegation, type Delegation, type DelegationDeps } from './delegate-task.ts';
+import {
+  obtainDelegation,
+  storeDelegation,
+  type Delegation,
+  type DelegationDeps,
+} from './delegate-task.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { TaskRow } from './task-row.ts';
 
@@ -41,7 +46,10 @@ export async function resumeIfPaused(
     if (!resumed) return row;
     if (delegation) await storeDelegation(c, deps.delegation!.cipher, row.id, delegation);
     await deps.queue.enqueue(c, row.id, jobId, Math.ceil(remainingMs / 1000) + 60);
-    await c.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify({ taskId: row.id })]);
+    await c.query('SELECT pg_notify($1, $2)', [
+      CHANNELS.created,
+      JSON.stringify({ taskId: row.id }),
+    ]);
     await appendAudit(c, {
       type: 'task.resumed',
       taskId: row.id,
@@ -51,7 +59,11 @@ export async function resumeIfPaused(
       tool: row.tool,
       correlationId: ctx.correlationId,
       actor: { subject: ctx.principal.subject, client: ctx.principal.client, kind: 'user' },
-      data: { wire: ctx.wire, delegationRefreshed: delegation !== undefined, ...(delegation ? { expiresAt: new Date(delegation.expiresAt).toISOString() } : {}) },
+      data: {
+        wire: ctx.wire,
+        delegationRefreshed: delegation !== undefined,
+        ...(delegation ? { expiresAt: new Date(delegation.expiresAt).toISOString() } : {}),
+      },
     });
     return resumed;
   });

@@ -32,8 +32,17 @@ export async function isRevoked(db: Queryable, p: PrincipalRef): Promise<boolean
  * current step boundary), and settles at once the tasks no live worker holds. Returns the
  * affected task ids. Idempotent: revoking twice changes nothing the second time.
  */
-export async function revokePrincipal(pool: Pool, p: PrincipalRef, source: RevocationSource): Promise<string[]> {
-  const taskBy = { path: 'revocation', via: source.path, reason: `principal revoked (${source.path})`, ...(source.by ? { subject: source.by.subject, client: source.by.client } : {}) };
+export async function revokePrincipal(
+  pool: Pool,
+  p: PrincipalRef,
+  source: RevocationSource,
+): Promise<string[]> {
+  const taskBy = {
+    path: 'revocation',
+    via: source.path,
+    reason: `principal revoked (${source.path})`,
+    ...(source.by ? { subject: source.by.subject, client: source.by.client } : {}),
+  };
   const affected = await withTransaction(pool, async (c) => {
     // Idempotent: a second signal for an already revoked principal changes nothing (the
     // first revocation's path and time stand, and no second audit event is written).
@@ -55,7 +64,10 @@ export async function revokePrincipal(pool: Pool, p: PrincipalRef, source: Revoc
       [p.tenant, p.subject, JSON.stringify(taskBy)],
     );
     for (const t of tasks.rows) {
-      await c.query('SELECT pg_notify($1, $2)', [CHANNELS.control, JSON.stringify({ taskId: t.id, action: 'revoke' })]);
+      await c.query('SELECT pg_notify($1, $2)', [
+        CHANNELS.control,
+        JSON.stringify({ taskId: t.id, action: 'revoke' }),
+      ]);
     }
     await appendAudit(c, {
       type: 'principal.revoked',
@@ -63,7 +75,13 @@ export async function revokePrincipal(pool: Pool, p: PrincipalRef, source: Revoc
       subject: p.subject,
       reason: source.path,
       ...(source.correlationId ? { correlationId: source.correlationId } : {}),
-      actor: source.by ? { subject: source.by.subject, ...(source.by.client ? { client: source.by.client } : {}), kind: 'admin' } : { subject: source.path, kind: 'system' },
+      actor: source.by
+        ? {
+            subject: source.by.subject,
+            ...(source.by.client ? { client: source.by.client } : {}),
+            kind: 'admin',
+          }
+        : { subject: source.path, kind: 'system' },
       data: { openTasks: tasks.rows.map((t) => t.id), ...source.detail },
     });
     return tasks.rows.map((t) => t.id);
@@ -75,7 +93,11 @@ export async function revokePrincipal(pool: Pool, p: PrincipalRef, source: Revoc
 }
 
 /** Settles, as revoked, those of `taskIds` that no live worker holds. */
-export async function settleUnleased(pool: Pool, taskIds: string[], by: Record<string, unknown> & { path: string }): Promise<void> {
+export async function settleUnleased(
+  pool: Pool,
+  taskIds: string[],
+  by: Record<string, unknown> & { path: string },
+): Promise<void> {
   for (const taskId of taskIds) {
     await withTransaction(pool, async (c) => {
       const live = await c.query<{ live: boolean }>(
@@ -84,8 +106,11 @@ export async function settleUnleased(pool: Pool, taskIds: string[], by: Record<s
       );
       if (live.rows[0]?.live) return;
       const row = await settleTask(c, {
-        taskId, status: 'cancelled', outcome: 'revoked',
-        message: `Cancelled: ${String(by.reason ?? 'principal revoked')}`, endedBy: by,
+        taskId,
+        status: 'cancelled',
+        outcome: 'revoked',
+        message: `Cancelled: ${String(by.reason ?? 'principal revoked')}`,
+        endedBy: by,
       });
       if (row) await appendCancelled(c, row, by, 'no_live_worker');
     });
@@ -93,7 +118,11 @@ export async function settleUnleased(pool: Pool, taskIds: string[], by: Record<s
 }
 
 /** Lifts a revocation for new work. Tasks cancelled by it stay cancelled. */
-export async function restorePrincipal(pool: Pool, p: PrincipalRef, source: RevocationSource): Promise<boolean> {
+export async function restorePrincipal(
+  pool: Pool,
+  p: PrincipalRef,
+  source: RevocationSource,
+): Promise<boolean> {
   return withTransaction(pool, async (c) => {
     const r = await c.query(
       `UPDATE app.principals SET revoked = false, restored_at = now(), restored_by = $3, updated_at = now()
@@ -106,7 +135,13 @@ export async function restorePrincipal(pool: Pool, p: PrincipalRef, source: Revo
       tenant: p.tenant,
       subject: p.subject,
       reason: source.path,
-      actor: source.by ? { subject: source.by.subject, ...(source.by.client ? { client: source.by.client } : {}), kind: 'admin' } : { subject: source.path, kind: 'system' },
+      actor: source.by
+        ? {
+            subject: source.by.subject,
+            ...(source.by.client ? { client: source.by.client } : {}),
+            kind: 'admin',
+          }
+        : { subject: source.path, kind: 'system' },
     });
     return true;
   });

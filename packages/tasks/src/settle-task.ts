@@ -34,8 +34,16 @@ export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow 
       WHERE id = $1 AND status IN ('working', 'input_required')
         AND (NOT $6 OR (lease_owner = $7 AND lease_epoch = $8))
       RETURNING *`,
-    [s.taskId, s.status, s.outcome, s.message, JSON.stringify(s.endedBy), fenced,
-     s.lease?.owner ?? null, s.lease?.epoch ?? null],
+    [
+      s.taskId,
+      s.status,
+      s.outcome,
+      s.message,
+      JSON.stringify(s.endedBy),
+      fenced,
+      s.lease?.owner ?? null,
+      s.lease?.epoch ?? null,
+    ],
   );
   const row = result.rows[0];
   if (row) {

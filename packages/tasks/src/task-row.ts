@@ -37,7 +37,8 @@ export interface TaskRow {
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 export const ACTIVE: TaskStatus[] = ['working', 'input_required'];
-export const isTerminal = (s: TaskStatus) => s === 'completed' || s === 'failed' || s === 'cancelled';
+export const isTerminal = (s: TaskStatus) =>
+  s === 'completed' || s === 'failed' || s === 'cancelled';
 
 /** What every wire shows of a task. */
 export interface TaskView {
@@ -77,4 +78,5 @@ export function toView(row: TaskRow): TaskView {
 /** Owner match used by every verb: tenant, subject and client all equal. */
 export const OWNER_MATCH = 'tenant = $2 AND subject = $3 AND client = $4';
 /** A task past its retention is gone for every verb, even before the purge removes it. */
-export const RETAINED = "(ended_at IS NULL OR ended_at + ttl_ms * interval '1 millisecond' > now())";
+export const RETAINED =
+  "(ended_at IS NULL OR ended_at + ttl_ms * interval '1 millisecond' > now())";

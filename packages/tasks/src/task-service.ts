@@ -40,7 +40,11 @@ export interface TaskService {
   result(taskId: string, ctx: VerbContext): Promise<ResultOutcome>;
   /** Like result(), but waits (up to waitMs) for the task to end first. */
   awaitResult(taskId: string, ctx: VerbContext, waitMs: number): Promise<ResultOutcome>;
-  cancel(taskId: string, ctx: VerbContext, options?: CancelOptions): Promise<TaskOutcome<{ task: TaskView }>>;
+  cancel(
+    taskId: string,
+    ctx: VerbContext,
+    options?: CancelOptions,
+  ): Promise<TaskOutcome<{ task: TaskView }>>;
   list(ctx: VerbContext, page: { cursor?: string; limit?: number }): Promise<TaskOutcome<TaskPage>>;
   toolScope(tool: string): string | undefined;
 }
@@ -81,7 +85,10 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
       const stored = task.status === 'completed' ? await readResult(deps.pool, taskId) : undefined;
       if (task.status === 'completed' && !stored) {
         await deny(deps.pool, ctx, 'result', taskId, 'result_gone', task.tool);
-        return taskError('result_gone', 'The result is no longer stored (retention passed or it was already retrieved)');
+        return taskError(
+          'result_gone',
+          'The result is no longer stored (retention passed or it was already retrieved)',
+        );
       }
       await appendAudit(deps.pool, {
         type: 'task.result_read',
@@ -102,13 +109,17 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
       const until = Date.now() + waitMs;
       for (;;) {
         const outcome = await service.result(taskId, ctx);
-        if (outcome.ok || outcome.code !== 'result_not_ready' || Date.now() >= until) return outcome;
-        await deps.events.waitForSettled(taskId, Math.min(until - Date.now(), 5000), CHANNELS.settled);
+        if (outcome.ok || outcome.code !== 'result_not_ready' || Date.now() >= until)
+          return outcome;
+        await deps.events.waitForSettled(
+          taskId,
+          Math.min(until - Date.now(), 5000),
+          CHANNELS.settled,
+        );
       }
     },
 
-    cancel: (taskId, ctx, options) =>
-      cancelTask(deps, scopeOf, taskId, ctx, options ?? {}),
+    cancel: (taskId, ctx, options) => cancelTask(deps, scopeOf, taskId, ctx, options ?? {}),
 
     async list(ctx, page) {
       return { ok: true, ...(await listTasks(deps.pool, ctx.principal, page)) };

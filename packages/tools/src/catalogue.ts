@@ -44,10 +44,19 @@ export function createCatalogue(tools: ToolDefinition<any>[]): Catalogue {
           .join('; ');
         return {
           ok: true,
-          result: { isError: true, content: [{ type: 'text', text: `Invalid arguments: ${detail}` }] },
+          result: {
+            isError: true,
+            content: [{ type: 'text', text: `Invalid arguments: ${detail}` }],
+          },
         };
       }
-      return { ok: true, result: await tool.run({ principal, correlationId, ...(token ? { token } : {}) }, parsed.data) };
+      return {
+        ok: true,
+        result: await tool.run(
+          { principal, correlationId, ...(token ? { token } : {}) },
+          parsed.data,
+        ),
+      };
     },
   };
 }

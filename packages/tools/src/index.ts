@@ -9,7 +9,12 @@ export type {
   TaskOwner,
   DownstreamClient,
 } from './long-tool.ts';
-export { demoTools, provisionTestEnvironment, generateReport, bulkUpdateRecords } from './demo/index.ts';
+export {
+  demoTools,
+  provisionTestEnvironment,
+  generateReport,
+  bulkUpdateRecords,
+} from './demo/index.ts';
 export { createDownstreamClient, DownstreamError } from './downstream-http-client.ts';
 export { toolLimitsOverrides, type ToolLimitsOverrides } from './tool-limits-config.ts';
 export {

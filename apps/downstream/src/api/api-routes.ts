@@ -53,7 +53,8 @@ export function apiRoutes(deps: {
     if (!v.caller.act) {
       res.status(403).json({
         error: 'user_context_required',
-        error_description: 'this API acts for users: present a delegated token (with an act claim), not a bare service token',
+        error_description:
+          'this API acts for users: present a delegated token (with an act claim), not a bare service token',
       });
       return undefined;
     }
@@ -90,12 +91,10 @@ export function apiRoutes(deps: {
       typeof taskId !== 'string' ||
       !taskId
     ) {
-      res
-        .status(400)
-        .json({
-          error: 'invalid_request',
-          error_description: 'Idempotency-Key and X-Task-Id headers are required',
-        });
+      res.status(400).json({
+        error: 'invalid_request',
+        error_description: 'Idempotency-Key and X-Task-Id headers are required',
+      });
       return;
     }
     const client = await deps.pool.connect();

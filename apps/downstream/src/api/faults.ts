@@ -73,12 +73,10 @@ export function createFaults() {
   routes.post('/_faults', express.json({ limit: '4kb' }), (req, res) => {
     const parsed = faultCommand.safeParse(req.body);
     if (!parsed.success) {
-      res
-        .status(400)
-        .json({
-          error: 'invalid_request',
-          error_description: parsed.error.issues.map((i) => i.message).join('; '),
-        });
+      res.status(400).json({
+        error: 'invalid_request',
+        error_description: parsed.error.issues.map((i) => i.message).join('; '),
+      });
       return;
     }
     const c = parsed.data;

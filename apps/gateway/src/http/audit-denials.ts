@@ -22,7 +22,8 @@ export function createDenialAuditor(options: { pool: Pool; logger: Logger; windo
     );
   const timer = setInterval(() => {
     for (const [reason, count] of suppressed) {
-      if (count > 0) void write({ type: 'auth.denied', reason, data: { count, windowMs, summary: true } });
+      if (count > 0)
+        void write({ type: 'auth.denied', reason, data: { count, windowMs, summary: true } });
     }
     suppressed.clear();
     opened.clear();

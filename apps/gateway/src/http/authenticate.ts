@@ -29,7 +29,10 @@ export function principalOf(res: Response): Principal {
  * the protected resource metadata.
  */
 export function authenticate(options: AuthenticateOptions) {
-  const challenge = (error: 'invalid_request' | 'invalid_token' | undefined, description?: string) =>
+  const challenge = (
+    error: 'invalid_request' | 'invalid_token' | undefined,
+    description?: string,
+  ) =>
     bearerChallenge({
       ...(error ? { error } : {}),
       ...(description ? { description } : {}),

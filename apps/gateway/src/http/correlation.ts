@@ -17,8 +17,7 @@ export function correlateAndLog(logger: Logger) {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const principal = res.locals.principal as
-        | { subject: string; tenant: string; client: string }
-        | undefined;
+        { subject: string; tenant: string; client: string } | undefined;
       const body = req.body as { method?: unknown } | undefined;
       logger.info('request', {
         correlationId: id,

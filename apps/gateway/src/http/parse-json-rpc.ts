@@ -56,7 +56,13 @@ export function parseJsonRpc(limitBytes: number) {
         // Valid JSON, but not text PostgreSQL (or most downstream systems) can store: refuse
         // it as invalid params rather than fail deep inside with a database error.
         const id = (req.body as { id?: string | number }).id ?? null;
-        sendRpcError(res, 400, RPC.invalidParams, 'Invalid params: strings must be valid Unicode without U+0000 or unpaired surrogates', id);
+        sendRpcError(
+          res,
+          400,
+          RPC.invalidParams,
+          'Invalid params: strings must be valid Unicode without U+0000 or unpaired surrogates',
+          id,
+        );
         return;
       }
       next();

@@ -36,8 +36,15 @@ export type DispatchOutcome =
 
 /** Era-independent tools/list and tools/call; adapters only translate shapes. */
 export interface Dispatch {
-  listTools(principal: Principal, workload?: Workload): { tools: Array<ToolListing & { execution?: { taskSupport: string } }> };
-  callTool(params: { name: string; arguments?: unknown }, mode: CallMode, ctx: CallContext): Promise<DispatchOutcome>;
+  listTools(
+    principal: Principal,
+    workload?: Workload,
+  ): { tools: Array<ToolListing & { execution?: { taskSupport: string } }> };
+  callTool(
+    params: { name: string; arguments?: unknown },
+    mode: CallMode,
+    ctx: CallContext,
+  ): Promise<DispatchOutcome>;
   tasks: TaskService;
 }
 
@@ -55,14 +62,19 @@ export function createDispatch(
   return {
     tasks,
     listTools(principal, workload) {
-      const allowed = (t: { name: string }) => !toolPolicy || toolPolicy.permits(principal, workload, t.name);
+      const allowed = (t: { name: string }) =>
+        !toolPolicy || toolPolicy.permits(principal, workload, t.name);
       const instant = catalogue.visibleTo(principal).filter(allowed).map(toolListing);
       const long = [...longTools.values()]
         .filter((t) => principal.scopes.includes(t.scope) && allowed(t))
         .map((t) => {
           // No outputSchema: called plainly, a long tool answers with a job handle, which
           // clients would validate against it and reject. The result shape is in the text.
-          const { outputSchema: _omit, ...listing } = toolListing({ ...t, outputSchema: undefined, run: async () => ({ content: [] }) });
+          const { outputSchema: _omit, ...listing } = toolListing({
+            ...t,
+            outputSchema: undefined,
+            run: async () => ({ content: [] }),
+          });
           return { ...listing, execution: { taskSupport: 'optional' } };
         });
       return { tools: [...instant, ...long] };
@@ -71,12 +83,26 @@ export function createDispatch(
       // Before any tool code or task row: a tool the policy refuses is, to the caller, unknown.
       const known = longTools.has(params.name) || catalogue.get(params.name) !== undefined;
       if (toolPolicy && known) {
-        const admitted = await toolPolicy.admit({ tool: params.name, long: longTools.has(params.name), principal: ctx.principal, workload: ctx.workload, correlationId: ctx.correlationId, wire: ctx.wire });
-        if (!admitted) return { kind: 'error', code: -32602, message: `Unknown tool: ${params.name}` };
+        const admitted = await toolPolicy.admit({
+          tool: params.name,
+          long: longTools.has(params.name),
+          principal: ctx.principal,
+          workload: ctx.workload,
+          correlationId: ctx.correlationId,
+          wire: ctx.wire,
+        });
+        if (!admitted)
+          return { kind: 'error', code: -32602, message: `Unknown tool: ${params.name}` };
       }
       const long = longTools.get(params.name);
       if (!long) {
-        const outcome = await catalogue.call(ctx.principal, params.name, params.arguments, ctx.correlationId, ctx.token);
+        const outcome = await catalogue.call(
+          ctx.principal,
+          params.name,
+          params.arguments,
+          ctx.correlationId,
+          ctx.token,
+        );
         if (outcome.ok) return { kind: 'result', result: outcome.result };
         // Scope is enforced at HTTP level first (403); a tool the caller cannot see is unknown.
         return { kind: 'error', code: -32602, message: `Unknown tool: ${params.name}` };
@@ -86,7 +112,11 @@ export function createDispatch(
       }
       const parsed = long.inputSchema.safeParse(params.arguments ?? {});
       if (!parsed.success) {
-        return invalid(parsed.error.issues.map((i) => `${i.path.join('.') || '(arguments)'}: ${i.message}`).join('; '));
+        return invalid(
+          parsed.error.issues
+            .map((i) => `${i.path.join('.') || '(arguments)'}: ${i.message}`)
+            .join('; '),
+        );
       }
       const started = await tasks.start({
         principal: ctx.principal,
@@ -103,7 +133,8 @@ export function createDispatch(
         if (mode.kind === 'plain') return { kind: 'result', result: toolErrorFor(started) };
         return { kind: 'error', ...rpcErrorFor(started) };
       }
-      if (mode.kind === 'plain') return { kind: 'result', result: jobHandle(started.task, started.created) };
+      if (mode.kind === 'plain')
+        return { kind: 'result', result: jobHandle(started.task, started.created) };
       return { kind: 'task', task: started.task };
     },
   };
@@ -139,7 +170,9 @@ export function toolErrorFor(error: TaskError): ToolResult {
     content: [{ type: 'text', text: error.message }],
     structuredContent: {
       error: error.code,
-      ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
+      ...(error.retryAfterSeconds !== undefined
+        ? { retryAfterSeconds: error.retryAfterSeconds }
+        : {}),
     },
   };
 }
@@ -155,7 +188,8 @@ export function callContextFrom(
   const workload = authInfo?.extra?.workload as Workload | undefined;
   const metaKey = meta?.[IDEMPOTENCY_META_KEY];
   const headerKey = authInfo?.extra?.idempotencyKey;
-  const key = typeof metaKey === 'string' ? metaKey : typeof headerKey === 'string' ? headerKey : undefined;
+  const key =
+    typeof metaKey === 'string' ? metaKey : typeof headerKey === 'string' ? headerKey : undefined;
   const deadline = meta?.[DEADLINE_META_KEY];
   return {
     principal,
@@ -164,7 +198,9 @@ export function callContextFrom(
     ...(typeof token === 'string' ? { token } : {}),
     ...(workload ? { workload } : {}),
     ...(key && key.length <= 200 ? { idempotencyKey: key } : {}),
-    ...(typeof deadline === 'number' && Number.isFinite(deadline) && deadline > 0 ? { deadlineMs: deadline } : {}),
+    ...(typeof deadline === 'number' && Number.isFinite(deadline) && deadline > 0
+      ? { deadlineMs: deadline }
+      : {}),
   };
 }
 

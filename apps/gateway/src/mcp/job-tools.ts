@@ -8,8 +8,13 @@ import { toolErrorFor } from './dispatch.ts';
  * read the same rows through the same service, so authorization is identical.
  */
 export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
-  const jobId = z.object({ jobId: z.string().min(1).max(200).describe('The jobId a long tool returned') }).strict();
-  const ctxOf = (c: { principal: any; correlationId: string; token?: string }) => ({ ...c, wire: 'job-tools' });
+  const jobId = z
+    .object({ jobId: z.string().min(1).max(200).describe('The jobId a long tool returned') })
+    .strict();
+  const ctxOf = (c: { principal: any; correlationId: string; token?: string }) => ({
+    ...c,
+    wire: 'job-tools',
+  });
   const err = (e: TaskError): ToolResult => toolErrorFor(e);
   const view = (t: TaskView, text: string): ToolResult => ({
     content: [{ type: 'text', text }],
@@ -27,10 +32,13 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
       const t = r.task;
       const progress = t.progress ? ` (${t.progress.current}/${t.progress.total})` : '';
       const next =
-        t.status === 'completed' ? ' Call get_job_result for the result.'
-        : t.status === 'working' ? ` Poll again in ${Math.ceil(t.pollIntervalMs / 1000)}s.`
-        : t.status === 'input_required' ? ' The job waits for you: call get_job_status again with a fresh token to resume.'
-        : '';
+        t.status === 'completed'
+          ? ' Call get_job_result for the result.'
+          : t.status === 'working'
+            ? ` Poll again in ${Math.ceil(t.pollIntervalMs / 1000)}s.`
+            : t.status === 'input_required'
+              ? ' The job waits for you: call get_job_status again with a fresh token to resume.'
+              : '';
       return view(t, `Job ${t.taskId} is ${t.status}${progress}: ${t.statusMessage ?? ''}.${next}`);
     },
   };
@@ -45,15 +53,30 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
       if (!r.ok) {
         if (r.code === 'result_not_ready') {
           const s = await tasks.get(jobId, ctxOf(c));
-          if (s.ok) return view(s.task, `Job ${jobId} is still ${s.task.status}; poll get_job_status and ask again later.`);
+          if (s.ok)
+            return view(
+              s.task,
+              `Job ${jobId} is still ${s.task.status}; poll get_job_status and ask again later.`,
+            );
         }
         return err(r);
       }
-      if (r.result) return { ...r.result.result, _meta: { 'io.modelcontextprotocol/related-task': { taskId: jobId } } } as ToolResult;
+      if (r.result)
+        return {
+          ...r.result.result,
+          _meta: { 'io.modelcontextprotocol/related-task': { taskId: jobId } },
+        } as ToolResult;
       return {
         isError: true,
-        content: [{ type: 'text', text: `Job ${jobId} ${r.task.status}: ${r.task.statusMessage ?? ''}` }],
-        structuredContent: { jobId, status: r.task.status, outcome: r.task.outcome, endedBy: r.task.endedBy },
+        content: [
+          { type: 'text', text: `Job ${jobId} ${r.task.status}: ${r.task.statusMessage ?? ''}` },
+        ],
+        structuredContent: {
+          jobId,
+          status: r.task.status,
+          outcome: r.task.outcome,
+          endedBy: r.task.endedBy,
+        },
       };
     },
   };
@@ -62,7 +85,9 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
     name: 'cancel_job',
     title: 'Cancel job',
     description: 'Cancels a running job and returns once the worker has stopped it.',
-    inputSchema: z.object({ jobId: z.string().min(1).max(200), reason: z.string().max(500).optional() }).strict(),
+    inputSchema: z
+      .object({ jobId: z.string().min(1).max(200), reason: z.string().max(500).optional() })
+      .strict(),
     async run(c, { jobId, reason }) {
       const r = await tasks.cancel(jobId, ctxOf(c), reason ? { reason } : {});
       if (!r.ok) return err(r);
@@ -80,7 +105,12 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
       if (!r.ok) return err(r);
       const jobs = r.tasks.map((t) => ({ ...t, jobId: t.taskId }));
       return {
-        content: [{ type: 'text', text: jobs.map((j) => `${j.jobId} ${j.tool} ${j.status}`).join('\n') || 'No jobs.' }],
+        content: [
+          {
+            type: 'text',
+            text: jobs.map((j) => `${j.jobId} ${j.tool} ${j.status}`).join('\n') || 'No jobs.',
+          },
+        ],
         structuredContent: { jobs, ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) },
       };
     },

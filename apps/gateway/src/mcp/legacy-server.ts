@@ -43,13 +43,23 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const ctx = callContextFrom(extra.authInfo, request.params._meta, WIRE);
     const task = request.params.task;
-    const mode = task ? ({ kind: 'core-task', ...(task.ttl ? { ttlMs: task.ttl } : {}) } as const) : ({ kind: 'plain' } as const);
-    const listed = dispatch.listTools(ctx.principal, ctx.workload).tools.find((t) => t.name === request.params.name);
+    const mode = task
+      ? ({ kind: 'core-task', ...(task.ttl ? { ttlMs: task.ttl } : {}) } as const)
+      : ({ kind: 'plain' } as const);
+    const listed = dispatch
+      .listTools(ctx.principal, ctx.workload)
+      .tools.find((t) => t.name === request.params.name);
     if (task && listed && !listed.execution) {
       // Spec: a tool that does not support tasks, asked to run as one.
-      throw new McpError(-32601, `Tool ${request.params.name} does not support task-augmented calls`);
+      throw new McpError(
+        -32601,
+        `Tool ${request.params.name} does not support task-augmented calls`,
+      );
     }
-    const outcome = await dispatch.callTool(request.params, mode, { ...ctx, wire: task ? WIRE : 'plain-2025' });
+    const outcome = await dispatch.callTool(request.params, mode, {
+      ...ctx,
+      wire: task ? WIRE : 'plain-2025',
+    });
     if (outcome.kind === 'error') throw new McpError(outcome.code, outcome.message, outcome.data);
     if (outcome.kind === 'task') return { task: coreTask(outcome.task) } as never;
     if (task && outcome.result.isError) {
@@ -62,29 +72,46 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
   });
 
   server.setRequestHandler(GetTaskRequestSchema, async (request, extra) => {
-    const r = await dispatch.tasks.get(request.params.taskId, callContextFrom(extra.authInfo, undefined, WIRE));
+    const r = await dispatch.tasks.get(
+      request.params.taskId,
+      callContextFrom(extra.authInfo, undefined, WIRE),
+    );
     if (!r.ok) return fail(r);
     return coreTask(r.row) as never;
   });
 
   server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {
     const taskId = request.params.taskId;
-    const r = await dispatch.tasks.awaitResult(taskId, callContextFrom(extra.authInfo, undefined, WIRE), options.resultWaitMs);
+    const r = await dispatch.tasks.awaitResult(
+      taskId,
+      callContextFrom(extra.authInfo, undefined, WIRE),
+      options.resultWaitMs,
+    );
     if (!r.ok) {
       if (r.code === 'result_not_ready') {
-        throw new McpError(-32603, `Task ${taskId} still running after ${options.resultWaitMs} ms; call tasks/result again`);
+        throw new McpError(
+          -32603,
+          `Task ${taskId} still running after ${options.resultWaitMs} ms; call tasks/result again`,
+        );
       }
       return fail(r);
     }
     if (r.result) {
       const stored = r.result.result;
-      return { ...stored, _meta: { ...((stored as { _meta?: object })._meta ?? {}), [RELATED_TASK]: { taskId } } } as never;
+      return {
+        ...stored,
+        _meta: { ...((stored as { _meta?: object })._meta ?? {}), [RELATED_TASK]: { taskId } },
+      } as never;
     }
-    throw new McpError(-32603, `Task ${r.task.status}: ${r.task.statusMessage ?? r.task.outcome ?? ''}`, {
-      status: r.task.status,
-      outcome: r.task.outcome,
-      [RELATED_TASK]: { taskId },
-    });
+    throw new McpError(
+      -32603,
+      `Task ${r.task.status}: ${r.task.statusMessage ?? r.task.outcome ?? ''}`,
+      {
+        status: r.task.status,
+        outcome: r.task.outcome,
+        [RELATED_TASK]: { taskId },
+      },
+    );
   });
 
   server.setRequestHandler(ListTasksRequestSchema, async (request, extra) => {
@@ -92,11 +119,17 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
       ...(request.params?.cursor ? { cursor: request.params.cursor } : {}),
     });
     if (!r.ok) return fail(r);
-    return { tasks: r.tasks.map(coreTaskFromView), ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}) } as never;
+    return {
+      tasks: r.tasks.map(coreTaskFromView),
+      ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}),
+    } as never;
   });
 
   server.setRequestHandler(CancelTaskRequestSchema, async (request, extra) => {
-    const r = await dispatch.tasks.cancel(request.params.taskId, callContextFrom(extra.authInfo, undefined, WIRE));
+    const r = await dispatch.tasks.cancel(
+      request.params.taskId,
+      callContextFrom(extra.authInfo, undefined, WIRE),
+    );
     if (!r.ok) return fail(r);
     return coreTaskFromView(r.task) as never;
   });

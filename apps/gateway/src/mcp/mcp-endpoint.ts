@@ -44,7 +44,12 @@ export function mcpEndpoint(dispatch: Dispatch, logger: Logger, options: { resul
       if (req.method !== 'POST') {
         // Stateless: no standalone SSE stream (GET) and no sessions to delete (DELETE).
         res.setHeader('Allow', 'POST');
-        sendRpcError(res, 405, RPC.invalidRequest, 'Method not allowed: this endpoint is stateless; use POST');
+        sendRpcError(
+          res,
+          405,
+          RPC.invalidRequest,
+          'Method not allowed: this endpoint is stateless; use POST',
+        );
         return;
       }
       const probe = await toWebRequest(req as never, req.body);

@@ -1,4 +1,8 @@
-import { MissingRequiredClientCapabilityError, ProtocolError, Server } from '@modelcontextprotocol/server';
+import {
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
+  Server,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { TaskError, TaskView } from '@mtg/tasks';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
@@ -26,7 +30,8 @@ export function createModernServer(dispatch: Dispatch): Server {
   });
   // The envelope keeps the reserved key names: io.modelcontextprotocol/clientCapabilities.
   const optedIn = (ctx: Ctx) => {
-    const caps = ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES] as { extensions?: Record<string, unknown> } | undefined;
+    const caps = ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES] as
+      { extensions?: Record<string, unknown> } | undefined;
     return caps?.extensions?.[TASKS_EXTENSION] !== undefined;
   };
   const requireExtension = (ctx: Ctx) => {
@@ -51,8 +56,12 @@ export function createModernServer(dispatch: Dispatch): Server {
     const c = ctx as unknown as Ctx;
     const call = callContextFrom(c.http?.authInfo, c.mcpReq._meta, WIRE);
     const mode = optedIn(c) ? ({ kind: 'ext-task' } as const) : ({ kind: 'plain' } as const);
-    const outcome = await dispatch.callTool(request.params, mode, { ...call, wire: optedIn(c) ? WIRE : 'plain-2026' });
-    if (outcome.kind === 'error') throw new ProtocolError(outcome.code, outcome.message, outcome.data);
+    const outcome = await dispatch.callTool(request.params, mode, {
+      ...call,
+      wire: optedIn(c) ? WIRE : 'plain-2026',
+    });
+    if (outcome.kind === 'error')
+      throw new ProtocolError(outcome.code, outcome.message, outcome.data);
     if (outcome.kind === 'task') {
       // Only now, with the row committed, does the client learn the task exists.
       const t = outcome.task;
@@ -84,7 +93,10 @@ export function createModernServer(dispatch: Dispatch): Server {
   server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params, ctx) => {
     const c = ctx as unknown as Ctx;
     requireExtension(c);
-    const r = await dispatch.tasks.get(params.taskId, callContextFrom(c.http?.authInfo, undefined, WIRE));
+    const r = await dispatch.tasks.get(
+      params.taskId,
+      callContextFrom(c.http?.authInfo, undefined, WIRE),
+    );
     if (!r.ok) return fail(r);
     // Accepted per spec. No tool of this gateway asks for input yet, so responses for a
     // task that is not input_required change nothing (checkpoint mode uses this later).
@@ -94,7 +106,10 @@ export function createModernServer(dispatch: Dispatch): Server {
   server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params, ctx) => {
     const c = ctx as unknown as Ctx;
     requireExtension(c);
-    const r = await dispatch.tasks.cancel(params.taskId, callContextFrom(c.http?.authInfo, undefined, WIRE));
+    const r = await dispatch.tasks.cancel(
+      params.taskId,
+      callContextFrom(c.http?.authInfo, undefined, WIRE),
+    );
     if (!r.ok && r.code !== 'task_terminal') return fail(r);
     return { resultType: 'complete' } as never;
   });
@@ -103,7 +118,11 @@ export function createModernServer(dispatch: Dispatch): Server {
 }
 
 /** A 2026 `tasks/get` answer: the task, with the final result or error inlined. */
-async function detailedTask(dispatch: Dispatch, task: TaskView, call: ReturnType<typeof callContextFrom>) {
+async function detailedTask(
+  dispatch: Dispatch,
+  task: TaskView,
+  call: ReturnType<typeof callContextFrom>,
+) {
   const base = {
     resultType: 'complete',
     taskId: task.taskId,
@@ -116,11 +135,23 @@ async function detailedTask(dispatch: Dispatch, task: TaskView, call: ReturnType
   };
   if (task.status === 'completed') {
     const r = await dispatch.tasks.result(task.taskId, call);
-    if (r.ok && r.result) return { ...base, result: { resultType: 'complete', ...r.result.result } };
-    return { ...base, status: 'failed', error: { code: -32603, message: 'The result is no longer stored' } };
+    if (r.ok && r.result)
+      return { ...base, result: { resultType: 'complete', ...r.result.result } };
+    return {
+      ...base,
+      status: 'failed',
+      error: { code: -32603, message: 'The result is no longer stored' },
+    };
   }
   if (task.status === 'failed') {
-    return { ...base, error: { code: -32603, message: task.statusMessage ?? 'Task failed', data: { outcome: task.outcome } } };
+    return {
+      ...base,
+      error: {
+        code: -32603,
+        message: task.statusMessage ?? 'Task failed',
+        data: { outcome: task.outcome },
+      },
+    };
   }
   if (task.status === 'input_required') return { ...base, inputRequests: {} };
   return base;

@@ -6,9 +6,15 @@ export const BATCH_SIZE = 500;
 
 const input = z
   .object({
-    collection: z.string().min(1).max(100).regex(/^[\w.-]+$/, 'letters, digits, dot, dash, underscore'),
+    collection: z
+      .string()
+      .min(1)
+      .max(100)
+      .regex(/^[\w.-]+$/, 'letters, digits, dot, dash, underscore'),
     count: z.number().int().min(1).max(100_000),
-    patch: z.record(z.string(), z.unknown()).refine((p) => Object.keys(p).length > 0, 'patch must not be empty'),
+    patch: z
+      .record(z.string(), z.unknown())
+      .refine((p) => Object.keys(p).length > 0, 'patch must not be empty'),
   })
   .strict();
 type Input = z.infer<typeof input>;
@@ -26,7 +32,11 @@ export const bulkUpdateRecords: LongToolDefinition<Input> = {
   scope: 'records:write',
   limits: DEMO_LIMITS,
   // Patch values may be sensitive: audit and listings see only which fields change.
-  summarize: (a) => ({ collection: a.collection, count: a.count, patchFields: Object.keys(a.patch).slice(0, 50) }),
+  summarize: (a) => ({
+    collection: a.collection,
+    count: a.count,
+    patchFields: Object.keys(a.patch).slice(0, 50),
+  }),
   async execute(ctx, args) {
     const batches = Math.ceil(args.count / BATCH_SIZE);
     let updated = 0;
@@ -43,7 +53,11 @@ export const bulkUpdateRecords: LongToolDefinition<Input> = {
         return { from, to };
       });
       updated += r.to - r.from;
-      await ctx.progress(i + 1, batches, `batch ${i + 1} of ${batches} written (${updated} records)`);
+      await ctx.progress(
+        i + 1,
+        batches,
+        `batch ${i + 1} of ${batches} written (${updated} records)`,
+      );
     }
     return { collection: args.collection, updated, batches };
   },

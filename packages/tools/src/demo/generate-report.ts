@@ -5,8 +5,18 @@ import { DEMO_LIMITS } from './limits.ts';
 
 const input = z
   .object({
-    report: z.string().min(1).max(100).regex(/^[\w.-]+$/, 'letters, digits, dot, dash, underscore'),
-    rows: z.number().int().min(1).max(1_000_000).optional().describe('Rows to include (default 1000)'),
+    report: z
+      .string()
+      .min(1)
+      .max(100)
+      .regex(/^[\w.-]+$/, 'letters, digits, dot, dash, underscore'),
+    rows: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .optional()
+      .describe('Rows to include (default 1000)'),
   })
   .strict();
 type Input = z.infer<typeof input>;
@@ -31,18 +41,29 @@ export const generateReport: LongToolDefinition<Input> = {
     const rows = args.rows ?? 1000;
     const source = await ctx.step('read-source', async (signal) => {
       await ctx.sleep(ctx.stepMs);
-      return ctx.downstream.read(`/api/reports/source?report=${encodeURIComponent(args.report)}&rows=${rows}`, { signal });
+      return ctx.downstream.read(
+        `/api/reports/source?report=${encodeURIComponent(args.report)}&rows=${rows}`,
+        { signal },
+      );
     });
     await ctx.progress(1, CHUNKS + 1, 'source read');
     const hash = createHash('sha256').update(JSON.stringify(source));
     for (let i = 0; i < CHUNKS; i++) {
       const part = await ctx.step(`compute:${i}`, async () => {
         await ctx.sleep(ctx.stepMs);
-        return createHash('sha256').update(`${args.report}:${rows}:${i}`).digest('hex').slice(0, 16);
+        return createHash('sha256')
+          .update(`${args.report}:${rows}:${i}`)
+          .digest('hex')
+          .slice(0, 16);
       });
       hash.update(part);
       await ctx.progress(i + 2, CHUNKS + 1, `computed part ${i + 1} of ${CHUNKS}`);
     }
-    return { report: args.report, rows, checksum: hash.digest('hex'), generatedFrom: String(source.source ?? args.report) };
+    return {
+      report: args.report,
+      rows,
+      checksum: hash.digest('hex'),
+      generatedFrom: String(source.source ?? args.report),
+    };
   },
 };

@@ -9,7 +9,9 @@ export { bulkUpdateRecords, generateReport, provisionTestEnvironment };
 /** The demo long tools, by name, with per-tool limit overrides (TOOL_LIMITS). */
 export function demoTools(overrides: ToolLimitsOverrides = {}): Map<string, LongToolDefinition> {
   for (const name of Object.keys(overrides)) {
-    if (![provisionTestEnvironment, generateReport, bulkUpdateRecords].some((t) => t.name === name)) {
+    if (
+      ![provisionTestEnvironment, generateReport, bulkUpdateRecords].some((t) => t.name === name)
+    ) {
       throw new Error(`TOOL_LIMITS names an unknown tool: ${name}`);
     }
   }

@@ -37,7 +37,11 @@ export const provisionTestEnvironment: LongToolDefinition<Input> = {
   }),
   scope: 'env:provision',
   limits: DEMO_LIMITS,
-  summarize: (a) => ({ branch: a.branch, services: a.services.slice(0, 20), serviceCount: a.services.length }),
+  summarize: (a) => ({
+    branch: a.branch,
+    services: a.services.slice(0, 20),
+    serviceCount: a.services.length,
+  }),
   async execute(ctx, args) {
     const namespace = `env-${ctx.taskId}`;
     const key = (step: string) => `${ctx.taskId}:${step}`;
@@ -47,7 +51,11 @@ export const provisionTestEnvironment: LongToolDefinition<Input> = {
 
     await ctx.step('create-namespace', async (signal) => {
       await ctx.sleep(ctx.stepMs);
-      await ctx.downstream.write('/api/namespaces', { namespace }, { idempotencyKey: key('create-namespace'), signal });
+      await ctx.downstream.write(
+        '/api/namespaces',
+        { namespace },
+        { idempotencyKey: key('create-namespace'), signal },
+      );
       return { namespace };
     });
     await tick(`namespace ${namespace} created`);
