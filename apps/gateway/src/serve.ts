@@ -20,7 +20,25 @@ export async function serveUntilSignalled(
     tls?: https.ServerOptions;
   },
 ): Promise<void> {
-  const server = createGatewayServer(app, options.tls);
+  let stopping = false;
+  // While draining, a request that arrives on an already open keep-alive connection is a
+  // new request: refuse it (503, Connection: close) so the client goes to another replica,
+  // while the requests already in flight finish.
+  const gate = ((req: Parameters<Express>[0], res: Parameters<Express>[1]) => {
+    if (!stopping) return app(req, res);
+    res.writeHead(503, {
+      'content-type': 'application/json',
+      connection: 'close',
+      'retry-after': '1',
+    });
+    res.end(
+      JSON.stringify({
+        error: 'unavailable',
+        error_description: 'this gateway replica is shutting down; retry',
+      }),
+    );
+  }) as unknown as Express;
+  const server = createGatewayServer(gate, options.tls);
   // Slow clients must not hold sockets forever.
   server.headersTimeout = 15_000;
   server.requestTimeout = 60_000;
@@ -31,15 +49,17 @@ export async function serveUntilSignalled(
   options.logger.info('listening', { url: options.ready.url });
   process.send?.({ type: 'ready', ...options.ready });
 
-  let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     options.logger.info('stopping', { signal });
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
+    // Connections go idle as their in-flight request completes: close them as they do.
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
     const drain = setTimeout(() => server.closeAllConnections(), options.drainMs ?? 10_000);
     await closed;
+    clearInterval(sweep);
     clearTimeout(drain);
     await options.onClose();
     options.logger.info('stopped');

@@ -22,7 +22,12 @@ export function createPool(options: PoolOptions): Pool {
     // The role is a startup parameter, so every session is under it before its first query.
     ...(options.role ? { options: `-c role=${options.role}` } : {}),
   });
-  // An idle client losing its connection (database restart) must not crash the process.
+  // A client losing its connection (database restart) must not crash the process: the
+  // pool's listener covers idle clients only, so give every client its own. The query in
+  // flight still rejects, and callers retry.
   pool.on('error', () => {});
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   return pool;
 }

@@ -53,7 +53,25 @@ export async function runTask(
   taskId: string,
   stop: AbortSignal,
 ): Promise<RunResult> {
-  const claim = await claimLease(deps.pool, taskId, deps.workerId, deps.leaseMs);
+  // The claim and its audit event commit together: a worker killed in between leaves
+  // neither, so every lease a task ever had is in the trail.
+  const claim = await withTransaction(deps.pool, async (c) => {
+    const claimed = await claimLease(c, taskId, deps.workerId, deps.leaseMs);
+    if (claimed.kind === 'claimed') {
+      await appendAudit(c, {
+        type: claimed.firstStart ? 'task.started' : 'task.lease_taken',
+        taskId,
+        tenant: claimed.task.tenant,
+        subject: claimed.task.subject,
+        client: claimed.task.client,
+        tool: claimed.task.tool,
+        correlationId: claimed.task.correlation_id,
+        actor: { subject: deps.workerId, kind: 'worker' },
+        data: { worker: deps.workerId, epoch: claimed.lease.epoch, attempt: claimed.task.attempts },
+      });
+    }
+    return claimed;
+  });
   if (claim.kind !== 'claimed') return claim.kind;
   const { lease, task } = claim;
   const tool = deps.tools.get(task.tool);
@@ -66,12 +84,6 @@ export async function runTask(
     tool: task.tool,
     correlationId: task.correlation_id,
   };
-  await appendAudit(deps.pool, {
-    type: claim.firstStart ? 'task.started' : 'task.lease_taken',
-    ...auditBase,
-    actor: { subject: deps.workerId, kind: 'worker' },
-    data: { worker: deps.workerId, epoch: lease.epoch, attempt: task.attempts },
-  });
 
   const run = new AbortController();
   const onStop = () => run.abort(stop.reason ?? new StopRun('shutdown'));
@@ -79,10 +91,13 @@ export async function runTask(
   if (stop.aborted) onStop();
   const inflight = new Set<Promise<unknown>>();
   let lastBoundary: Boundary | undefined;
-  const check = async (): Promise<void> => {
+  // atStepBoundary: a graceful shutdown (drain) stops the run only between steps, so the
+  // step in flight finishes and is journaled; every other stop reason applies anywhere.
+  const check = async (atStepBoundary = false): Promise<void> => {
     const b = await renewAndCheck(deps.pool, taskId, lease, deps.leaseMs);
     lastBoundary = b;
-    const reason = boundaryStop(b) ?? (deps.drain?.aborted ? 'shutdown' : undefined);
+    const reason =
+      boundaryStop(b) ?? (atStepBoundary && deps.drain?.aborted ? 'shutdown' : undefined);
     if (reason) run.abort(new StopRun(reason));
     if (run.signal.aborted) throw toStop(run.signal.reason);
   };
@@ -159,7 +174,7 @@ export async function runTask(
       step(name, fn) {
         if (journal.has(name)) return Promise.resolve(journal.get(name) as never);
         const p = (async () => {
-          await check();
+          await check(true);
           if (task.needs_live_user && !(await takeStageGrant(deps.pool, taskId, lease))) {
             throw new StopRun('paused');
           }
