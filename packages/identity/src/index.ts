@@ -63,3 +63,4 @@ export {
   type ExchangeOutcome,
   type TokenExchanger,
 } from './exchange-token.ts';
+export { acceptableAlgorithms, screenCompactJws } from './screen-compact-jws.ts';

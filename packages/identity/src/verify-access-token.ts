@@ -1,5 +1,4 @@
 import {
-  decodeProtectedHeader,
   errors,
   jwtVerify,
   type JWTPayload,
@@ -11,6 +10,8 @@ import { KeysUnavailableError, type KeySource } from './create-key-source.ts';
 import type { Actor, Principal } from './principal.ts';
 
 /** Why a token was refused. Stable: audited, and mapped to HTTP in one place by the caller. */
+import { acceptableAlgorithms, screenCompactJws } from './screen-compact-jws.ts';
+
 const UNSTORABLE_TEXT =
   /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -63,11 +64,6 @@ export const DEFAULT_ALGORITHMS: readonly string[] = Object.freeze([
 // Far above any real access token (Entra's large ones are a few KB), low enough that a
 // hostile header costs nothing to refuse.
 const MAX_TOKEN_LENGTH = 16 * 1024;
-const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
-
-// A resource server verifies with public keys only. A symmetric alg would let anyone holding
-// the public key (everyone) sign tokens if a key resolver ever handed it over as a secret.
-const neverAllowed = (alg: string) => alg === 'none' || /^HS/i.test(alg);
 
 type Failure = { ok: false; code: TokenErrorCode; description: string };
 const fail = (code: TokenErrorCode, description: string): Failure => ({
@@ -87,18 +83,14 @@ export async function verifyAccessToken(
 ): Promise<VerifyAccessTokenResult> {
   const now = options.now ?? Date.now;
   const tolerance = options.clockToleranceSec ?? 30;
-  const algorithms = (options.algorithms ?? DEFAULT_ALGORITHMS).filter((a) => !neverAllowed(a));
+  const algorithms = acceptableAlgorithms(options.algorithms ?? DEFAULT_ALGORITHMS);
 
-  if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) {
-    return fail('malformed', 'the access token is not a compact JWS');
-  }
-  let alg: unknown;
-  try {
-    alg = decodeProtectedHeader(token).alg;
-  } catch {
-    return fail('malformed', 'the access token header is not valid JSON');
-  }
-  if (typeof alg !== 'string' || !algorithms.includes(alg)) {
+  const screened = screenCompactJws(token, { maxLength: MAX_TOKEN_LENGTH, algorithms });
+  if (!screened.ok) {
+    if (screened.problem === 'shape')
+      return fail('malformed', 'the access token is not a compact JWS');
+    if (screened.problem === 'header')
+      return fail('malformed', 'the access token header is not valid JSON');
     return fail('alg_not_allowed', 'the token signing algorithm is not allowed');
   }
 
