@@ -71,15 +71,13 @@ async function changesSince(before: Snapshot) {
 const idsIn = (reply: RawReply) => reply.body.match(/[0-9a-f]{32}/g) ?? [];
 
 /**
- * Product bugs this harness found and reported that still stand (see the KNOWN BUG test at the
- * end). Replies matching them are counted, not failed, so the rest of the fuzzing still guards
- * against anything new; the `test.failing` below starts failing once the bug is fixed. (NUL and
- * lone surrogates reaching PostgreSQL were the other class found here; fixed, they are now
- * plain tests and fail the fuzzing again if they come back.)
+ * Product bugs this harness found and reported that still stand, each with a `test.failing`
+ * at the end stating the correct behaviour (none at present). Replies matching them are
+ * counted, not failed, so the rest of the fuzzing still guards against anything new. (NUL and
+ * lone surrogates reaching PostgreSQL, and schema failures on the legacy wire answered -32603,
+ * were found here; fixed, they are now plain tests and fail the fuzzing again if they come back.)
  */
-const KNOWN_BUGS = [
-  { id: 'legacy-schema-as-internal-error', signature: /"code":-32603,"message":"\[\\n/ },
-] as const;
+const KNOWN_BUGS: ReadonlyArray<{ id: string; signature: RegExp }> = [];
 const knownSeen: Record<string, number> = {};
 
 interface Failure {
@@ -475,16 +473,32 @@ test('a token signed by the trusted IdP whose client_id contains U+0000 is refus
   expect(rpcError(reply)?.code ?? 0).not.toBe(-32603);
 });
 
-test.failing(
-  'KNOWN BUG (legacy wire, SDK v1): params that fail the request schema are answered -32603 with a zod issue dump instead of -32602',
-  async () => {
-    for (const params of [
-      { arguments: {} },
-      { name: 5 },
-      { name: 'bulk_update_records', arguments: 'x' },
-    ]) {
-      const reply = await sendRaw(stack.gatewayUrl, legacy(env.goodToken, 'tools/call', params));
-      expect(rpcError(reply)?.code).toBe(-32602);
-    }
-  },
-);
+test('params that fail the SDK request schema on the legacy wire (v1 SDK) are invalid params (-32602) with a one-line reason, not an internal error with a zod dump', async () => {
+  for (const [method, params, reason] of [
+    ['tools/call', { arguments: {} }, /^Invalid params for tools\/call: name: .*expected string/],
+    ['tools/call', { name: 123 }, /^Invalid params for tools\/call: name: .*received number/],
+    ['tools/call', { name: 'bulk_update_records', arguments: 'x' }, /arguments: .*expected record/],
+    ['tasks/get', {}, /^Invalid params for tasks\/get: taskId: .*expected string/],
+    ['tasks/result', { taskId: 5 }, /^Invalid params for tasks\/result: taskId: /],
+    ['tasks/cancel', {}, /^Invalid params for tasks\/cancel: taskId: /],
+    ['tasks/list', { cursor: 5 }, /^Invalid params for tasks\/list: cursor: /],
+    ['initialize', { protocolVersion: 5 }, /^Invalid params for initialize: protocolVersion: /],
+  ] as const) {
+    const reply = await sendRaw(stack.gatewayUrl, legacy(env.goodToken, method, params));
+    expect(reply.status).toBe(200);
+    const error = rpcError(reply);
+    expect(error?.code).toBe(-32602);
+    expect(error?.message).toMatch(reason);
+    expect(error?.message).not.toMatch(/[\n[{]/); // no zod issue dump
+    expect(error?.message.length).toBeLessThan(300);
+  }
+});
+
+test('a legacy request with valid params still reaches its handler after the params check', async () => {
+  const reply = await sendRaw(
+    stack.gatewayUrl,
+    legacy(env.goodToken, 'tasks/get', { taskId: env.taskId }),
+  );
+  expect(rpcError(reply)).toBeUndefined();
+  expect(JSON.parse(reply.body).result.taskId).toBe(env.taskId);
+});

@@ -1,20 +1,44 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   CancelTaskRequestSchema,
   GetTaskPayloadRequestSchema,
   GetTaskRequestSchema,
+  InitializeRequestSchema,
   ListTasksRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  PingRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskError, TaskRow, TaskView } from '@mtg/tasks';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
+import { refuseInvalidParams } from './refuse-invalid-params.ts';
 import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const WIRE = 'core-2025';
+
+/** Every request this server answers: the SDK's own (initialize, ping) and ours below. */
+const SERVED_REQUESTS = [
+  InitializeRequestSchema,
+  PingRequestSchema,
+  ListToolsRequestSchema,
+  CallToolRequestSchema,
+  GetTaskRequestSchema,
+  GetTaskPayloadRequestSchema,
+  ListTasksRequestSchema,
+  CancelTaskRequestSchema,
+];
+
+/** Answers params that fail their request schema with -32602, not the SDK's -32603. */
+class LegacyServer extends Server {
+  override async connect(transport: Transport): Promise<void> {
+    await super.connect(transport);
+    refuseInvalidParams(transport, SERVED_REQUESTS);
+  }
+}
 
 /**
  * A fresh v1-SDK server for one 2025-era request (2025-11-25, 2025-06-18, 2025-03-26),
@@ -23,7 +47,7 @@ const WIRE = 'core-2025';
  * handlers call the task service, which authorizes every verb.
  */
 export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: number }): Server {
-  const server = new Server(SERVER_INFO, {
+  const server = new LegacyServer(SERVER_INFO, {
     capabilities: {
       tools: {},
       tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
