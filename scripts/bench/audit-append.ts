@@ -1,51 +1,76 @@
-// Audit appends under concurrent writers, in a process of its own: `writers` connections
-// (as the worker role, as the product appends) each calling SELECT audit.append(...) in a
-// loop for `durationS`. argv: url writers durationS [nosync]. Prints JSON.
+// Audit appends under concurrent writers, in a process of its own, as the worker role (as the
+// product appends). argv: url writers durationS mode. Prints JSON.
+//   sql:    `writers` connections, each calling SELECT audit.append(...) in a loop (one event
+//           per commit);
+//   nosync: the same with synchronous_commit=off (a diagnostic: how much of the cost is
+//           waiting for each commit's WAL flush; never a setting for the real trail);
+//   pool:   `writers` concurrent writers calling appendAudit() on one pool, which is how the
+//           gateway and workers append outside a transaction (group commit).
 import pg from 'pg';
-import { canonicalJson } from '@mtg/audit';
+import { appendAudit, canonicalJson, type AuditEvent } from '@mtg/audit';
+import { createPool } from '@mtg/db';
 
-// argv[5] "nosync": synchronous_commit=off for these sessions (a diagnostic: shows how much of
-// the cost is waiting for the WAL flush of each commit).
-const [url, writersArg, durationArg, mode] = process.argv.slice(2);
+const [url, writersArg, durationArg, mode = 'sql'] = process.argv.slice(2);
 const writers = Number(writersArg);
+
+// A body the size of a real task.step_completed event.
+function event(w: number, i: number): AuditEvent {
+  return {
+    type: 'task.step_completed',
+    taskId: 'f'.repeat(32),
+    tenant: `bench-${w}`,
+    subject: 'bench',
+    client: 'mcp-agent',
+    tool: 'bulk_update_records',
+    correlationId: `bench-${process.pid}-${w}-${i}`,
+    data: { step: `batch:${i}`, durationMs: 200, worker: `bench-${w}` },
+  };
+}
+
+type Append = (e: AuditEvent) => Promise<unknown>;
+let appenders: Append[];
+let close: () => Promise<void>;
+if (mode === 'pool') {
+  const pool = createPool({ connectionString: url!, role: 'mtg_worker', max: 4 });
+  appenders = Array.from({ length: writers }, () => (e: AuditEvent) => appendAudit(pool, e));
+  close = () => pool.end();
+} else {
+  const clients = await Promise.all(
+    Array.from({ length: writers }, async () => {
+      const c = new pg.Client({
+        connectionString: url,
+        options: `-c role=mtg_worker${mode === 'nosync' ? ' -c synchronous_commit=off' : ''}`,
+        application_name: 'bench-audit',
+      });
+      await c.connect();
+      return c;
+    }),
+  );
+  appenders = clients.map(
+    (c) =>
+      ({ type, ...body }: AuditEvent) =>
+        c.query('SELECT audit.append($1, $2)', [type, canonicalJson(body)]),
+  );
+  close = async () => void (await Promise.all(clients.map((c) => c.end())));
+}
+
 const until = performance.now() + Number(durationArg) * 1000;
-const clients = await Promise.all(
-  Array.from({ length: writers }, async () => {
-    const c = new pg.Client({
-      connectionString: url,
-      options: `-c role=mtg_worker${mode === 'nosync' ? ' -c synchronous_commit=off' : ''}`,
-      application_name: 'bench-audit',
-    });
-    await c.connect();
-    return c;
-  }),
-);
 let appended = 0;
 const latencies: number[] = [];
 const started = performance.now();
 await Promise.all(
-  clients.map(async (c, w) => {
+  appenders.map(async (append, w) => {
     let i = 0;
     while (performance.now() < until) {
-      // A body the size of a real task.step_completed event.
-      const body = canonicalJson({
-        taskId: 'f'.repeat(32),
-        tenant: `bench-${w}`,
-        subject: 'bench',
-        client: 'mcp-agent',
-        tool: 'bulk_update_records',
-        correlationId: `bench-${w}-${i}`,
-        data: { step: `batch:${i++}`, durationMs: 200, worker: `bench-${w}` },
-      });
       const t = performance.now();
-      await c.query('SELECT audit.append($1, $2)', ['task.step_completed', body]);
+      await append(event(w, i++));
       latencies.push(performance.now() - t);
       appended++;
     }
   }),
 );
 const elapsedS = (performance.now() - started) / 1000;
-await Promise.all(clients.map((c) => c.end()));
+await close();
 latencies.sort((a, b) => a - b);
 const pct = (p: number) =>
   latencies[Math.max(0, Math.ceil((p / 100) * latencies.length) - 1)] ?? NaN;

@@ -24,6 +24,7 @@ function report(line: string) {
 test.each([
   ['each in its own transaction (BEGIN, append, COMMIT)', 'tx'],
   ['as single statements', 'auto'],
+  ['on one pool per process (group commit)', 'pool'],
 ])(
   '4 writer processes with 2 connections each (8 at once), appending %s, produce one gapless, valid chain',
   async (how, mode) => {

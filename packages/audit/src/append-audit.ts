@@ -1,5 +1,6 @@
 import type { Queryable } from '@mtg/db';
 import { canonicalJson } from './canonical-json.ts';
+import { createGroupCommit } from './group-commit.ts';
 
 export type AuditEventType =
   | 'task.created'
@@ -43,16 +44,35 @@ export interface AuditEvent {
   data?: Record<string, unknown>;
 }
 
+const groups = new WeakMap<object, (type: string, body: string) => Promise<number>>();
+
+/** A pool (each query its own autocommit transaction), not one client's session. */
+function isPool(db: Queryable): boolean {
+  return 'totalCount' in db && 'idleCount' in db;
+}
+
 /**
- * Appends an event in the caller's transaction. Call it as the LAST statement of the
- * transaction: audit.append() holds the chain lock until commit, and taking it last keeps
- * that hold short and the lock order acyclic.
+ * Appends an event and resolves with its sequence number once it is committed.
+ *
+ * On a client inside the caller's transaction, the event commits (or rolls back) with that
+ * transaction. Call it as the LAST statement there: audit.append() holds the chain lock until
+ * commit, and taking it last keeps that hold short and the lock order acyclic.
+ *
+ * On a pool, the event is its own transaction, and events appended on the same pool while
+ * another commits share the next commit (group commit, ./group-commit.ts): the promise still
+ * settles only after the event is durable.
  */
 export async function appendAudit(db: Queryable, event: AuditEvent): Promise<number> {
   const { type, ...body } = event;
-  const result = await db.query<{ seq: number }>('SELECT audit.append($1, $2) AS seq', [
+  const text = canonicalJson(body);
+  if (isPool(db)) {
+    let group = groups.get(db);
+    if (!group) groups.set(db, (group = createGroupCommit(db)));
+    return group(type, text);
+  }
+  const result = await db.query<{ seq: string }>('SELECT audit.append($1, $2) AS seq', [
     type,
-    canonicalJson(body),
+    text,
   ]);
-  return result.rows[0]!.seq;
+  return Number(result.rows[0]!.seq);
 }

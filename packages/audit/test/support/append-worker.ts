@@ -1,10 +1,12 @@
 // A separate writer process for the concurrency test:
-//   node append-worker.ts <database url> <connections> <events per connection> <start at (epoch ms)> <tx|auto>
+//   node append-worker.ts <database url> <connections> <events per connection> <start at (epoch ms)> <tx|auto|pool>
 // Opens its connections as mtg_gateway, waits for the common start time, then each connection
 // appends its events: `tx` in a transaction each (BEGIN, audit.append, COMMIT: the services'
-// withTransaction), `auto` as single statements (the services' pool.query appends).
+// withTransaction), `auto` as single statements on its own connection, `pool` as that many
+// concurrent writers appending on one pool (the services' pool appends: group commit).
 // Prints {"events": n, "ms": elapsed} on stdout.
 import pg from 'pg';
+import { createPool } from '../../../db/src/index.ts';
 import { appendAudit } from '../../src/index.ts';
 import { sampleEvent } from './events.ts';
 
@@ -16,17 +18,22 @@ const clients = await Promise.all(
     return c;
   }),
 );
+const pool =
+  mode === 'pool'
+    ? createPool({ connectionString: url!, role: 'mtg_gateway', max: Number(connections) })
+    : undefined;
 await new Promise((r) => setTimeout(r, Math.max(0, Number(startAt) - Date.now())));
 const started = performance.now();
 await Promise.all(
   clients.map(async (c, k) => {
     for (let i = 0; i < Number(perConnection); i++) {
       if (mode === 'tx') await c.query('BEGIN');
-      await appendAudit(c, sampleEvent(k * 1000 + i, `tenant-${process.pid}`));
+      await appendAudit(pool ?? c, sampleEvent(k * 1000 + i, `tenant-${process.pid}`));
       if (mode === 'tx') await c.query('COMMIT');
     }
   }),
 );
 const ms = performance.now() - started;
 await Promise.all(clients.map((c) => c.end()));
+await pool?.end();
 process.stdout.write(JSON.stringify({ events: clients.length * Number(perConnection), ms }) + '\n');
