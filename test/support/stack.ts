@@ -6,7 +6,7 @@ import path from 'node:path';
 import express from 'express';
 import { createRemoteJWKSet } from 'jose';
 import { createPool, ROLES } from '../../packages/db/src/index.ts';
-import { createLogger } from '../../packages/log/src/index.ts';
+import { createLogger, type Logger } from '../../packages/log/src/index.ts';
 import { installQueue } from '../../packages/tasks/src/index.ts';
 import { parseConfig } from '../../packages/config/src/index.ts';
 import { startIdp, DEV_USER_GRANT } from '../../apps/idp/src/index.ts';
@@ -108,9 +108,14 @@ async function closeServer(server: http.Server): Promise<void> {
  * collapsed; every hop is real HTTP and real PostgreSQL.
  */
 export async function startStack(
-  options: { workers?: number; env?: Record<string, string> } = {},
+  options: {
+    workers?: number;
+    env?: Record<string, string>;
+    /** What every process of the stack logs to (default: silent unless TEST_LOGS is set). */
+    logger?: Logger;
+  } = {},
 ): Promise<Stack> {
-  const logger = createLogger('test', { silent: !process.env.TEST_LOGS });
+  const logger = options.logger ?? createLogger('test', { silent: !process.env.TEST_LOGS });
   const db = await createTestDatabase();
   await installQueue(db.url, [ROLES.gateway, ROLES.worker]);
   const secrets = generateDevSecrets();

@@ -4,7 +4,7 @@ import { appendAudit } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import type { VerifyOptions } from '@mtg/identity';
 import { metadataUrlsFor } from '@mtg/identity';
-import type { Logger } from '@mtg/log';
+import { clipEveryField, clipInput, type Logger } from '@mtg/log';
 import type { Policy } from '@mtg/policy';
 import type { TaskService } from '@mtg/tasks';
 import type { Catalogue, LongToolDefinition } from '@mtg/tools';
@@ -160,7 +160,8 @@ export function createApp(deps: GatewayDeps): express.Express {
         deps.tasks,
         deps.policy && createToolPolicy(deps.policy, deps.pool),
       ),
-      deps.logger,
+      // The SDKs' error messages quote the request's headers and body.
+      clipEveryField(deps.logger),
       {
         resultWaitMs: deps.resultWaitMs,
       },
@@ -174,7 +175,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     deps.logger.error('unhandled', {
       correlationId: res.locals.correlationId,
-      error: error instanceof Error ? error.message : String(error),
+      error: clipInput(error instanceof Error ? error.message : String(error)),
     });
     if (!res.headersSent) sendRpcError(res, 500, RPC.internalError, 'Internal error');
   });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import type { Logger } from '@mtg/log';
+import { clipInput, type Logger } from '@mtg/log';
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
@@ -22,10 +22,10 @@ export function correlateAndLog(logger: Logger) {
       logger.info('request', {
         correlationId: id,
         method: req.method,
-        path: req.path,
+        path: clipInput(req.path),
         status: res.statusCode,
         ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        rpc: body && typeof body.method === 'string' ? body.method : undefined,
+        rpc: body && typeof body.method === 'string' ? clipInput(body.method) : undefined,
         subject: principal?.subject,
         tenant: principal?.tenant,
         client: principal?.client,
