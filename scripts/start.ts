@@ -60,6 +60,11 @@ async function main(): Promise<number> {
       `ready: mcp=${info.mcp} idp=${info.idp} downstream=${info.downstream} ` +
         `workers=${info.workers} database=${info.database}\n`,
     );
+    // A line of its own: tools parse the `ready:` line, whose fields stay as they are.
+    if (info.metrics.length)
+      process.stdout.write(
+        `metrics: ${info.metrics.map((m) => `${m.process}=${m.url}`).join(' ')}\n`,
+      );
     process.send?.({ type: 'ready', service: 'stack', url: info.mcp });
   } catch (error) {
     if (!(error instanceof StackStoppedError)) {

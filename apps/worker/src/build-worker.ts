@@ -29,6 +29,8 @@ export interface Worker {
   /** Graceful: running tasks stop at their next boundary and are released for others. */
   stop(): Promise<void>;
   running(): number;
+  /** Its Prometheus endpoint once started, when WORKER_METRICS_PORT is set. */
+  metricsUrl(): string | undefined;
 }
 
 /** Wires one worker process: database, queue, notifications, downstream credentials, loop. */
@@ -126,9 +128,11 @@ export async function buildWorker(
   });
   const maintenance = createMaintenance({ pool, boss, logger, tickMs: 1000, purgeEveryMs: 60_000 });
   let metricsServer: MetricsServer | undefined;
+  let metricsUrl: string | undefined;
 
   return {
     running: loop.running,
+    metricsUrl: () => metricsUrl,
     async start() {
       if (observe) {
         metricsServer = await serveMetrics({
@@ -137,9 +141,8 @@ export async function buildWorker(
           host: config.WORKER_METRICS_HOST,
           ...(config.METRICS_TOKEN ? { token: config.METRICS_TOKEN } : {}),
         });
-        logger.info('metrics endpoint listening', {
-          url: `http://${config.WORKER_METRICS_HOST}:${metricsServer.port}/metrics`,
-        });
+        metricsUrl = `http://${config.WORKER_METRICS_HOST}:${metricsServer.port}/metrics`;
+        logger.info('metrics endpoint listening', { url: metricsUrl });
       }
       await loop.start();
       maintenance.start();

@@ -50,7 +50,13 @@ async function main() {
 
   await worker.start();
   logger.info('worker started');
-  process.send?.({ type: 'ready', service: 'worker', workerId: config.workerId });
+  const metricsUrl = worker.metricsUrl();
+  process.send?.({
+    type: 'ready',
+    service: 'worker',
+    workerId: config.workerId,
+    ...(metricsUrl ? { url: metricsUrl } : {}),
+  });
 }
 
 main().catch((error) => {

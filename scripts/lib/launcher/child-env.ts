@@ -39,6 +39,8 @@ export function childEnv(
     /** Resolved DATA_DIR, so every process agrees on it (the IdP keeps its keys there). */
     dataDir: string;
     workerId?: string;
+    /** 1-based number of the worker: worker N gets its own WORKER_METRICS_PORT. */
+    workerIndex?: number;
     base?: NodeJS.ProcessEnv;
   },
 ): NodeJS.ProcessEnv {
@@ -75,6 +77,8 @@ export function childEnv(
       env.CLIENT_SECRET = secrets.clientSecrets['mcp-worker'];
       env.CREDENTIAL_KEY = secrets.credentialKey;
       env.WORKER_ID = options.workerId;
+      if (config.WORKER_METRICS_PORT && options.workerIndex)
+        env.WORKER_METRICS_PORT = String(config.WORKER_METRICS_PORT + options.workerIndex - 1);
       break;
     case 'downstream':
       break;

@@ -5,26 +5,43 @@ const listenPort = (fallback: number) =>
   port(fallback).refine((p) => p > 0, 'must be a port number from 1 to 65535');
 
 /** The launcher's environment (`npm start`). */
-export const launcherConfigSchema = z.object({
-  /** An existing PostgreSQL (superuser or database owner); unset: start the embedded one. */
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL, or unset for the embedded database')
-    .optional(),
-  WORKERS: z.coerce
-    .number({ error: 'must be an integer from 0 to 32' })
-    .int('must be an integer from 0 to 32')
-    .min(0, 'must be an integer from 0 to 32')
-    .max(32, 'must be an integer from 0 to 32')
-    .default(2),
-  GATEWAY_PORT: listenPort(3000),
-  IDP_PORT: listenPort(9400),
-  DOWNSTREAM_PORT: listenPort(9500),
-  /** Where dev secrets and the embedded cluster live; default `.data/` in the repository. */
-  DATA_DIR: z.string().min(1).optional(),
-  /** Port of the embedded PostgreSQL; default 54329, else any free port. */
-  EMBEDDED_PG_PORT: listenPort(0).optional(),
-  LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
-});
+export const launcherConfigSchema = z
+  .object({
+    /** An existing PostgreSQL (superuser or database owner); unset: start the embedded one. */
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL, or unset for the embedded database')
+      .optional(),
+    WORKERS: z.coerce
+      .number({ error: 'must be an integer from 0 to 32' })
+      .int('must be an integer from 0 to 32')
+      .min(0, 'must be an integer from 0 to 32')
+      .max(32, 'must be an integer from 0 to 32')
+      .default(2),
+    GATEWAY_PORT: listenPort(3000),
+    IDP_PORT: listenPort(9400),
+    DOWNSTREAM_PORT: listenPort(9500),
+    /** Where dev secrets and the embedded cluster live; default `.data/` in the repository. */
+    DATA_DIR: z.string().min(1).optional(),
+    /** Port of the embedded PostgreSQL; default 54329, else any free port. */
+    EMBEDDED_PG_PORT: listenPort(0).optional(),
+    LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
+    /**
+     * First port of the workers' metrics endpoints: worker-N listens on this + N - 1 (one
+     * number for all would make the second worker fail to bind). Unset or 0: none.
+     */
+    WORKER_METRICS_PORT: port(0),
+  })
+  .superRefine((c, ctx) => {
+    if (!c.WORKER_METRICS_PORT || c.WORKERS === 0) return;
+    const last = c.WORKER_METRICS_PORT + c.WORKERS - 1;
+    const problem =
+      last > 65535
+        ? `leaves no room for ${c.WORKERS} workers (ports up to ${last} needed)`
+        : (['GATEWAY_PORT', 'IDP_PORT', 'DOWNSTREAM_PORT'] as const)
+            .filter((k) => c[k] >= c.WORKER_METRICS_PORT && c[k] <= last)
+            .map((k) => `ports ${c.WORKER_METRICS_PORT}-${last} (one per worker) include ${k}`)[0];
+    if (problem) ctx.addIssue({ code: 'custom', path: ['WORKER_METRICS_PORT'], message: problem });
+  });
 
 export type LauncherConfig = z.infer<typeof launcherConfigSchema>;

@@ -27,6 +27,8 @@ export interface StackInfo {
   downstream: string;
   workers: number;
   database: 'embedded' | 'external';
+  /** Each Prometheus endpoint by process (`gateway`, `worker-1` …), when workers serve one. */
+  metrics: Array<{ process: string; url: string }>;
 }
 
 /** Raised by start() when stop() was called while it was still starting. */
@@ -83,7 +85,9 @@ export function createStack(options: StackOptions) {
   const moduleOf = (service: Service) =>
     path.join(options.repoRoot, 'apps', service, 'src', 'main.ts');
 
-  function launch(service: Service, workerId?: string): Child {
+  /** Starts `service`; workers by number (worker N is `worker-N`, also after a restart). */
+  function launch(service: Service, workerIndex?: number): Child {
+    const workerId = workerIndex === undefined ? undefined : `worker-${workerIndex}`;
     const name = workerId ?? service;
     const env = childEnv(service, {
       config,
@@ -91,6 +95,7 @@ export function createStack(options: StackOptions) {
       secrets: options.secrets,
       dataDir: options.dataDir,
       workerId,
+      workerIndex,
     });
     const module = moduleOf(service);
     const child = startChild(name, module, env, { readyTimeoutMs });
@@ -111,7 +116,7 @@ export function createStack(options: StackOptions) {
           ),
         );
       } else if (phase === 'running') {
-        if (service === 'worker') scheduleRestart(workerId!, Date.now() - startedAt, exit);
+        if (service === 'worker') scheduleRestart(workerIndex!, Date.now() - startedAt, exit);
         else {
           logger.error('process exited unexpectedly; stopping the stack', {
             process: name,
@@ -128,10 +133,11 @@ export function createStack(options: StackOptions) {
 
   const failures = new Map<string, number>();
   function scheduleRestart(
-    workerId: string,
+    workerIndex: number,
     uptimeMs: number,
     exit: { code: number | null; signal: string | null },
   ) {
+    const workerId = `worker-${workerIndex}`;
     const count = uptimeMs >= HEALTHY_UPTIME_MS ? 0 : (failures.get(workerId) ?? 0);
     failures.set(workerId, count + 1);
     const delayMs = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** count);
@@ -146,7 +152,7 @@ export function createStack(options: StackOptions) {
     const timer = setTimeout(() => {
       restartTimers.delete(timer);
       if (phase !== 'running') return;
-      const child = launch('worker', workerId);
+      const child = launch('worker', workerIndex);
       child.ready.then(
         () => logger.info('worker restarted', { worker: workerId, pid: child.pid }),
         () => {}, // its exit is handled like any other
@@ -194,8 +200,13 @@ export function createStack(options: StackOptions) {
     await step(launch('idp').ready);
     await step(launch('downstream').ready);
     const rest = [launch('gateway')];
-    for (let n = 1; n <= config.WORKERS; n++) rest.push(launch('worker', `worker-${n}`));
-    await step(Promise.all(rest.map((c) => c.ready)));
+    for (let n = 1; n <= config.WORKERS; n++) rest.push(launch('worker', n));
+    const ready = await step(Promise.all(rest.map((c) => c.ready)));
+    // A worker's ready message carries its metrics endpoint, when it serves one.
+    const workerMetrics = rest.slice(1).flatMap((child, i) => {
+      const url = ready[i + 1]?.url;
+      return url ? [{ process: child.name, url }] : [];
+    });
 
     phase = 'running';
     return {
@@ -204,6 +215,9 @@ export function createStack(options: StackOptions) {
       downstream: urls.downstream,
       workers: config.WORKERS,
       database: database ? 'embedded' : 'external',
+      metrics: workerMetrics.length
+        ? [{ process: 'gateway', url: new URL('/metrics', urls.mcp).href }, ...workerMetrics]
+        : [],
     };
   }
 
