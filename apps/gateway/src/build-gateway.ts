@@ -162,6 +162,7 @@ export async function buildGateway(
       ...(config.METRICS_TOKEN ? { token: config.METRICS_TOKEN } : {}),
     },
     resultWaitMs: config.TASK_RESULT_WAIT_MS,
+    tasksGetFastPath: config.TASKS_GET_FAST_PATH === 'on',
     logger,
     allowedHosts: config.allowedHosts,
     allowedOrigins: config.ALLOWED_ORIGINS,

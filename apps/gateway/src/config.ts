@@ -103,6 +103,11 @@ export const gatewayConfigSchema = z
     /** Bearer token a scraper must present at GET /metrics; unset: loopback scrapers only. */
     METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
+    /**
+     * `off` sends 2026-07-28 `tasks/get` through the MCP SDK like every other request, instead
+     * of the gateway's own equivalent path (mcp/fast-tasks-get.ts): an escape hatch.
+     */
+    TASKS_GET_FAST_PATH: z.enum(['on', 'off']).default('on'),
   })
   .refine((c) => c.CREDENTIAL_KEY || c.CREDENTIAL_KEYS, {
     path: ['CREDENTIAL_KEY'],

@@ -42,6 +42,8 @@ export interface GatewayDeps {
   tasks: TaskService;
   /** How long a blocking tasks/result waits for the task to end. */
   resultWaitMs: number;
+  /** 2026 `tasks/get` answered without the SDK's per-request server (mcp/fast-tasks-get.ts). */
+  tasksGetFastPath?: boolean;
   logger: Logger;
   allowedHosts: string[];
   allowedOrigins: string[];
@@ -164,6 +166,7 @@ export function createApp(deps: GatewayDeps): express.Express {
       clipEveryField(deps.logger),
       {
         resultWaitMs: deps.resultWaitMs,
+        ...(deps.tasksGetFastPath === false ? { tasksGetFastPath: false } : {}),
       },
     ),
   );

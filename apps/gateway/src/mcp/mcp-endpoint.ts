@@ -6,6 +6,7 @@ import type { Logger } from '@mtg/log';
 import type { Dispatch } from './dispatch.ts';
 import { createLegacyServer } from './legacy-server.ts';
 import { createModernServer } from './modern-server.ts';
+import { fastTasksGet } from './fast-tasks-get.ts';
 import { RPC, sendRpcError } from '../http/json-rpc-error.ts';
 
 /**
@@ -15,7 +16,12 @@ import { RPC, sendRpcError } from '../http/json-rpc-error.ts';
  * stateless transport per request. Either way no state survives the request, so any
  * replica answers any request.
  */
-export function mcpEndpoint(dispatch: Dispatch, logger: Logger, options: { resultWaitMs: number }) {
+export function mcpEndpoint(
+  dispatch: Dispatch,
+  logger: Logger,
+  options: { resultWaitMs: number; tasksGetFastPath?: boolean },
+) {
+  const fast = options.tasksGetFastPath === false ? undefined : fastTasksGet(dispatch);
   const modern = toNodeHandler(
     createMcpHandler(() => createModernServer(dispatch), {
       legacy: 'reject',
@@ -52,6 +58,7 @@ export function mcpEndpoint(dispatch: Dispatch, logger: Logger, options: { resul
         );
         return;
       }
+      if (fast && (await fast(req, res))) return;
       const probe = await toWebRequest(req as never, req.body);
       if (await isLegacyRequest(probe, req.body)) await legacy(req, res);
       else await modern(req as never, res as never, req.body);

@@ -11,7 +11,10 @@ import { rpcErrorFor } from './task-errors.ts';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
-const WIRE = 'ext-2026';
+export const WIRE_2026 = 'ext-2026';
+const WIRE = WIRE_2026;
+// Built once: zod compiles a schema on first use, so one per request would recompile.
+const taskIdParams = z.object({ taskId: z.string() }).passthrough();
 
 type Ctx = {
   http?: { authInfo?: { extra?: Record<string, unknown> } };
@@ -79,8 +82,6 @@ export function createModernServer(dispatch: Dispatch): Server {
     return outcome.result as never;
   });
 
-  const taskIdParams = z.object({ taskId: z.string() }).passthrough();
-
   server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params, ctx) => {
     const c = ctx as unknown as Ctx;
     requireExtension(c);
@@ -118,7 +119,7 @@ export function createModernServer(dispatch: Dispatch): Server {
 }
 
 /** A 2026 `tasks/get` answer: the task, with the final result or error inlined. */
-async function detailedTask(
+export async function detailedTask(
   dispatch: Dispatch,
   task: TaskView,
   call: ReturnType<typeof callContextFrom>,

@@ -1,0 +1,81 @@
+import type { Request, Response } from 'express';
+import { callContextFrom, type Dispatch } from './dispatch.ts';
+import { detailedTask, TASKS_EXTENSION, WIRE_2026 } from './modern-server.ts';
+import { SERVER_INFO } from './server-info.ts';
+import { rpcErrorFor } from './task-errors.ts';
+
+const REVISION = '2026-07-28';
+const PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
+const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The taskId of a 2026-07-28 `tasks/get` that the v2 SDK would accept as it stands, or
+ * undefined for anything else. Deliberately narrow: the request must be exactly what a
+ * conforming client sends (envelope, MCP-Protocol-Version / Mcp-Method / Mcp-Name headers
+ * agreeing with the body, the tasks extension declared), so that every request the SDK
+ * would refuse or treat differently still goes to the SDK and gets the SDK's answer.
+ */
+export function plainTasksGet(req: Request): { id: string | number; taskId: string } | undefined {
+  const body: unknown = req.body;
+  if (!isObj(body) || body.jsonrpc !== '2.0' || body.method !== 'tasks/get') return undefined;
+  const id = body.id;
+  if (!(typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id))))
+    return undefined;
+  const params = body.params;
+  if (!isObj(params) || typeof params.taskId !== 'string') return undefined;
+  const meta = params._meta;
+  if (!isObj(meta) || meta[PROTOCOL_VERSION] !== REVISION) return undefined;
+  const caps = meta[CLIENT_CAPABILITIES];
+  if (!isObj(caps) || !isObj(caps.extensions) || !isObj(caps.extensions[TASKS_EXTENSION]))
+    return undefined;
+  const h = req.headers;
+  if (
+    h['mcp-protocol-version'] !== REVISION ||
+    h['mcp-method'] !== 'tasks/get' ||
+    h['mcp-name'] !== params.taskId ||
+    !/\bapplication\/json\b/.test(String(h.accept ?? ''))
+  )
+    return undefined;
+  return { id, taskId: params.taskId };
+}
+
+/**
+ * `tasks/get` on the 2026-07-28 wire without the SDK's per-request server: polling is the
+ * hottest call a gateway of long tasks serves, and the same verb through the SDK costs a
+ * server instance, web Request/Response objects and schema validation each time. The verb
+ * itself is the same (`dispatch.tasks.get`, authorization, audit and rate limits included)
+ * and so is the answer, byte for byte in content: test/e2e/fast-tasks-get.test.ts compares
+ * the two paths. Returns false, having done nothing, for any request it does not take.
+ */
+export function fastTasksGet(dispatch: Dispatch) {
+  return async (req: Request, res: Response): Promise<boolean> => {
+    const call = plainTasksGet(req);
+    if (!call) return false;
+    const auth = (req as Request & { auth?: { extra?: Obj } }).auth;
+    const ctx = callContextFrom(auth, undefined, WIRE_2026);
+    const r = await dispatch.tasks.get(call.taskId, ctx);
+    let message: Obj;
+    if (r.ok) {
+      const result = await detailedTask(dispatch, r.task, ctx);
+      message = {
+        result: { ...result, _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO } },
+        jsonrpc: '2.0',
+        id: call.id,
+      };
+    } else {
+      const { code, message: text, data } = rpcErrorFor(r);
+      message = {
+        jsonrpc: '2.0',
+        id: call.id,
+        error: { code, message: text, ...(data !== undefined ? { data } : {}) },
+      };
+    }
+    // Errors of a handler are in-band: HTTP 200, as the SDK answers them.
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(message));
+    return true;
+  };
+}
