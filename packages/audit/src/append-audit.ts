@@ -76,3 +76,23 @@ export async function appendAudit(db: Queryable, event: AuditEvent): Promise<num
   ]);
   return Number(result.rows[0]!.seq);
 }
+
+/**
+ * Appends several events in order, committed together: in the caller's transaction on a
+ * client (one statement, so the chain lock is taken one round trip later than with one
+ * appendAudit() per event), or through the pool's group commit.
+ */
+export async function appendAuditEvents(
+  db: Queryable,
+  events: readonly AuditEvent[],
+): Promise<number[]> {
+  if (isPool(db)) return Promise.all(events.map((e) => appendAudit(db, e)));
+  if (events.length === 0) return [];
+  const types = events.map((e) => e.type);
+  const bodies = events.map(({ type: _type, ...body }) => canonicalJson(body));
+  const result = await db.query<{ seqs: unknown[] }>(
+    'SELECT audit.append_many($1::text[], $2::text[]) AS seqs',
+    [types, bodies],
+  );
+  return result.rows[0]!.seqs.map(Number);
+}

@@ -1,4 +1,9 @@
-export { appendAudit, type AuditEvent, type AuditEventType } from './append-audit.ts';
+export {
+  appendAudit,
+  appendAuditEvents,
+  type AuditEvent,
+  type AuditEventType,
+} from './append-audit.ts';
 export { canonicalJson } from './canonical-json.ts';
 export {
   eventHash,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
-import { appendAudit } from '@mtg/audit';
+import { appendAudit, appendAuditEvents } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { LongToolDefinition } from '@mtg/tools';
 import { argumentHash, derivedKey } from './argument-hash.ts';
@@ -162,39 +162,45 @@ export async function createTask(
         CHANNELS.created,
         JSON.stringify({ taskId: id }),
       ]);
-      await appendAudit(client, {
-        type: 'task.created',
-        taskId: id,
-        ...audit,
-        data: {
-          wire: input.wire,
-          arguments: task.argument_summary,
-          argumentHash: hash,
-          idempotency: explicit ? 'explicit' : 'derived',
-          deadline: task.deadline.toISOString(),
-          ttlMs,
-          scopes: p.scopes,
-          jobId,
-        },
-      });
-      if (delegation) {
-        await appendAudit(client, {
-          type: 'task.delegated',
+      // Both events in one statement, the last of the transaction (the chain lock is held
+      // from here to COMMIT).
+      await appendAuditEvents(client, [
+        {
+          type: 'task.created',
           taskId: id,
           ...audit,
           data: {
-            from: { subject: p.subject, client: p.client, audience: 'gateway' },
-            to: {
-              subject: p.subject,
-              act: delegation.act,
-              audience: deps.delegation!.workerResource,
-            },
-            scope: delegation.scope,
-            expiresAt: new Date(delegation.expiresAt).toISOString(),
-            keyId: deps.delegation!.cipher.currentKeyId,
+            wire: input.wire,
+            arguments: task.argument_summary,
+            argumentHash: hash,
+            idempotency: explicit ? 'explicit' : 'derived',
+            deadline: task.deadline.toISOString(),
+            ttlMs,
+            scopes: p.scopes,
+            jobId,
           },
-        });
-      }
+        },
+        ...(delegation
+          ? [
+              {
+                type: 'task.delegated' as const,
+                taskId: id,
+                ...audit,
+                data: {
+                  from: { subject: p.subject, client: p.client, audience: 'gateway' },
+                  to: {
+                    subject: p.subject,
+                    act: delegation.act,
+                    audience: deps.delegation!.workerResource,
+                  },
+                  scope: delegation.scope,
+                  expiresAt: new Date(delegation.expiresAt).toISOString(),
+                  keyId: deps.delegation!.cipher.currentKeyId,
+                },
+              },
+            ]
+          : []),
+      ]);
       await client.query('COMMIT');
       return { ok: true, task, created: true };
     } catch (error) {

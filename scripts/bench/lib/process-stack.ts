@@ -71,7 +71,9 @@ export function spawnProc(
   const fd = openSync(logFile, 'a');
   const child = fork(module, [], {
     execPath: process.execPath,
-    execArgv: [],
+    execArgv: process.env.BENCH_PROFILE_DIR
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`]
+      : [],
     env,
     stdio: ['ignore', fd, fd, 'ipc'],
   });
