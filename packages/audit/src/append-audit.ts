@@ -1,6 +1,6 @@
-import type { Queryable } from '@mtg/db';
+import { runPrepared, type Queryable } from '@mtg/db';
 import { canonicalJson } from './canonical-json.ts';
-import { createGroupCommit } from './group-commit.ts';
+import { APPEND, APPEND_MANY, createGroupCommit } from './group-commit.ts';
 
 export type AuditEventType =
   | 'task.created'
@@ -70,10 +70,7 @@ export async function appendAudit(db: Queryable, event: AuditEvent): Promise<num
     if (!group) groups.set(db, (group = createGroupCommit(db)));
     return group(type, text);
   }
-  const result = await db.query<{ seq: string }>('SELECT audit.append($1, $2) AS seq', [
-    type,
-    text,
-  ]);
+  const result = await runPrepared<{ seq: string }>(db, APPEND, [type, text]);
   return Number(result.rows[0]!.seq);
 }
 
@@ -90,9 +87,6 @@ export async function appendAuditEvents(
   if (events.length === 0) return [];
   const types = events.map((e) => e.type);
   const bodies = events.map(({ type: _type, ...body }) => canonicalJson(body));
-  const result = await db.query<{ seqs: unknown[] }>(
-    'SELECT audit.append_many($1::text[], $2::text[]) AS seqs',
-    [types, bodies],
-  );
+  const result = await runPrepared<{ seqs: unknown[] }>(db, APPEND_MANY, [types, bodies]);
   return result.rows[0]!.seqs.map(Number);
 }

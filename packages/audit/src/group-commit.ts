@@ -1,4 +1,8 @@
-import type { Queryable } from '@mtg/db';
+import { prepared, runPrepared, type Queryable } from '@mtg/db';
+
+/** The two ways in to the chain (db/migrations 003, 030), prepared once per connection. */
+export const APPEND = prepared('SELECT audit.append($1, $2) AS seq');
+export const APPEND_MANY = prepared('SELECT audit.append_many($1::text[], $2::text[]) AS seqs');
 
 /** Most events one commit carries; more wait for the next. */
 export const MAX_GROUP = 256;
@@ -29,10 +33,7 @@ export function createGroupCommit(db: Queryable): (type: string, body: string) =
 
   async function appendOne(p: Pending): Promise<void> {
     try {
-      const r = await db.query<{ seq: string }>('SELECT audit.append($1, $2) AS seq', [
-        p.type,
-        p.body,
-      ]);
+      const r = await runPrepared<{ seq: string }>(db, APPEND, [p.type, p.body]);
       p.resolve(Number(r.rows[0]!.seq));
     } catch (error) {
       p.reject(error);
@@ -44,10 +45,10 @@ export function createGroupCommit(db: Queryable): (type: string, body: string) =
     let seqs: unknown[];
     try {
       // One statement: one transaction, one hold of the chain lock, one commit.
-      const r = await db.query<{ seqs: unknown[] }>(
-        'SELECT audit.append_many($1::text[], $2::text[]) AS seqs',
-        [group.map((p) => p.type), group.map((p) => p.body)],
-      );
+      const r = await runPrepared<{ seqs: unknown[] }>(db, APPEND_MANY, [
+        group.map((p) => p.type),
+        group.map((p) => p.body),
+      ]);
       seqs = r.rows[0]!.seqs;
     } catch {
       for (const p of group) await appendOne(p);

@@ -3,7 +3,12 @@ import { appendAudit } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import { NOT_FOUND, taskError, type TaskError } from './errors.ts';
 import { TASK_ID } from './task-id.ts';
-import { OWNER_MATCH, RETAINED, type TaskRow } from './task-row.ts';
+import { prepared, runPrepared } from '@mtg/db';
+import { OWNER_MATCH, RETAINED, TASK_SELECT, type TaskRow } from './task-row.ts';
+
+const OWNED_TASK = prepared(
+  `SELECT ${TASK_SELECT} FROM app.tasks WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
+);
 
 export interface VerbContext {
   principal: Principal;
@@ -28,12 +33,8 @@ export async function authorizeTask(
 ): Promise<{ ok: true; task: TaskRow } | TaskError> {
   const p = ctx.principal;
   const row = TASK_ID.test(taskId)
-    ? (
-        await pool.query<TaskRow>(
-          `SELECT * FROM app.tasks WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
-          [taskId, p.tenant, p.subject, p.client],
-        )
-      ).rows[0]
+    ? (await runPrepared<TaskRow>(pool, OWNED_TASK, [taskId, p.tenant, p.subject, p.client]))
+        .rows[0]
     : undefined;
   if (!row) {
     await deny(pool, ctx, verb, taskId, await whyNotFound(pool, taskId, p));

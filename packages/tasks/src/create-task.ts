@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { appendAudit, appendAuditEvents } from '@mtg/audit';
+import { prepared, runPrepared } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 import type { LongToolDefinition } from '@mtg/tools';
 import { argumentHash, derivedKey } from './argument-hash.ts';
@@ -14,7 +15,7 @@ import { CHANNELS } from './channels.ts';
 import { taskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
 import { newTaskId } from './task-id.ts';
-import type { TaskRow } from './task-row.ts';
+import { TASK_SELECT, type TaskRow } from './task-row.ts';
 
 export interface StartLimits {
   maxActivePerUser: number;
@@ -48,7 +49,7 @@ class Refused extends Error {
   }
 }
 
-const INSERT = `
+const INSERT = prepared(`
 INSERT INTO app.tasks (id, issuer, tenant, subject, client, scopes, tool, arguments,
   argument_summary, argument_hash, idempotency_key, idempotency_kind, dedupe_key,
   dedupe_window_ms, correlation_id, status_message, deadline, ttl_ms, poll_interval_ms, job_id,
@@ -56,7 +57,18 @@ INSERT INTO app.tasks (id, issuer, tenant, subject, client, scopes, tool, argume
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11, $13, $14, 'queued',
   now() + $15 * interval '1 millisecond', $16, $17, $18, $19, 1)
 ON CONFLICT (tenant, subject, client, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
-RETURNING *`;
+RETURNING ${TASK_SELECT}`);
+const LIVE_REPEAT = prepared(
+  `SELECT ${TASK_SELECT} FROM app.tasks
+    WHERE tenant = $1 AND subject = $2 AND client = $3 AND dedupe_key = $4
+      AND (dedupe_until IS NULL OR dedupe_until > now()) AND argument_hash = $5`,
+);
+const NOTIFY = prepared('SELECT pg_notify($1, $2)');
+const CAP_LOCK = prepared(`SELECT pg_advisory_xact_lock(hashtext('mtg-cap:' || $1))`);
+const CAP_COUNT = prepared(
+  `SELECT count(*) FILTER (WHERE subject = $2)::int AS user_active, count(*)::int AS tenant_active
+     FROM app.tasks WHERE tenant = $1 AND status IN ('working', 'input_required')`,
+);
 
 /**
  * Starts a task, or returns the one an equal start already made. Check-and-create is one
@@ -86,11 +98,13 @@ export async function createTask(
   };
 
   // A repeat of a live start returns the existing task without another token exchange.
-  const live = await deps.pool.query<TaskRow>(
-    `SELECT * FROM app.tasks WHERE tenant = $1 AND subject = $2 AND client = $3 AND dedupe_key = $4
-        AND (dedupe_until IS NULL OR dedupe_until > now()) AND argument_hash = $5`,
-    [p.tenant, p.subject, p.client, key, hash],
-  );
+  const live = await runPrepared<TaskRow>(deps.pool, LIVE_REPEAT, [
+    p.tenant,
+    p.subject,
+    p.client,
+    key,
+    hash,
+  ]);
   if (live.rows[0]) {
     await appendAudit(deps.pool, {
       type: 'task.deduplicated',
@@ -124,7 +138,7 @@ export async function createTask(
       await client.query('BEGIN');
       const id = newTaskId();
       const jobId = randomUUID();
-      const inserted = await client.query<TaskRow>(INSERT, [
+      const inserted = await runPrepared<TaskRow>(client, INSERT, [
         id,
         p.issuer,
         p.tenant,
@@ -158,10 +172,7 @@ export async function createTask(
       await enforceCaps(client, owner, deps.limits);
       await deps.queue.enqueue(client, task.id, jobId, Math.ceil(deadlineMs / 1000) + 60);
       if (delegation) await storeDelegation(client, deps.delegation!.cipher, id, delegation);
-      await client.query('SELECT pg_notify($1, $2)', [
-        CHANNELS.created,
-        JSON.stringify({ taskId: id }),
-      ]);
+      await runPrepared(client, NOTIFY, [CHANNELS.created, JSON.stringify({ taskId: id })]);
       // Both events in one statement, the last of the transaction (the chain lock is held
       // from here to COMMIT).
       await appendAuditEvents(client, [
@@ -275,10 +286,10 @@ async function enforceCaps(
   owner: { tenant: string; subject: string },
   limits: StartLimits,
 ): Promise<void> {
-  await client.query(`SELECT pg_advisory_xact_lock(hashtext('mtg-cap:' || $1))`, [owner.tenant]);
-  const counts = await client.query<{ user_active: number; tenant_active: number }>(
-    `SELECT count(*) FILTER (WHERE subject = $2)::int AS user_active, count(*)::int AS tenant_active
-       FROM app.tasks WHERE tenant = $1 AND status IN ('working', 'input_required')`,
+  await runPrepared(client, CAP_LOCK, [owner.tenant]);
+  const counts = await runPrepared<{ user_active: number; tenant_active: number }>(
+    client,
+    CAP_COUNT,
     [owner.tenant, owner.subject],
   );
   const { user_active, tenant_active } = counts.rows[0]!;

@@ -1,5 +1,5 @@
 import { PgBoss } from 'pg-boss';
-import type { Pool, Queryable } from '@mtg/db';
+import { queryMaybePrepared, type Pool, type Queryable } from '@mtg/db';
 import { JOB_QUEUE } from './channels.ts';
 
 /** The narrow face of pg-boss the verbs and workers use. */
@@ -17,7 +17,9 @@ export const HEARTBEAT_SECONDS = 10;
 /** A pg-boss instance over our pool (so its queries run under the process's role). */
 export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss {
   return new PgBoss({
-    db: { executeSql: (text: string, values?: unknown[]) => pool.query(text, values) },
+    db: {
+      executeSql: (text: string, values?: unknown[]) => queryMaybePrepared(pool, text, values),
+    },
     migrate: false,
     createSchema: false,
     schedule: false,
@@ -39,7 +41,9 @@ export function createJobQueue(boss: PgBoss): JobQueue {
           ...JOB_OPTIONS,
           heartbeatSeconds: HEARTBEAT_SECONDS,
           expireInSeconds: Math.min(Math.max(expireInSeconds, 30), 86_400),
-          db: { executeSql: (text: string, values?: unknown[]) => db.query(text, values) },
+          db: {
+            executeSql: (text: string, values?: unknown[]) => queryMaybePrepared(db, text, values),
+          },
         },
       );
     },

@@ -35,6 +35,50 @@ export interface TaskRow {
   stage_grants: number;
 }
 
+/**
+ * Every column of TaskRow, for statements that must not say `*` (prepared statements:
+ * packages/db/src/prepared.ts). The check below fails to compile if one is missing.
+ */
+export const TASK_COLUMNS = [
+  'id',
+  'issuer',
+  'tenant',
+  'subject',
+  'client',
+  'scopes',
+  'tool',
+  'arguments',
+  'argument_summary',
+  'argument_hash',
+  'idempotency_key',
+  'idempotency_kind',
+  'dedupe_until',
+  'correlation_id',
+  'status',
+  'status_message',
+  'progress',
+  'created_at',
+  'updated_at',
+  'started_at',
+  'ended_at',
+  'deadline',
+  'ttl_ms',
+  'poll_interval_ms',
+  'outcome',
+  'ended_by',
+  'cancel_requested_at',
+  'lease_owner',
+  'lease_epoch',
+  'job_id',
+  'attempts',
+  'needs_live_user',
+  'stage_grants',
+] as const satisfies ReadonlyArray<keyof TaskRow>;
+type Unlisted = Exclude<keyof TaskRow, (typeof TASK_COLUMNS)[number]>;
+export const everyTaskColumnListed: [Unlisted] extends [never] ? true : Unlisted = true;
+/** `SELECT ${TASK_SELECT} FROM app.tasks ...` */
+export const TASK_SELECT = TASK_COLUMNS.join(', ');
+
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 export const ACTIVE: TaskStatus[] = ['working', 'input_required'];
 export const isTerminal = (s: TaskStatus) =>
