@@ -1,4 +1,5 @@
 import { scrapeAllowed } from '../../packages/metrics/src/index.ts';
+import { sample } from '../support/metrics-sample.ts';
 import { pollUntil } from '../support/poll.ts';
 import { freePort, startStack, type Stack } from '../support/stack.ts';
 import { jobToolsWire } from '../support/wires.ts';
@@ -14,25 +15,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.close();
 });
-
-/** The sum of the series of `name` whose labels include `labels` (any order, others allowed). */
-function sample(
-  text: string,
-  name: string,
-  labels: Record<string, string> = {},
-): number | undefined {
-  let total: number | undefined;
-  for (const line of text.split('\n')) {
-    const m = /^([a-z_:]+)\{(.*)\} (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = new Map(
-      [...m[2]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1]!, x[2]!]),
-    );
-    if (Object.entries(labels).every(([k, v]) => have.get(k) === v))
-      total = (total ?? 0) + Number(m[3]);
-  }
-  return total;
-}
 
 test('the gateway and the worker report tasks, durations, pickup latency, queue depth, denials and HTTP timings', async () => {
   const wire = jobToolsWire(stack.mcpUrl);

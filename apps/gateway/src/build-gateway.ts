@@ -25,7 +25,7 @@ import { createApp } from './create-app.ts';
 import { discoverJwksUri } from './discover-jwks-uri.ts';
 import { createRateLimits } from './http/rate-limit.ts';
 import { jobTools } from './mcp/job-tools.ts';
-import { withDenialCounts, withRateLimits } from './mcp/task-service-guards.ts';
+import { withDenialCounts, withRateLimits, withToolPolicy } from './mcp/task-service-guards.ts';
 import { loadTls } from './tls.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
@@ -100,6 +100,8 @@ export async function buildGateway(
     workerResource: config.WORKER_RESOURCE,
     graceSeconds: config.DELEGATION_GRACE_SECONDS,
   };
+  const registry = createRegistry('gateway');
+  const gatewayMetrics = createGatewayMetrics(registry);
   const service = createTaskService({
     pool,
     queue: createJobQueue(boss),
@@ -114,10 +116,9 @@ export async function buildGateway(
     },
     statusReadSampleRate: config.STATUS_READ_AUDIT_SAMPLE_RATE,
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
+    onTaskEnded: gatewayMetrics.taskEnded,
   });
 
-  const registry = createRegistry('gateway');
-  const gatewayMetrics = createGatewayMetrics(registry);
   registerClusterGauges(registry, {
     db: pool,
     queueDepth: async () => {
@@ -133,10 +134,12 @@ export async function buildGateway(
       pollsPerSecond: config.RATE_LIMIT_POLLS_PER_SECOND,
     },
   });
-  // Every wire and the job tools go through the limits, and every denial is counted.
-  const tasks = withDenialCounts(withRateLimits(service, rateLimits, pool), (reason) =>
+  // Every wire and the job tools go through the limits and the tool policy, and every
+  // denial is counted.
+  const limited = withDenialCounts(withRateLimits(service, rateLimits, pool), (reason) =>
     gatewayMetrics.denials.inc({ layer: 'task', reason }),
   );
+  const tasks = policy ? withToolPolicy(limited, policy) : limited;
 
   const app = createApp({
     resource: config.resource,

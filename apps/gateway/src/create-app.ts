@@ -74,6 +74,9 @@ export function createApp(deps: GatewayDeps): express.Express {
   const countAuthDenial = (reason: string) =>
     deps.metrics?.gateway.denials.inc({ layer: 'auth', reason });
   const denials = createDenialAuditor({ pool: deps.pool, logger: deps.logger });
+  // Tasks a revocation ends here, for the task duration histogram (the task service is
+  // wired in build-gateway.ts for cancels).
+  const onTaskEnded = deps.metrics ? { onTaskEnded: deps.metrics.gateway.taskEnded } : {};
   const onTokenDenied = (req: Request, code: string, res: Response) => {
     countAuthDenial(code);
     denials.unauthenticated(req, res, code);
@@ -115,11 +118,14 @@ export function createApp(deps: GatewayDeps): express.Express {
     }),
   );
   // The transmitter authenticates by its signature (and SSF_PUSH_AUTH), not a bearer token.
-  app.use(securityEventRoutes({ ...deps.ssf, pool: deps.pool, logger: deps.logger }));
+  app.use(
+    securityEventRoutes({ ...deps.ssf, pool: deps.pool, logger: deps.logger, ...onTaskEnded }),
+  );
   app.use(
     adminRoutes({
       pool: deps.pool,
       logger: deps.logger,
+      ...onTaskEnded,
       resourceMetadataUrl,
       gates: [
         validateOrigin(deps.allowedOrigins),

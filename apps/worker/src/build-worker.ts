@@ -91,7 +91,7 @@ export async function buildWorker(
   });
   const observe =
     config.WORKER_METRICS_PORT > 0
-      ? workerObservability(pool, boss, resilience, logger, config.workerId)
+      ? workerObservability(pool, boss, resilience, config.workerId)
       : undefined;
   const loop = createWorkerLoop({
     boss,
@@ -108,6 +108,7 @@ export async function buildWorker(
       stepMs: config.DEMO_STEP_MS,
       maxAttempts: config.WORKER_MAX_ATTEMPTS,
       logger,
+      ...(observe ? { onTaskEnded: observe.taskEnded } : {}),
       downstreamFor: (task) => {
         const credentials = createTaskCredentials(
           credentialDeps,
@@ -126,7 +127,14 @@ export async function buildWorker(
       },
     },
   });
-  const maintenance = createMaintenance({ pool, boss, logger, tickMs: 1000, purgeEveryMs: 60_000 });
+  const maintenance = createMaintenance({
+    pool,
+    boss,
+    logger,
+    tickMs: 1000,
+    purgeEveryMs: 60_000,
+    ...(observe ? { onTaskEnded: observe.taskEnded } : {}),
+  });
   let metricsServer: MetricsServer | undefined;
   let metricsUrl: string | undefined;
 
@@ -159,15 +167,14 @@ export async function buildWorker(
 }
 
 /**
- * The worker's Prometheus metrics: runs, task durations and pickup latency (read from the task
- * row once this worker settled it: one primary-key read per finished task), circuit states,
- * and the cluster-wide task and queue gauges.
+ * The worker's Prometheus metrics: runs, the duration and pickup latency of each task this
+ * worker ended (its runs, or its deadline sweep), circuit states, and the cluster-wide task
+ * and queue gauges.
  */
 function workerObservability(
   pool: ReturnType<typeof createPool>,
   boss: ReturnType<typeof createBoss>,
   resilience: ReturnType<typeof createDownstreamResilience>,
-  logger: Logger,
   workerId: string,
 ) {
   const registry = createRegistry('worker', { worker: workerId });
@@ -183,40 +190,8 @@ function workerObservability(
     metrics.circuitState.set({ downstream }, CIRCUIT_STATE_VALUE[state]);
     metrics.circuitTransitions.inc({ downstream, state });
   });
-  const runEnded = (taskId: string, result: RunResult) => {
-    metrics.runs.inc({ result });
-    if (result !== 'settled') return;
-    pool
-      .query<{
-        tool: string;
-        status: string;
-        outcome: string | null;
-        created_at: Date;
-        started_at: Date | null;
-        ended_at: Date | null;
-      }>(
-        'SELECT tool, status, outcome, created_at, started_at, ended_at FROM app.tasks WHERE id = $1',
-        [taskId],
-      )
-      .then(({ rows: [t] }) => {
-        if (!t?.ended_at) return;
-        const created = t.created_at.getTime();
-        metrics.taskDuration.observe(
-          { tool: t.tool, status: t.status, outcome: t.outcome ?? 'none' },
-          (t.ended_at.getTime() - created) / 1000,
-        );
-        if (t.started_at)
-          metrics.pickupLatency.observe(
-            { tool: t.tool },
-            Math.max(0, t.started_at.getTime() - created) / 1000,
-          );
-      })
-      .catch((error: unknown) =>
-        logger.warn('task metrics read failed', {
-          taskId,
-          error: error instanceof Error ? error.message : String(error),
-        }),
-      );
-  };
-  return { registry, runEnded };
+  // A run's result says how it ended, not whether this worker ended the task (another
+  // process may have first): durations come from where the settlement commits, taskEnded.
+  const runEnded = (_taskId: string, result: RunResult) => metrics.runs.inc({ result });
+  return { registry, runEnded, taskEnded: metrics.taskEnded };
 }

@@ -1,8 +1,13 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { createTaskEndMetrics } from './task-end-metrics.ts';
 
-/** What a gateway replica reports: its HTTP traffic and the requests it denied. */
+/**
+ * What a gateway replica reports: its HTTP traffic, the requests it denied, and the tasks it
+ * ended itself (cancelled or revoked while no live worker held them).
+ */
 export function createGatewayMetrics(registry: Registry) {
   return {
+    ...createTaskEndMetrics(registry),
     httpDuration: new Histogram({
       name: 'mtg_http_request_duration_seconds',
       help: 'Gateway HTTP requests by route, JSON-RPC method (on /mcp) and status',

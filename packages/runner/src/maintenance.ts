@@ -3,7 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import { appendAudit } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
 import type { Logger } from '@mtg/log';
-import { CHANNELS, JOB_QUEUE, settleTask } from '@mtg/tasks';
+import { CHANNELS, JOB_QUEUE, settleTask, type OnTaskEnded } from '@mtg/tasks';
 
 /**
  * Housekeeping every worker runs (it is idempotent, so several at once are harmless):
@@ -20,6 +20,8 @@ export function createMaintenance(o: {
   logger: Logger;
   tickMs: number;
   purgeEveryMs: number;
+  /** Told about each task the deadline sweep ends. */
+  onTaskEnded?: OnTaskEnded;
 }) {
   let timer: NodeJS.Timeout | undefined;
   let lastPurge = 0;
@@ -54,7 +56,7 @@ export function createMaintenance(o: {
         ]);
         continue;
       }
-      await withTransaction(o.pool, async (c) => {
+      const ended = await withTransaction(o.pool, async (c) => {
         const row = await settleTask(c, {
           taskId: t.id,
           status: 'failed',
@@ -79,7 +81,9 @@ export function createMaintenance(o: {
             },
           });
         }
+        return row;
       });
+      if (ended) o.onTaskEnded?.(ended);
     }
   };
 

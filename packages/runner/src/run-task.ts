@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { appendAudit } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
 import type { Logger } from '@mtg/log';
-import { appendCancelled, settleTask, type TaskRow } from '@mtg/tasks';
+import { appendCancelled, settleTask, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
 import {
   describeUnavailable,
   isDownstreamUnavailable,
@@ -30,6 +30,8 @@ export interface RunDeps {
   logger: Logger;
   /** Aborted on graceful shutdown: the run stops at its next step boundary. */
   drain?: AbortSignal;
+  /** Told about each task this worker's runs end (not when another process ended it first). */
+  onTaskEnded?: OnTaskEnded;
 }
 
 /** What the worker loop does with the job afterwards. */
@@ -347,7 +349,7 @@ async function stopped(
       string,
       unknown
     > & { path: string };
-    await withTransaction(deps.pool, async (c) => {
+    const ended = await withTransaction(deps.pool, async (c) => {
       const row = await settleTask(c, {
         taskId: task.id,
         status: 'cancelled',
@@ -357,7 +359,9 @@ async function stopped(
         lease,
       });
       if (row) await appendCancelled(c, row, by, 'worker');
+      return row;
     });
+    if (ended) deps.onTaskEnded?.(ended);
     return 'settled';
   }
   if (b.revoked || reason === 'revoked') {
@@ -366,7 +370,7 @@ async function stopped(
       via: b.revoked ? 'worker-check' : 'idp-refused-exchange',
       reason: 'principal revoked',
     };
-    await withTransaction(deps.pool, async (c) => {
+    const ended = await withTransaction(deps.pool, async (c) => {
       const row = await settleTask(c, {
         taskId: task.id,
         status: 'cancelled',
@@ -376,7 +380,9 @@ async function stopped(
         lease,
       });
       if (row) await appendCancelled(c, row, by, 'worker');
+      return row;
     });
+    if (ended) deps.onTaskEnded?.(ended);
     return 'settled';
   }
   if (b.pastDeadline || reason === 'deadline') {
@@ -439,7 +445,7 @@ async function fail(
   outcome: string,
   message: string,
 ): Promise<RunResult> {
-  await withTransaction(deps.pool, async (c) => {
+  const ended = await withTransaction(deps.pool, async (c) => {
     const row = await settleTask(c, {
       taskId: task.id,
       status: 'failed',
@@ -460,7 +466,9 @@ async function fail(
         },
       });
     }
+    return row;
   });
+  if (ended) deps.onTaskEnded?.(ended);
   return 'settled';
 }
 
@@ -526,6 +534,7 @@ async function complete(
     });
     return row;
   });
+  if (settled) deps.onTaskEnded?.(settled);
   return settled ? 'settled' : 'lost';
 }
 

@@ -7,13 +7,20 @@ import { NOT_FOUND, taskError, type TaskOutcome } from './errors.ts';
 import type { TaskEvents } from './task-events.ts';
 import { TASK_ID } from './task-id.ts';
 import { isTerminal, RETAINED, toView, type TaskRow, type TaskView } from './task-row.ts';
-import { settleTask } from './settle-task.ts';
+import { settleTask, type OnTaskEnded } from './settle-task.ts';
 
 export interface CancelOptions {
   reason?: string;
 }
 
 export const ADMIN_SCOPE = 'tasks:admin';
+
+interface CancelDeps {
+  pool: Pool;
+  events: TaskEvents;
+  cancelAckTimeoutMs: number;
+  onTaskEnded?: OnTaskEnded;
+}
 
 /**
  * Cancels a task and returns only once the stop is acknowledged: the running worker
@@ -23,7 +30,7 @@ export const ADMIN_SCOPE = 'tasks:admin';
  * no further step of the task is recorded and no downstream write is issued.
  */
 export async function cancelTask(
-  deps: { pool: Pool; events: TaskEvents; cancelAckTimeoutMs: number },
+  deps: CancelDeps,
   scopeOf: (tool: string) => string | undefined,
   taskId: string,
   ctx: VerbContext,
@@ -96,7 +103,7 @@ export async function cancelTask(
 }
 
 async function awaitStop(
-  deps: { pool: Pool; events: TaskEvents; cancelAckTimeoutMs: number },
+  deps: CancelDeps,
   task: TaskRow,
   by: Record<string, unknown> & { path: string; reason: string },
 ): Promise<TaskRow | undefined> {
@@ -123,7 +130,10 @@ async function awaitStop(
         if (s) await appendCancelled(c, s, by, row.live ? 'ack_timeout' : 'no_live_worker');
         return s;
       });
-      if (settled) return settled;
+      if (settled) {
+        deps.onTaskEnded?.(settled);
+        return settled;
+      }
       continue; // a worker settled it meanwhile; re-read
     }
     await deps.events.waitForSettled(

@@ -13,7 +13,7 @@ export {
   HEARTBEAT_SECONDS,
   type JobQueue,
 } from './job-queue.ts';
-export { settleTask, type Settlement } from './settle-task.ts';
+export { settleTask, type OnTaskEnded, type Settlement } from './settle-task.ts';
 export { appendCancelled, ADMIN_SCOPE } from './cancel-task.ts';
 export type { StartInput, StartLimits, StartOutcome } from './create-task.ts';
 export type { VerbContext } from './authorize-task.ts';

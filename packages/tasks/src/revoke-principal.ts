@@ -3,7 +3,7 @@ import { appendAudit } from '@mtg/audit';
 import { withTransaction, type Queryable } from '@mtg/db';
 import { appendCancelled } from './cancel-task.ts';
 import { CHANNELS } from './channels.ts';
-import { settleTask } from './settle-task.ts';
+import { settleTask, type OnTaskEnded } from './settle-task.ts';
 
 export interface PrincipalRef {
   tenant: string;
@@ -36,6 +36,7 @@ export async function revokePrincipal(
   pool: Pool,
   p: PrincipalRef,
   source: RevocationSource,
+  options: { onTaskEnded?: OnTaskEnded } = {},
 ): Promise<string[]> {
   const taskBy = {
     path: 'revocation',
@@ -88,7 +89,7 @@ export async function revokePrincipal(
   });
   // Tasks that no live worker holds (queued, paused, or their worker died) stop here; the
   // running ones are settled by their worker at its next boundary (sweepRevoked is the net).
-  await settleUnleased(pool, affected, taskBy);
+  await settleUnleased(pool, affected, taskBy, options);
   return affected;
 }
 
@@ -97,14 +98,15 @@ export async function settleUnleased(
   pool: Pool,
   taskIds: string[],
   by: Record<string, unknown> & { path: string },
+  options: { onTaskEnded?: OnTaskEnded } = {},
 ): Promise<void> {
   for (const taskId of taskIds) {
-    await withTransaction(pool, async (c) => {
+    const ended = await withTransaction(pool, async (c) => {
       const live = await c.query<{ live: boolean }>(
         `SELECT lease_owner IS NOT NULL AND lease_expires_at > now() AS live FROM app.tasks WHERE id = $1`,
         [taskId],
       );
-      if (live.rows[0]?.live) return;
+      if (live.rows[0]?.live) return undefined;
       const row = await settleTask(c, {
         taskId,
         status: 'cancelled',
@@ -113,7 +115,9 @@ export async function settleUnleased(
         endedBy: by,
       });
       if (row) await appendCancelled(c, row, by, 'no_live_worker');
+      return row;
     });
+    if (ended) options.onTaskEnded?.(ended);
   }
 }
 

@@ -18,6 +18,12 @@ export interface Settlement {
 }
 
 /**
+ * Told about a task that just ended, by the process that ended it, once the transaction that
+ * settled it has committed (metrics: each task's duration is observed exactly once).
+ */
+export type OnTaskEnded = (task: TaskRow) => void;
+
+/**
  * Moves an active task to a terminal state exactly once. Returns the row, or undefined when
  * the task was already terminal or the lease was lost. Notifies waiters on commit.
  */

@@ -10,6 +10,7 @@ import { taskError, type TaskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
 import { resumeIfPaused } from './resume-task.ts';
+import type { OnTaskEnded } from './settle-task.ts';
 import { listTasks, type TaskPage } from './list-tasks.ts';
 import { readResult, type StoredResult } from './read-result.ts';
 import type { TaskEvents } from './task-events.ts';
@@ -27,6 +28,8 @@ export interface TaskServiceDeps {
   statusReadSampleRate: number;
   /** How long cancel waits for the running worker to acknowledge the stop. */
   cancelAckTimeoutMs: number;
+  /** Told about each task a cancel ends here (no live worker held it, or none answered). */
+  onTaskEnded?: OnTaskEnded;
   random?: () => number;
 }
 

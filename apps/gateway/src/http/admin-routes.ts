@@ -10,7 +10,7 @@ import { appendAudit } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import { bearerChallenge } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
-import { ADMIN_SCOPE, restorePrincipal, revokePrincipal } from '@mtg/tasks';
+import { ADMIN_SCOPE, restorePrincipal, revokePrincipal, type OnTaskEnded } from '@mtg/tasks';
 import { principalOf } from './authenticate.ts';
 
 const PrincipalBody = z
@@ -33,6 +33,8 @@ export function adminRoutes(deps: {
   resourceMetadataUrl: string;
   /** Gates run before the scope check, in order (origin check, bearer token, revocation). */
   gates: RequestHandler[];
+  /** Told about each task a revocation ends here (no live worker held it). */
+  onTaskEnded?: OnTaskEnded;
 }): Router {
   const { pool, logger } = deps;
   const router = Router();
@@ -109,7 +111,12 @@ export function adminRoutes(deps: {
     ...readBody,
     async (_req: Request, res: Response) => {
       const { target, source } = sourceOf(res);
-      const cancelledTasks = await revokePrincipal(pool, target, source);
+      const cancelledTasks = await revokePrincipal(
+        pool,
+        target,
+        source,
+        deps.onTaskEnded ? { onTaskEnded: deps.onTaskEnded } : {},
+      );
       logger.info('principal revoked by administrator', {
         ...target,
         by: source.by,

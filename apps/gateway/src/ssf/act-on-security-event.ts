@@ -1,6 +1,6 @@
 import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
-import { restorePrincipal, revokePrincipal, type PrincipalRef } from '@mtg/tasks';
+import { restorePrincipal, revokePrincipal, type OnTaskEnded, type PrincipalRef } from '@mtg/tasks';
 import type { SecurityEventAction } from './read-security-event.ts';
 
 export interface ActedOn {
@@ -33,6 +33,8 @@ export async function actOnSecurityEvent(
     iss: string;
     correlationId?: string;
   },
+  /** Told about each task a revocation ends here (no live worker held it). */
+  options: { onTaskEnded?: OnTaskEnded } = {},
 ): Promise<ActedOn[]> {
   const done: ActedOn[] = [];
   const detail = { jti: event.jti, iss: event.iss };
@@ -62,7 +64,8 @@ export async function actOnSecurityEvent(
       ...(event.correlationId ? { correlationId: event.correlationId } : {}),
     };
     if (action.kind === 'revoke') {
-      done.push({ ...base, cancelledTasks: await revokePrincipal(pool, event.principal, source) });
+      const cancelledTasks = await revokePrincipal(pool, event.principal, source, options);
+      done.push({ ...base, cancelledTasks });
     } else {
       done.push({ ...base, restored: await restorePrincipal(pool, event.principal, source) });
     }

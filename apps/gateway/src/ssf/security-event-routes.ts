@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
+import type { OnTaskEnded } from '@mtg/tasks';
 import { actOnSecurityEvent } from './act-on-security-event.ts';
 import { readSecurityEvent } from './read-security-event.ts';
 import { forgetReceivedSet, pruneReceivedSets, recordReceivedSet } from './record-received-set.ts';
@@ -39,7 +40,7 @@ function headerMatches(given: string | undefined, expected: string): boolean {
  * nothing (RFC 8935 §2.2: the SET was already accepted).
  */
 export function securityEventRoutes(
-  deps: SecurityEventReceiverOptions & { pool: Pool; logger: Logger },
+  deps: SecurityEventReceiverOptions & { pool: Pool; logger: Logger; onTaskEnded?: OnTaskEnded },
 ): Router {
   const { pool, logger } = deps;
   const router = Router();
@@ -100,13 +101,18 @@ export function securityEventRoutes(
         logger.info('security event types ignored', { ...meta, ignored: read.ignored });
       if (read.principal) {
         try {
-          const acted = await actOnSecurityEvent(pool, logger, {
-            principal: read.principal,
-            actions: read.actions,
-            jti: claims.jti,
-            iss: claims.iss,
-            ...(correlationId ? { correlationId } : {}),
-          });
+          const acted = await actOnSecurityEvent(
+            pool,
+            logger,
+            {
+              principal: read.principal,
+              actions: read.actions,
+              jti: claims.jti,
+              iss: claims.iss,
+              ...(correlationId ? { correlationId } : {}),
+            },
+            deps.onTaskEnded ? { onTaskEnded: deps.onTaskEnded } : {},
+          );
           logger.info('security event accepted', { ...meta, ...read.principal, acted });
         } catch (error) {
           logger.error('security event could not be acted on', {
