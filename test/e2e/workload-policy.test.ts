@@ -275,6 +275,59 @@ describe('a client certificate forwarded by a proxy', () => {
     ]);
   });
 
+  test('the policy gates the task verbs too: only a workload that may use the tool reads or cancels its tasks', async () => {
+    const gina = await stack.token('gina', 'acme', { client: 'mcp-agent-2' });
+    type From = { localAddress: string; headers: Record<string, string> };
+    const fromCi: From = { localAddress: PROXY, headers: headers(ciCert) };
+    const fromAgent2: From = { localAddress: '127.0.0.1', headers: {} };
+    const started = await mcpRequest(
+      stack.mcpUrl,
+      gina,
+      'tools/call',
+      { name: 'generate_report', arguments: { report: 'gated' } },
+      { ...fromCi, tasksExtension: true },
+    );
+    const taskId = started.body.result.taskId as string;
+    expect(taskId).toMatch(/^[0-9a-f]{32}$/);
+    const verb = (method: string, id: string, from: From) =>
+      mcpRequest(
+        stack.mcpUrl,
+        gina,
+        method,
+        { taskId: id },
+        { ...from, tasksExtension: true, headers: { ...from.headers, 'mcp-name': id } },
+      );
+
+    expect((await verb('tasks/get', taskId, fromCi)).body.result).toMatchObject({
+      taskId,
+      status: 'working',
+    });
+    // Same user, same OAuth client, but a workload the policy keeps away from the tool: the
+    // task does not exist for it, exactly as a task that does not exist.
+    const missing = await verb('tasks/get', 'f'.repeat(32), fromAgent2);
+    const denied = await verb('tasks/get', taskId, fromAgent2);
+    expect(denied).toEqual(missing);
+    expect(denied.body.error).toMatchObject({ code: -32602, message: 'Task not found' });
+    expect((await verb('tasks/cancel', taskId, fromAgent2)).body).toEqual({
+      ...missing.body,
+      id: expect.anything(),
+    });
+    expect(
+      await sql(stack.db.url, 'SELECT status, cancel_requested_at FROM app.tasks WHERE id = $1', [
+        taskId,
+      ]),
+    ).toEqual([{ status: 'working', cancel_requested_at: null }]);
+    const rows = await sql(
+      stack.db.url,
+      `SELECT type, tool, body::jsonb -> 'data' ->> 'verb' AS verb FROM audit.events
+        WHERE reason = 'policy_denied' AND subject = 'gina' ORDER BY seq`,
+    );
+    expect(rows).toEqual([
+      { type: 'task.denied', tool: 'generate_report', verb: 'get' },
+      { type: 'task.denied', tool: 'generate_report', verb: 'cancel' },
+    ]);
+  });
+
   test('a SPIFFE workload that does not bind the token’s OAuth client is refused', async () => {
     const other = await stack.token('frank', 'acme');
     const listed = await mcpRequest(

@@ -16,11 +16,18 @@ export interface VerbContext {
   wire: string;
   /** The caller's live token, when a verb may need to exchange it (checkpoint resume). */
   token?: string;
+  /**
+   * The deployment's per-tool policy for this caller (POLICY_FILE; set by the gateway's
+   * policy gate): false for a tool the calling workload may not use, whose tasks it then
+   * may not read or cancel either.
+   */
+  admitTool?: (tool: string) => boolean;
 }
 
 /**
  * Loads a task for a verb if, and only if, the caller owns it (same tenant, subject and
- * client), it is retained, and the caller's token still holds the tool's scope. Every other
+ * client), it is retained, the per-tool policy (if any) admits the tool for the calling
+ * workload, and the caller's token still holds the tool's scope. Every other
  * case answers NOT_FOUND — a foreign task and a missing one are indistinguishable to the
  * caller — while the audit event records the precise reason.
  */
@@ -38,6 +45,11 @@ export async function authorizeTask(
     : undefined;
   if (!row) {
     await deny(pool, ctx, verb, taskId, await whyNotFound(pool, taskId, p));
+    return NOT_FOUND;
+  }
+  if (ctx.admitTool && !ctx.admitTool(row.tool)) {
+    // Answered like a missing task: the policy does not let this workload near the tool.
+    await deny(pool, ctx, verb, taskId, 'policy_denied', row.tool);
     return NOT_FOUND;
   }
   const scope = scopeOf(row.tool);

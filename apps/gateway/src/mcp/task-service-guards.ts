@@ -7,6 +7,7 @@ import {
   type TaskService,
   type VerbContext,
 } from '@mtg/tasks';
+import type { Policy, Workload } from '@mtg/policy';
 import type { LimitName, RateDecision, RateLimits } from '../http/rate-limit.ts';
 
 const LIMIT_TEXT: Record<LimitName, string> = {
@@ -107,5 +108,30 @@ export function withDenialCounts(tasks: TaskService, count: (reason: string) => 
       counted(await tasks.awaitResult(taskId, ctx, waitMs)),
     cancel: async (taskId, ctx, options) => counted(await tasks.cancel(taskId, ctx, options)),
     list: async (ctx, page) => counted(await tasks.list(ctx, page)),
+  };
+}
+
+/**
+ * The per-tool policy (POLICY_FILE) on the task verbs too: a workload the policy does not let
+ * use a tool may not read, await or cancel that tool's tasks either, whoever started them.
+ * authorizeTask asks `ctx.admitTool` once it has the task's row, audits `policy_denied`, and
+ * answers exactly as for a missing task. No workload identity: nothing is admitted (as for
+ * tools/call). tasks/list is not filtered: it shows the caller's own tasks' metadata.
+ */
+export function withToolPolicy(tasks: TaskService, policy: Policy): TaskService {
+  const gated = <C extends VerbContext>(ctx: C): C => {
+    const workload = (ctx as { workload?: Workload }).workload;
+    return {
+      ...ctx,
+      admitTool: (tool: string) =>
+        workload !== undefined && policy.decide(workload, tool, ctx.principal.scopes).allowed,
+    };
+  };
+  return {
+    ...tasks,
+    get: (taskId, ctx) => tasks.get(taskId, gated(ctx)),
+    result: (taskId, ctx) => tasks.result(taskId, gated(ctx)),
+    awaitResult: (taskId, ctx, waitMs) => tasks.awaitResult(taskId, gated(ctx), waitMs),
+    cancel: (taskId, ctx, options) => tasks.cancel(taskId, gated(ctx), options),
   };
 }
