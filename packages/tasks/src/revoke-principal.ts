@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { appendAudit } from '@mtg/audit';
-import { withTransaction, type Queryable } from '@mtg/db';
+import { prepared, runPrepared, withTransaction, type Queryable } from '@mtg/db';
 import { appendCancelled } from './cancel-task.ts';
 import { CHANNELS } from './channels.ts';
 import { settleTask, type OnTaskEnded } from './settle-task.ts';
@@ -18,11 +18,10 @@ export interface RevocationSource {
   correlationId?: string;
 }
 
+const REVOKED = prepared('SELECT revoked FROM app.principals WHERE tenant = $1 AND subject = $2');
+
 export async function isRevoked(db: Queryable, p: PrincipalRef): Promise<boolean> {
-  const r = await db.query<{ revoked: boolean }>(
-    'SELECT revoked FROM app.principals WHERE tenant = $1 AND subject = $2',
-    [p.tenant, p.subject],
-  );
+  const r = await runPrepared<{ revoked: boolean }>(db, REVOKED, [p.tenant, p.subject]);
   return r.rows[0]?.revoked === true;
 }
 
