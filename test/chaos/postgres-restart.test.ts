@@ -116,6 +116,8 @@ chaosDescribe('PostgreSQL restarts', () => {
         `final ${JSON.stringify(logs.map((l) => l.finalStatus ?? 'still polling'))}\n`,
     );
     expect(gateway.running()).toBe(true);
+    // An outage is answered 503 + Retry-After, never 500.
+    expect(Object.keys(statuses).filter((s) => s !== '503')).toEqual([]);
     expect(logs.map((l) => l.finalStatus)).toEqual(logs.map(() => 'completed'));
     const integrity = await checkIntegrity(postgres.url, expected);
     for (const c of stack.crashes)

@@ -25,7 +25,12 @@ import { createApp } from './create-app.ts';
 import { discoverJwksUri } from './discover-jwks-uri.ts';
 import { createRateLimits } from './http/rate-limit.ts';
 import { jobTools } from './mcp/job-tools.ts';
-import { withDenialCounts, withRateLimits, withToolPolicy } from './mcp/task-service-guards.ts';
+import {
+  withDatabaseOutage,
+  withDenialCounts,
+  withRateLimits,
+  withToolPolicy,
+} from './mcp/task-service-guards.ts';
 import { loadTls } from './tls.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
@@ -134,10 +139,11 @@ export async function buildGateway(
       pollsPerSecond: config.RATE_LIMIT_POLLS_PER_SECOND,
     },
   });
-  // Every wire and the job tools go through the limits and the tool policy, and every
-  // denial is counted.
-  const limited = withDenialCounts(withRateLimits(service, rateLimits, pool), (reason) =>
-    gatewayMetrics.denials.inc({ layer: 'task', reason }),
+  // Every wire and the job tools go through the limits and the tool policy, a database
+  // outage is answered as such, and every denial is counted.
+  const limited = withDenialCounts(
+    withDatabaseOutage(withRateLimits(service, rateLimits, pool), logger),
+    (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
   );
   const tasks = policy ? withToolPolicy(limited, policy) : limited;
 

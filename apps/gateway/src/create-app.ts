@@ -1,7 +1,7 @@
 import type { X509Certificate } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { appendAudit } from '@mtg/audit';
-import type { Pool } from '@mtg/db';
+import { isDatabaseUnavailable, type Pool } from '@mtg/db';
 import type { VerifyOptions } from '@mtg/identity';
 import { metadataUrlsFor } from '@mtg/identity';
 import { clipEveryField, clipInput, type Logger } from '@mtg/log';
@@ -11,7 +11,7 @@ import type { Catalogue, LongToolDefinition } from '@mtg/tools';
 import { authenticate } from './http/authenticate.ts';
 import { correlateAndLog } from './http/correlation.ts';
 import { healthRoutes } from './http/health.ts';
-import { RPC, sendRpcError } from './http/json-rpc-error.ts';
+import { RPC, sendRpcError, sendUnavailable } from './http/json-rpc-error.ts';
 import { parseJsonRpc } from './http/parse-json-rpc.ts';
 import { validateHost, validateOrigin } from './http/request-guards.ts';
 import { requireToolScope } from './http/require-tool-scope.ts';
@@ -180,13 +180,17 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.use((_req: Request, res: Response) => {
     res.status(404).json({ error: 'not_found' });
   });
-  // Last resort: a bug must not leak a stack trace or kill the process.
+  // Last resort: a bug must not leak a stack trace or kill the process. A database outage
+  // (e.g. the revocation check could not run) is not a bug: 503 + Retry-After.
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    deps.logger.error('unhandled', {
+    const outage = isDatabaseUnavailable(error);
+    deps.logger[outage ? 'warn' : 'error'](outage ? 'database unavailable' : 'unhandled', {
       correlationId: res.locals.correlationId,
       error: clipInput(error instanceof Error ? error.message : String(error)),
     });
-    if (!res.headersSent) sendRpcError(res, 500, RPC.internalError, 'Internal error');
+    if (res.headersSent) return;
+    if (outage) sendUnavailable(res);
+    else sendRpcError(res, 500, RPC.internalError, 'Internal error');
   });
   return app;
 }

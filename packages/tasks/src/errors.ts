@@ -11,7 +11,8 @@ export type TaskErrorCode =
   | 'principal_revoked'
   | 'delegation_refused' // the IdP would not delegate (e.g. the user is disabled)
   | 'delegation_unavailable' // the IdP could not be reached
-  | 'rate_limited'; // the caller's start or poll rate is over its limit (gateway)
+  | 'rate_limited' // the caller's start or poll rate is over its limit (gateway)
+  | 'unavailable'; // PostgreSQL cannot be reached right now: nothing was done, retry
 
 export interface TaskError {
   ok: false;

@@ -19,3 +19,22 @@ export function sendRpcError(
 ): void {
   res.status(status).json({ jsonrpc: '2.0', id, error: { code, message } });
 }
+
+/**
+ * PostgreSQL could not be reached while handling the request: 503 with Retry-After and a
+ * JSON-RPC error carrying the same hint, never a 500 with the driver's message.
+ */
+export function sendUnavailable(res: Response, retryAfterSeconds = 5): void {
+  res
+    .status(503)
+    .set('Retry-After', String(retryAfterSeconds))
+    .json({
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: -32000,
+        message: `Temporarily unavailable: the database cannot be reached; retry after ${retryAfterSeconds}s`,
+        data: { reason: 'unavailable', retryAfterSeconds },
+      },
+    });
+}

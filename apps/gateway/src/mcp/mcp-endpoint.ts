@@ -7,7 +7,8 @@ import type { Dispatch } from './dispatch.ts';
 import { createLegacyServer } from './legacy-server.ts';
 import { createModernServer } from './modern-server.ts';
 import { fastTasksGet } from './fast-tasks-get.ts';
-import { RPC, sendRpcError } from '../http/json-rpc-error.ts';
+import { RPC, sendRpcError, sendUnavailable } from '../http/json-rpc-error.ts';
+import { isDatabaseUnavailable } from '@mtg/db';
 
 /**
  * One /mcp endpoint for every protocol era. 2026-07-28 requests (per-request `_meta`
@@ -63,11 +64,14 @@ export function mcpEndpoint(
       if (await isLegacyRequest(probe, req.body)) await legacy(req, res);
       else await modern(req as never, res as never, req.body);
     } catch (error) {
-      logger.error('mcp endpoint failure', {
+      const outage = isDatabaseUnavailable(error);
+      logger[outage ? 'warn' : 'error'](outage ? 'database unavailable' : 'mcp endpoint failure', {
         correlationId: res.locals.correlationId,
         error: error instanceof Error ? error.message : String(error),
       });
-      if (!res.headersSent) sendRpcError(res, 500, RPC.internalError, 'Internal error');
+      if (res.headersSent) return;
+      if (outage) sendUnavailable(res);
+      else sendRpcError(res, 500, RPC.internalError, 'Internal error');
     }
   };
 }

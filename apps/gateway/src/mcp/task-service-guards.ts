@@ -1,5 +1,6 @@
 import { appendAudit } from '@mtg/audit';
-import type { Pool } from '@mtg/db';
+import { isDatabaseUnavailable, type Pool } from '@mtg/db';
+import type { Logger } from '@mtg/log';
 import {
   taskError,
   type TaskError,
@@ -134,4 +135,41 @@ export function withToolPolicy(tasks: TaskService, policy: Policy): TaskService 
     awaitResult: (taskId, ctx, waitMs) => tasks.awaitResult(taskId, gated(ctx), waitMs),
     cancel: (taskId, ctx, options) => tasks.cancel(taskId, gated(ctx), options),
   };
+}
+
+export const UNAVAILABLE_RETRY_SECONDS = 5;
+
+/**
+ * PostgreSQL unreachable (restart, failover): every verb answers `unavailable` with a retry
+ * hint — on task wires JSON-RPC -32000 with `data.retryAfterSeconds`, as for a rate limit —
+ * instead of an internal error carrying the driver's message. Nothing was done: a start's
+ * transaction never committed. Not audited (the audit trail is in the same database).
+ */
+export function withDatabaseOutage(tasks: TaskService, logger: Logger): TaskService {
+  const guard = async <T>(verb: string, run: () => Promise<T>): Promise<T | TaskError> => {
+    try {
+      return await run();
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      logger.warn('task verb refused: database unavailable', {
+        verb,
+        error: (error as Error).message,
+      });
+      return taskError(
+        'unavailable',
+        `Temporarily unavailable: the task store cannot be reached; retry after ${UNAVAILABLE_RETRY_SECONDS}s`,
+        { retryAfterSeconds: UNAVAILABLE_RETRY_SECONDS },
+      );
+    }
+  };
+  return {
+    ...tasks,
+    start: (input) => guard('start', () => tasks.start(input)),
+    get: (taskId, ctx) => guard('get', () => tasks.get(taskId, ctx)),
+    result: (taskId, ctx) => guard('result', () => tasks.result(taskId, ctx)),
+    awaitResult: (taskId, ctx, waitMs) =>
+      guard('result', () => tasks.awaitResult(taskId, ctx, waitMs)),
+    cancel: (taskId, ctx, options) => guard('cancel', () => tasks.cancel(taskId, ctx, options)),
+    list: (ctx, page) => guard('list', () => tasks.list(ctx, page)),
+  } as TaskService;
 }
