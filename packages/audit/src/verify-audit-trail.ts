@@ -6,7 +6,7 @@ import {
   type ChainFailure,
 } from './chain/chain-verifier.ts';
 import { GENESIS_HASH } from './chain/event-hash.ts';
-import { readChain, readChainSession } from './chain/read-chain.ts';
+import { readChainSession, streamChain } from './chain/read-chain.ts';
 import type { SignedCheckpoint } from './checkpoint/sign-checkpoint.ts';
 import {
   createCheckpointVerifier,
@@ -108,15 +108,17 @@ export async function verifyAuditTrail(
 
     const started = clock();
     let failure: ChainFailure | undefined;
-    read: for await (const batch of readChain(client, {
-      fromSeq: Math.max(anchor.seq, 1),
-      ...(options.batchSize ? { batchSize: options.batchSize } : {}),
-    })) {
-      for (const event of batch) {
+    await streamChain(
+      client,
+      {
+        fromSeq: Math.max(anchor.seq, 1),
+        ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+      },
+      (event) => {
         failure = chain.push(event);
-        if (failure) break read;
-      }
-    }
+        return failure === undefined;
+      },
+    );
     failure ??= chain.finish();
     const elapsedMs = clock() - started;
     await client.query('COMMIT');
