@@ -18,11 +18,19 @@ export interface PreparedStatement {
 }
 
 const STAR = /\b(select|returning)\s+\*/i;
+// `SELECT * FROM json_to_recordset($n) AS x (col type, ...)` (pg-boss's batch statements)
+// expands a column list written in the statement itself: no migration can change it.
+const LITERAL_RECORDSET_STAR =
+  /\bselect\s+\*(?:(?!\bfrom\b)[\s\S])*?\bfrom\s+json_to_recordset\b/gi;
+const selectsTableStar = (text: string) => STAR.test(text.replace(LITERAL_RECORDSET_STAR, ''));
 
 export function prepared(text: string): PreparedStatement {
   if (STAR.test(text)) throw new Error(`prepared(): list the columns instead of *: ${text}`);
-  return { name: `mtg_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text };
+  return { name: nameOf(text), text };
 }
+
+const nameOf = (text: string) =>
+  `mtg_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
 
 /** Runs a prepared statement on a pool or a client (inside its transaction, if any). */
 export function runPrepared<R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -39,8 +47,9 @@ export function runPrepared<R extends pg.QueryResultRow = pg.QueryResultRow>(
 
 /**
  * For a library's SQL (pg-boss) passed through our pool: its parameterized statements are a
- * small fixed set, so each runs prepared, except any with a `*` result (see above) and any
- * without parameters (which may hold several commands).
+ * small fixed set, so each runs prepared, except any with a `*` over a table (see above; a
+ * `*` over a json_to_recordset column list is fine) and any without parameters (which may
+ * hold several commands).
  */
 export function queryMaybePrepared(
   db: Queryable,
@@ -57,6 +66,7 @@ const MAX_NAMED = 200;
 const names = new Map<string, PreparedStatement>();
 function namedFor(text: string): PreparedStatement | undefined {
   let s = names.get(text);
-  if (!s && names.size < MAX_NAMED && !STAR.test(text)) names.set(text, (s = prepared(text)));
+  if (!s && names.size < MAX_NAMED && !selectsTableStar(text))
+    names.set(text, (s = { name: nameOf(text), text }));
   return s;
 }

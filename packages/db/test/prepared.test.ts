@@ -23,7 +23,15 @@ test('library SQL runs prepared only when it has parameters and no * result', as
   await queryMaybePrepared(db, 'SELECT 1; SELECT 2');
   await queryMaybePrepared(db, 'SELECT * FROM x WHERE a = $1', [1]);
   await queryMaybePrepared(db, 'SELECT a FROM x WHERE a = $1', [1]);
+  const recordset =
+    'INSERT INTO j (id) SELECT id FROM (SELECT *, 1 AS n FROM json_to_recordset($1::json) AS x (id uuid)) s';
+  await queryMaybePrepared(db, recordset, ['[]']);
+  const hidden =
+    'SELECT * FROM job WHERE id IN (SELECT id FROM json_to_recordset($1::json) AS x (id uuid))';
+  await queryMaybePrepared(db, hidden, ['[]']);
   expect(seen[0]).toBe('SELECT 1; SELECT 2');
   expect(seen[1]).toEqual({ text: 'SELECT * FROM x WHERE a = $1', values: [1] });
   expect(seen[2]).toMatchObject({ name: expect.stringMatching(/^mtg_/), values: [1] });
+  expect(seen[3]).toMatchObject({ name: expect.stringMatching(/^mtg_/), text: recordset });
+  expect(seen[4]).toEqual({ text: hidden, values: ['[]'] });
 });
