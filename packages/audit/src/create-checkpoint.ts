@@ -2,7 +2,7 @@ import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
 import { createChainVerifier, type ChainEvent, type ChainFailure } from './chain/chain-verifier.ts';
 import { GENESIS_HASH } from './chain/event-hash.ts';
-import { readChain, readChainSession } from './chain/read-chain.ts';
+import { readChainSession, streamChain } from './chain/read-chain.ts';
 import { signCheckpoint, type SignedCheckpoint } from './checkpoint/sign-checkpoint.ts';
 import type { SigningKey } from './checkpoint/signing-key.ts';
 import { createCheckpointVerifier } from './checkpoint/verify-checkpoint.ts';
@@ -99,16 +99,12 @@ export async function createCheckpoint(
     const anchor = since ? { seq: since.seq, hash: since.hash } : { seq: 0, hash: GENESIS_HASH };
     const chain = createChainVerifier({ anchor });
     let failure: ChainFailure | undefined;
-    read: for await (const batch of readChain(client, {
-      fromSeq: Math.max(anchor.seq, 1),
-      toSeq: targetSeq,
-    })) {
-      for (const event of batch) {
-        failure = chain.push(event);
-        if (failure) break read;
-        target = event;
-      }
-    }
+    await streamChain(client, { fromSeq: Math.max(anchor.seq, 1), toSeq: targetSeq }, (event) => {
+      failure = chain.push(event);
+      if (failure) return false;
+      target = event;
+      return true;
+    });
     failure ??= chain.finish();
     if (!failure && target?.seq !== targetSeq) {
       failure = {
