@@ -21,22 +21,14 @@ export async function serveUntilSignalled(
   },
 ): Promise<void> {
   let stopping = false;
-  // While draining, a request that arrives on an already open keep-alive connection is a
-  // new request: refuse it (503, Connection: close) so the client goes to another replica,
-  // while the requests already in flight finish.
+  // While draining, idle keep-alive connections are closed at once and then every 100 ms (see
+  // stop()). A request that still arrives on one in that window is served, with
+  // `Connection: close`, so the connection ends with its answer and the client's next request
+  // opens a connection to a replica that is up: the client sees no error, and no connection
+  // outlives its last answer.
   const gate = ((req: Parameters<Express>[0], res: Parameters<Express>[1]) => {
-    if (!stopping) return app(req, res);
-    res.writeHead(503, {
-      'content-type': 'application/json',
-      connection: 'close',
-      'retry-after': '1',
-    });
-    res.end(
-      JSON.stringify({
-        error: 'unavailable',
-        error_description: 'this gateway replica is shutting down; retry',
-      }),
-    );
+    if (stopping) res.setHeader('connection', 'close');
+    return app(req, res);
   }) as unknown as Express;
   const server = createGatewayServer(gate, options.tls);
   // Slow clients must not hold sockets forever.
