@@ -99,6 +99,18 @@ export function createApp(deps: GatewayDeps): express.Express {
     },
   });
 
+  // What every bearer-token route passes first: Origin, the token, then revocation.
+  const bearerGates = [
+    validateOrigin(deps.allowedOrigins),
+    authenticate({
+      verify: deps.verify,
+      resourceMetadataUrl,
+      logger: deps.logger,
+      onDenied: onTokenDenied,
+    }),
+    rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
+  ];
+
   if (deps.metrics) app.use(recordRequestDurations(deps.metrics.gateway));
   app.use(correlateAndLog(deps.logger));
   app.use(validateHost(deps.allowedHosts));
@@ -127,28 +139,12 @@ export function createApp(deps: GatewayDeps): express.Express {
       logger: deps.logger,
       ...onTaskEnded,
       resourceMetadataUrl,
-      gates: [
-        validateOrigin(deps.allowedOrigins),
-        authenticate({
-          verify: deps.verify,
-          resourceMetadataUrl,
-          logger: deps.logger,
-          onDenied: onTokenDenied,
-        }),
-        rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
-      ],
+      gates: bearerGates,
     }),
   );
   app.all(
     mcpPath,
-    validateOrigin(deps.allowedOrigins),
-    authenticate({
-      verify: deps.verify,
-      resourceMetadataUrl,
-      logger: deps.logger,
-      onDenied: onTokenDenied,
-    }),
-    rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
+    ...bearerGates,
     identifyWorkload,
     ...parseJsonRpc(deps.maxBodyBytes),
     requireToolScope(

@@ -8,10 +8,9 @@ import express, {
 import { z } from 'zod';
 import { appendAudit } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
-import { bearerChallenge } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { ADMIN_SCOPE, restorePrincipal, revokePrincipal, type OnTaskEnded } from '@mtg/tasks';
-import { principalOf } from './authenticate.ts';
+import { principalOf, refuseScope } from './authenticate.ts';
 
 const PrincipalBody = z
   .object({
@@ -53,18 +52,7 @@ export function adminRoutes(deps: {
       actor: { subject: p.subject, client: p.client, kind: 'user' },
       data: { method: req.method, path: req.path, scope: ADMIN_SCOPE },
     });
-    res
-      .status(403)
-      .set(
-        'WWW-Authenticate',
-        bearerChallenge({
-          error: 'insufficient_scope',
-          description,
-          scope: [ADMIN_SCOPE],
-          resourceMetadataUrl: deps.resourceMetadataUrl,
-        }),
-      )
-      .json({ error: 'insufficient_scope', error_description: description, scope: ADMIN_SCOPE });
+    refuseScope(res, deps.resourceMetadataUrl, ADMIN_SCOPE, description);
   };
 
   const readBody = [

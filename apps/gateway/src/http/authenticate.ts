@@ -24,6 +24,42 @@ export function principalOf(res: Response): Principal {
 }
 
 /**
+ * 401 for a token this resource will not accept (RFC 6750 `invalid_token`), with the challenge
+ * naming the protected resource metadata: a bad token, a revoked principal, a certificate
+ * the token is not bound to.
+ */
+export function refuseToken(res: Response, resourceMetadataUrl: string, description: string) {
+  res
+    .status(401)
+    .set(
+      'WWW-Authenticate',
+      bearerChallenge({ error: 'invalid_token', description, resourceMetadataUrl }),
+    )
+    .json({ error: 'invalid_token', error_description: description });
+}
+
+/** 403 for a valid token that lacks `scope` (RFC 6750 `insufficient_scope`), naming it. */
+export function refuseScope(
+  res: Response,
+  resourceMetadataUrl: string,
+  scope: string,
+  description: string,
+) {
+  res
+    .status(403)
+    .set(
+      'WWW-Authenticate',
+      bearerChallenge({
+        error: 'insufficient_scope',
+        description,
+        scope: [scope],
+        resourceMetadataUrl,
+      }),
+    )
+    .json({ error: 'insufficient_scope', error_description: description, scope });
+}
+
+/**
  * OAuth 2.0 resource-server gate (RFC 6750 / RFC 9728): every request to a protected route
  * carries a bearer token that verifies for this resource, or gets a 401 challenge naming
  * the protected resource metadata.
@@ -73,10 +109,7 @@ export function authenticate(options: AuthenticateOptions) {
         });
         return;
       }
-      res
-        .status(401)
-        .set('WWW-Authenticate', challenge('invalid_token', verified.description))
-        .json({ error: 'invalid_token', error_description: verified.description });
+      refuseToken(res, options.resourceMetadataUrl, verified.description);
       return;
     }
     const principal = verified.principal;

@@ -24,7 +24,13 @@ export function sendRpcError(
  * PostgreSQL could not be reached while handling the request: 503 with Retry-After and a
  * JSON-RPC error carrying the same hint, never a 500 with the driver's message.
  */
-export function sendUnavailable(res: Response, retryAfterSeconds = 5): void {
+/** How long a client should wait before retrying when PostgreSQL cannot be reached. */
+export const UNAVAILABLE_RETRY_SECONDS = 5;
+
+export function sendUnavailable(
+  res: Response,
+  retryAfterSeconds = UNAVAILABLE_RETRY_SECONDS,
+): void {
   res
     .status(503)
     .set('Retry-After', String(retryAfterSeconds))

@@ -1,10 +1,9 @@
 import type { NextFunction, Request, Response } from 'express';
 import { appendAudit } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
-import { bearerChallenge } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { isRevoked } from '@mtg/tasks';
-import { principalOf } from './authenticate.ts';
+import { principalOf, refuseToken } from './authenticate.ts';
 
 export const REVOKED_DESCRIPTION = 'access for this principal has been revoked';
 
@@ -20,17 +19,7 @@ export function rejectRevoked(options: {
   logger: Logger;
 }) {
   const refuse = (res: Response, description: string) =>
-    res
-      .status(401)
-      .set(
-        'WWW-Authenticate',
-        bearerChallenge({
-          error: 'invalid_token',
-          description,
-          resourceMetadataUrl: options.resourceMetadataUrl,
-        }),
-      )
-      .json({ error: 'invalid_token', error_description: description });
+    refuseToken(res, options.resourceMetadataUrl, description);
 
   return async (req: Request, res: Response, next: NextFunction) => {
     const p = principalOf(res);

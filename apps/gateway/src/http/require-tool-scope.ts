@@ -1,7 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { bearerChallenge } from '@mtg/identity';
 import type { Catalogue, LongToolDefinition } from '@mtg/tools';
-import { principalOf } from './authenticate.ts';
+import { principalOf, refuseScope } from './authenticate.ts';
 
 /**
  * Step-up signal of the MCP authorization spec: a `tools/call` for a tool whose scope the
@@ -27,22 +26,12 @@ export function requireToolScope(
       const tool = catalogue.get(m.params.name) ?? longTools.get(m.params.name);
       if (tool?.scope && !principal.scopes.includes(tool.scope)) {
         onDenied?.(req, 'insufficient_scope', tool.name, res);
-        res
-          .status(403)
-          .set(
-            'WWW-Authenticate',
-            bearerChallenge({
-              error: 'insufficient_scope',
-              description: `tool ${tool.name} requires scope ${tool.scope}`,
-              scope: [tool.scope],
-              resourceMetadataUrl,
-            }),
-          )
-          .json({
-            error: 'insufficient_scope',
-            error_description: `tool ${tool.name} requires scope ${tool.scope}`,
-            scope: tool.scope,
-          });
+        refuseScope(
+          res,
+          resourceMetadataUrl,
+          tool.scope,
+          `tool ${tool.name} requires scope ${tool.scope}`,
+        );
         return;
       }
     }

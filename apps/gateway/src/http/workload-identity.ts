@@ -4,10 +4,10 @@ import { TLSSocket } from 'node:tls';
 import type { NextFunction, Request, Response } from 'express';
 import { decodeJwt } from 'jose';
 import { ConfigError } from '@mtg/config';
-import { bearerChallenge, type Principal } from '@mtg/identity';
+import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { spiffeIdOfCertificate, type Workload } from '@mtg/policy';
-import { principalOf } from './authenticate.ts';
+import { principalOf, refuseToken } from './authenticate.ts';
 
 /** Why a request's workload identity was refused (audited as `auth.denied` reasons). */
 export type WorkloadDenyCode =
@@ -178,17 +178,7 @@ export function workloadIdentity(
         code: result.code,
       });
       if (result.code === 'token_cert_mismatch') {
-        res
-          .status(401)
-          .set(
-            'WWW-Authenticate',
-            bearerChallenge({
-              error: 'invalid_token',
-              description: result.description,
-              resourceMetadataUrl: options.resourceMetadataUrl,
-            }),
-          )
-          .json({ error: 'invalid_token', error_description: result.description });
+        refuseToken(res, options.resourceMetadataUrl, result.description);
       } else {
         res
           .status(403)

@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -7,8 +7,7 @@ import type { Dispatch } from './dispatch.ts';
 import { createLegacyServer } from './legacy-server.ts';
 import { createModernServer } from './modern-server.ts';
 import { fastTasksGet } from './fast-tasks-get.ts';
-import { RPC, sendRpcError, sendUnavailable } from '../http/json-rpc-error.ts';
-import { isDatabaseUnavailable } from '@mtg/db';
+import { RPC, sendRpcError } from '../http/json-rpc-error.ts';
 
 /**
  * One /mcp endpoint for every protocol era. 2026-07-28 requests (per-request `_meta`
@@ -46,7 +45,9 @@ export function mcpEndpoint(
     await transport.handleRequest(req as never, res as never, req.body);
   }
 
-  return async (req: Request, res: Response) => {
+  // A failure goes to the app's last-resort handler (create-app.ts), which tells a database
+  // outage (503 + Retry-After) from a bug (500) for every route alike.
+  return async (req: Request, res: Response, next: NextFunction) => {
     try {
       if (req.method !== 'POST') {
         // Stateless: no standalone SSE stream (GET) and no sessions to delete (DELETE).
@@ -64,14 +65,7 @@ export function mcpEndpoint(
       if (await isLegacyRequest(probe, req.body)) await legacy(req, res);
       else await modern(req as never, res as never, req.body);
     } catch (error) {
-      const outage = isDatabaseUnavailable(error);
-      logger[outage ? 'warn' : 'error'](outage ? 'database unavailable' : 'mcp endpoint failure', {
-        correlationId: res.locals.correlationId,
-        error: error instanceof Error ? error.message : String(error),
-      });
-      if (res.headersSent) return;
-      if (outage) sendUnavailable(res);
-      else sendRpcError(res, 500, RPC.internalError, 'Internal error');
+      next(error);
     }
   };
 }

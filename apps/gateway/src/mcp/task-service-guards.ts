@@ -9,6 +9,7 @@ import {
   type VerbContext,
 } from '@mtg/tasks';
 import type { Policy, Workload } from '@mtg/policy';
+import { UNAVAILABLE_RETRY_SECONDS } from '../http/json-rpc-error.ts';
 import type { LimitName, RateDecision, RateLimits } from '../http/rate-limit.ts';
 
 const LIMIT_TEXT: Record<LimitName, string> = {
@@ -137,8 +138,6 @@ export function withToolPolicy(tasks: TaskService, policy: Policy): TaskService 
   };
 }
 
-export const UNAVAILABLE_RETRY_SECONDS = 5;
-
 /**
  * PostgreSQL unreachable (restart, failover): every verb answers `unavailable` with a retry
  * hint — on task wires JSON-RPC -32000 with `data.retryAfterSeconds`, as for a rate limit —
@@ -171,5 +170,5 @@ export function withDatabaseOutage(tasks: TaskService, logger: Logger): TaskServ
       guard('result', () => tasks.awaitResult(taskId, ctx, waitMs)),
     cancel: (taskId, ctx, options) => guard('cancel', () => tasks.cancel(taskId, ctx, options)),
     list: (ctx, page) => guard('list', () => tasks.list(ctx, page)),
-  } as TaskService;
+  };
 }
