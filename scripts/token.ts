@@ -2,9 +2,8 @@
 // Prints only an access token, obtained from the running dev IdP through its dev-user grant.
 import { parseArgs } from 'node:util';
 import * as client from 'openid-client';
+import { DEV_USER_GRANT } from '../apps/idp/src/grant-types.ts';
 import { dataDir, DEV_CLIENTS, loadOrCreateDevSecrets, type DevClient } from './lib/dev-secrets.ts';
-
-const DEV_USER_GRANT = 'urn:mcp-task-gateway:grant-type:dev-user';
 
 const USAGE = `usage: npm run -s token -- --sub <user> --tenant <tenant> [--client mcp-agent|mcp-agent-2]
                           [--scope "env:provision reports:run"] [--ttl <seconds>] [--resource <url>]

@@ -1,39 +1,27 @@
 // Chaos (b): the gateway process restarts (SIGTERM, then SIGKILL) while clients poll their
 // tasks. Clients ride it out with plain retries; the tasks go on in the workers meanwhile.
-import { preparedDatabase } from '../../scripts/bench/lib/database.ts';
 import { startTask } from '../../scripts/bench/lib/mcp.ts';
-import { startProcessStack, type ProcessStack } from '../../scripts/bench/lib/process-stack.ts';
-import type { TestDatabase } from '../support/database.ts';
 import { pollToEnd, sleep } from './support/clients.ts';
 import { chaosDescribe } from './support/gate.ts';
+import { chaosStack } from './support/stack.ts';
 import { batchesOf, checkIntegrity, expectIntact } from './support/integrity.ts';
 
 chaosDescribe('gateway restarts', () => {
-  let db: TestDatabase;
-  let stack: ProcessStack;
-  beforeAll(async () => {
-    db = await preparedDatabase();
-    stack = await startProcessStack({
-      databaseUrl: db.url,
-      workers: 2,
-      env: { DEMO_STEP_MS: '200' },
-    });
-  }, 120_000);
-  afterAll(async () => {
-    await stack?.stop();
-    await db?.drop();
-  }, 60_000);
+  const chaos = chaosStack({
+    workers: 2,
+    env: { DEMO_STEP_MS: '200' },
+  });
 
   test('clients polling through a graceful and a hard gateway restart see every task to completion, never a 5xx', async () => {
     const tokens = await Promise.all(
-      Array.from({ length: 4 }, (_, i) => stack.token(`poller-${i}`, 'restart')),
+      Array.from({ length: 4 }, (_, i) => chaos.stack.token(`poller-${i}`, 'restart')),
     );
     const expected = new Map<string, number>();
     const owners = new Map<string, string>();
     for (let i = 0; i < 12; i++) {
       const count = 5000; // 10 batches: a couple of seconds of work
       const token = tokens[i % tokens.length]!;
-      const id = await startTask(stack.mcpUrl, token, 'bulk_update_records', {
+      const id = await startTask(chaos.stack.mcpUrl, token, 'bulk_update_records', {
         collection: `restart-${i}`,
         count,
         patch: { i },
@@ -42,13 +30,13 @@ chaosDescribe('gateway restarts', () => {
       owners.set(id, token);
     }
     const polling = [...owners].map(([id, token]) =>
-      pollToEnd(() => stack.mcpUrl, token, id, { everyMs: 50 }),
+      pollToEnd(() => chaos.stack.mcpUrl, token, id, { everyMs: 50 }),
     );
 
     const restarts: Array<{ how: string; downMs: number; exit: string }> = [];
     for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
       await sleep(700);
-      const gateway = stack.gateways[0]!;
+      const gateway = chaos.stack.gateways[0]!;
       const t0 = Date.now();
       if (signal === 'SIGTERM') await gateway.stop();
       else {
@@ -56,7 +44,7 @@ chaosDescribe('gateway restarts', () => {
         await gateway.exited;
       }
       const exit = await gateway.exited;
-      await stack.startGateway(0);
+      await chaos.stack.startGateway(0);
       restarts.push({ how: signal, downMs: Date.now() - t0, exit: `${exit.signal ?? exit.code}` });
     }
     const logs = await Promise.all(polling);
@@ -72,6 +60,6 @@ chaosDescribe('gateway restarts', () => {
     expect(logs.flatMap((l) => l.serverErrors)).toEqual([]);
     expect(logs.flatMap((l) => l.rpcErrors)).toEqual([]);
     expect(network).toBeGreaterThan(0); // the restarts really happened under the clients
-    expectIntact('chaos (b)', await checkIntegrity(db.url, expected));
+    expectIntact('chaos (b)', await checkIntegrity(chaos.db.url, expected));
   }, 180_000);
 });

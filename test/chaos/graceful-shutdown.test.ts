@@ -2,13 +2,11 @@
 // journaled, the task is released and another worker finishes it. SIGTERM to the gateway
 // with requests in flight: they complete, new ones are refused, the process exits 0.
 import http from 'node:http';
-import { preparedDatabase } from '../../scripts/bench/lib/database.ts';
 import { body2026, headers2026, rpc, startTask } from '../../scripts/bench/lib/mcp.ts';
-import { startProcessStack, type ProcessStack } from '../../scripts/bench/lib/process-stack.ts';
-import type { TestDatabase } from '../support/database.ts';
 import { sql } from '../support/sql.ts';
 import { sleep, waitFor } from './support/clients.ts';
 import { chaosDescribe } from './support/gate.ts';
+import { chaosStack } from './support/stack.ts';
 import { batchesOf, checkIntegrity, expectIntact } from './support/integrity.ts';
 
 const STEP_MS = 1500;
@@ -38,70 +36,60 @@ function postOnce(
 }
 
 chaosDescribe('graceful shutdown', () => {
-  let db: TestDatabase;
-  let stack: ProcessStack;
-  beforeAll(async () => {
-    db = await preparedDatabase();
-    // Long steps, so that a signal lands inside one.
-    stack = await startProcessStack({
-      databaseUrl: db.url,
-      workers: 2,
-      env: { DEMO_STEP_MS: String(STEP_MS) },
-      gatewayEnv: { MAX_ACTIVE_TASKS_PER_USER: '100' },
-    });
-  }, 120_000);
-  afterAll(async () => {
-    await stack?.stop();
-    await db?.drop();
-  }, 60_000);
+  // Long steps, so that a signal lands inside one.
+  const chaos = chaosStack({
+    workers: 2,
+    env: { DEMO_STEP_MS: String(STEP_MS) },
+    gatewayEnv: { MAX_ACTIVE_TASKS_PER_USER: '100' },
+  });
 
   test('SIGTERM to a worker mid-step: the step finishes and is journaled, the task is released and another worker finishes it', async () => {
-    const token = await stack.token('graceful', 'graceful');
+    const token = await chaos.stack.token('graceful', 'graceful');
     const count = 3000;
-    const taskId = await startTask(stack.mcpUrl, token, 'bulk_update_records', {
+    const taskId = await startTask(chaos.stack.mcpUrl, token, 'bulk_update_records', {
       collection: 'graceful',
       count,
       patch: { g: 1 },
     });
     // Inside the second step: the first is journaled, the second has been running a while.
     await waitFor(
-      () => sql(db.url, `SELECT 1 FROM app.task_steps WHERE task_id = $1`, [taskId]),
+      () => sql(chaos.db.url, `SELECT 1 FROM app.task_steps WHERE task_id = $1`, [taskId]),
       (r) => r.length >= 1,
       20_000,
     );
     await sleep(STEP_MS / 3);
     const [{ lease_owner: owner }] = (await sql(
-      db.url,
+      chaos.db.url,
       `SELECT lease_owner FROM app.tasks WHERE id = $1`,
       [taskId],
     )) as [{ lease_owner: string }];
     const journaledBefore = (
-      await sql(db.url, `SELECT step FROM app.task_steps WHERE task_id = $1`, [taskId])
+      await sql(chaos.db.url, `SELECT step FROM app.task_steps WHERE task_id = $1`, [taskId])
     ).length;
     const inFlight = `batch:${journaledBefore}`;
-    const worker = stack.workers.get(owner)!;
+    const worker = chaos.stack.workers.get(owner)!;
     const t0 = Date.now();
     worker.kill('SIGTERM');
     const exit = await worker.exited;
     const exitMs = Date.now() - t0;
 
     const [step] = await sql(
-      db.url,
+      chaos.db.url,
       `SELECT worker, completed_at FROM app.task_steps WHERE task_id = $1 AND step = $2`,
       [taskId, inFlight],
     );
     const [afterExit] = await sql(
-      db.url,
+      chaos.db.url,
       `SELECT lease_owner, status FROM app.tasks WHERE id = $1`,
       [taskId],
     );
     const done = await waitFor(
-      () => sql(db.url, `SELECT status FROM app.tasks WHERE id = $1`, [taskId]),
+      () => sql(chaos.db.url, `SELECT status FROM app.tasks WHERE id = $1`, [taskId]),
       (r) => r[0]?.status !== 'working',
       60_000,
     );
     const takenBy = await sql(
-      db.url,
+      chaos.db.url,
       `SELECT body::jsonb -> 'data' ->> 'worker' AS worker, occurred_at FROM audit.events WHERE task_id = $1 AND type = 'task.lease_taken'`,
       [taskId],
     );
@@ -125,43 +113,46 @@ chaosDescribe('graceful shutdown', () => {
     expectIntact('chaos (e)', { problems: [], known });
     expect(afterExit.lease_owner).toBeNull(); // released, not left to expire
     expect(takenBy.map((t) => t.worker)).toEqual([
-      [...stack.workers.keys()].find((id) => id !== owner),
+      [...chaos.stack.workers.keys()].find((id) => id !== owner),
     ]);
     expect(done[0]?.status).toBe('completed');
-    expectIntact('chaos (e)', await checkIntegrity(db.url, new Map([[taskId, batchesOf(count)]])));
-    await stack.startWorker(owner);
+    expectIntact(
+      'chaos (e)',
+      await checkIntegrity(chaos.db.url, new Map([[taskId, batchesOf(count)]])),
+    );
+    await chaos.stack.startWorker(owner);
   }, 120_000);
 
   test('SIGTERM to the gateway: requests in flight complete, new connections are refused, exit 0', async () => {
-    const token = await stack.token('graceful-gw', 'graceful');
+    const token = await chaos.stack.token('graceful-gw', 'graceful');
     // A legacy tasks/result blocks until its task ends: in flight for ~2 steps.
-    const taskId = await startTask(stack.mcpUrl, token, 'bulk_update_records', {
+    const taskId = await startTask(chaos.stack.mcpUrl, token, 'bulk_update_records', {
       collection: 'gw',
       count: 1000,
       patch: { g: 2 },
     });
     const waiting = postOnce(
-      stack.mcpUrl,
+      chaos.stack.mcpUrl,
       { ...headers2026(token, 'tasks/result'), 'mcp-protocol-version': '2025-11-25' },
       JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tasks/result', params: { taskId } }),
     );
     // And a burst of starts in flight at the moment of the signal.
     const burst = Array.from({ length: 20 }, (_, i) =>
       postOnce(
-        stack.mcpUrl,
+        chaos.stack.mcpUrl,
         headers2026(token, 'tools/call', 'generate_report'),
         body2026('tools/call', { name: 'generate_report', arguments: { report: `burst-${i}` } }),
       ).catch((e: Error) => ({ status: -1, body: e.message, endedAt: Date.now() })),
     );
     await sleep(300);
-    const gateway = stack.gateways[0]!;
+    const gateway = chaos.stack.gateways[0]!;
     const signalledAt = Date.now();
     gateway.kill('SIGTERM');
     await sleep(100);
     let refused = '';
     try {
       const late = await postOnce(
-        stack.mcpUrl,
+        chaos.stack.mcpUrl,
         headers2026(token, 'tools/list'),
         body2026('tools/list', {}),
       );
@@ -191,20 +182,22 @@ chaosDescribe('graceful shutdown', () => {
       .filter((id): id is string => typeof id === 'string');
     expect(answered).toHaveLength(burst.length);
     const made = await sql(
-      db.url,
+      chaos.db.url,
       `SELECT id FROM app.tasks WHERE subject = 'graceful-gw' AND tool = 'generate_report'`,
     );
     expect(made.map((t) => t.id).sort()).toEqual(answered.sort());
     expect(exit).toEqual({ code: 0, signal: null });
-    await stack.startGateway(0);
-    expect((await rpc(stack.mcpUrl, token, 'tasks/get', { taskId })).body.result.status).toBe(
+    await chaos.stack.startGateway(0);
+    expect((await rpc(chaos.stack.mcpUrl, token, 'tasks/get', { taskId })).body.result.status).toBe(
       'completed',
     );
   }, 120_000);
 
   test('SIGTERM to the gateway under steady keep-alive polling: how long until it exits, and are new requests on open connections refused?', async () => {
-    const token = await stack.token('graceful-ka', 'graceful');
-    const taskId = await startTask(stack.mcpUrl, token, 'generate_report', { report: 'keepalive' });
+    const token = await chaos.stack.token('graceful-ka', 'graceful');
+    const taskId = await startTask(chaos.stack.mcpUrl, token, 'generate_report', {
+      report: 'keepalive',
+    });
     let stop = false;
     const served: number[] = [];
     const failed: string[] = [];
@@ -212,7 +205,7 @@ chaosDescribe('graceful shutdown', () => {
     const clients = Array.from({ length: 4 }, async () => {
       while (!stop) {
         try {
-          const r = await rpc(stack.mcpUrl, token, 'tasks/get', { taskId });
+          const r = await rpc(chaos.stack.mcpUrl, token, 'tasks/get', { taskId });
           if (r.status === 200) served.push(Date.now());
           else failed.push(`HTTP ${r.status}`);
         } catch (error) {
@@ -223,7 +216,7 @@ chaosDescribe('graceful shutdown', () => {
       }
     });
     await sleep(500);
-    const gateway = stack.gateways[0]!;
+    const gateway = chaos.stack.gateways[0]!;
     const signalledAt = Date.now();
     gateway.kill('SIGTERM');
     const exit = await gateway.exited;
@@ -236,7 +229,7 @@ chaosDescribe('graceful shutdown', () => {
         `${servedAfter} polls served more than 200 ms after SIGTERM on already-open connections; client errors: ${[...new Set(failed)].join(', ')}\n`,
     );
     expect(exit).toEqual({ code: 0, signal: null });
-    await stack.startGateway(0);
+    await chaos.stack.startGateway(0);
     // Reported, not asserted: see BENCHMARKS.md (graceful shutdown and keep-alive).
   }, 60_000);
 });

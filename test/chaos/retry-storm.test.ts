@@ -1,31 +1,19 @@
 // Chaos (d): a retry storm. 1,000 identical starts from 50 concurrent clients must make
 // exactly one task; every client gets that task back.
-import { preparedDatabase } from '../../scripts/bench/lib/database.ts';
 import { rpc } from '../../scripts/bench/lib/mcp.ts';
-import { startProcessStack, type ProcessStack } from '../../scripts/bench/lib/process-stack.ts';
 import { percentile } from '../../scripts/bench/lib/stats.ts';
-import type { TestDatabase } from '../support/database.ts';
 import { sql } from '../support/sql.ts';
 import { chaosDescribe } from './support/gate.ts';
+import { chaosStack } from './support/stack.ts';
 
 const STARTS = 1000;
 const CLIENTS = 50;
 
 chaosDescribe('retry storm', () => {
-  let db: TestDatabase;
-  let stack: ProcessStack;
-  beforeAll(async () => {
-    db = await preparedDatabase();
-    stack = await startProcessStack({
-      databaseUrl: db.url,
-      workers: 1,
-      env: { DEMO_STEP_MS: '200' },
-    });
-  }, 120_000);
-  afterAll(async () => {
-    await stack?.stop();
-    await db?.drop();
-  }, 60_000);
+  const chaos = chaosStack({
+    workers: 1,
+    env: { DEMO_STEP_MS: '200' },
+  });
 
   test.each([
     ['derived key (same arguments)', undefined],
@@ -33,7 +21,7 @@ chaosDescribe('retry storm', () => {
   ])(
     `${STARTS} identical starts from ${CLIENTS} concurrent clients, %s → exactly one task`,
     async (label, key) => {
-      const token = await stack.token(`storm-${key ?? 'derived'}`, 'storm');
+      const token = await chaos.stack.token(`storm-${key ?? 'derived'}`, 'storm');
       const args = { collection: 'storm', count: 2000, patch: { storm: true } };
       const params = {
         name: 'bulk_update_records',
@@ -50,7 +38,7 @@ chaosDescribe('retry storm', () => {
           while (next < STARTS) {
             next++;
             try {
-              const r = await rpc(stack.mcpUrl, token, 'tools/call', params);
+              const r = await rpc(chaos.stack.mcpUrl, token, 'tools/call', params);
               latencies.push(r.ms);
               const id = r.body?.result?.taskId;
               if (typeof id === 'string') ids.set(id, (ids.get(id) ?? 0) + 1);
@@ -64,17 +52,17 @@ chaosDescribe('retry storm', () => {
       const elapsed = (performance.now() - started) / 1000;
       const [taskId] = [...ids.keys()];
       const tasks = await sql(
-        db.url,
+        chaos.db.url,
         `SELECT id FROM app.tasks WHERE tenant = 'storm' AND subject = $1`,
         [`storm-${key ?? 'derived'}`],
       );
       const events = await sql<{ type: string; n: number }>(
-        db.url,
+        chaos.db.url,
         `SELECT type, count(*)::int AS n FROM audit.events WHERE task_id = $1 AND type IN ('task.created', 'task.deduplicated') GROUP BY type`,
         [taskId],
       );
       const jobs = await sql(
-        db.url,
+        chaos.db.url,
         `SELECT id FROM pgboss.job WHERE name = 'task-run' AND data ->> 'taskId' = $1`,
         [taskId],
       );

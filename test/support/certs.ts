@@ -5,6 +5,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { frame2026 } from '../../scripts/lib/mcp-2026-frame.ts';
 
 const run = promisify(execFile);
 
@@ -165,37 +166,18 @@ export async function mcpRequest(
     tasksExtension?: boolean;
   } = {},
 ): Promise<{ status: number; body: any }> {
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
+  const { headers, body } = frame2026(token, method, params, {
     id: 1,
-    method,
-    params: {
-      ...params,
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientInfo': { name: 'certs-test', version: '1' },
-        'io.modelcontextprotocol/clientCapabilities': options.tasksExtension
-          ? { extensions: { 'io.modelcontextprotocol/tasks': {} } }
-          : {},
-      },
-    },
+    clientName: 'certs-test',
+    ...(options.tasksExtension ? { tasksExtension: true } : {}),
   });
-  const name = method === 'tools/call' ? String(params.name) : undefined;
   const target = new URL(url);
   const requestOptions: https.RequestOptions = {
     method: 'POST',
     hostname: target.hostname,
     port: target.port,
     path: target.pathname,
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(name ? { 'mcp-name': name } : {}),
-      ...options.headers,
-    },
+    headers: { ...headers, ...options.headers },
     ...(options.localAddress ? { localAddress: options.localAddress } : {}),
     ...(options.ca ? { ca: options.ca } : {}),
     ...(options.client ? { cert: options.client.cert, key: options.client.key } : {}),

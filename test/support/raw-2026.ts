@@ -1,5 +1,4 @@
-const EXT = 'io.modelcontextprotocol/tasks';
-let nextId = 1;
+import { frame2026 } from '../../scripts/lib/mcp-2026-frame.ts';
 
 /**
  * Sends one 2026-07-28 request as the v2 client frames it (per-request `_meta` envelope,
@@ -13,39 +12,13 @@ export async function rpc2026(
   params: Record<string, unknown>,
   options: { tasksExtension?: boolean; headers?: Record<string, string> } = {},
 ): Promise<{ status: number; body: any }> {
-  const name =
-    method === 'tools/call'
-      ? String(params.name)
-      : typeof params.taskId === 'string'
-        ? params.taskId
-        : undefined;
+  const frame = frame2026(token, method, params, {
+    ...(options.tasksExtension ? { tasksExtension: true } : {}),
+  });
   const response = await fetch(mcpUrl, {
     method: 'POST',
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(name ? { 'mcp-name': name } : {}),
-      ...options.headers,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: nextId++,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          ...(params._meta as object | undefined),
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': options.tasksExtension
-            ? { extensions: { [EXT]: {} } }
-            : {},
-        },
-      },
-    }),
+    headers: { ...frame.headers, ...options.headers },
+    body: frame.body,
   });
   const text = await response.text();
   let body: any = text;

@@ -9,7 +9,8 @@ import { createPool, ROLES } from '../../packages/db/src/index.ts';
 import { createLogger, type Logger } from '../../packages/log/src/index.ts';
 import { installQueue } from '../../packages/tasks/src/index.ts';
 import { parseConfig } from '../../packages/config/src/index.ts';
-import { startIdp, DEV_USER_GRANT } from '../../apps/idp/src/index.ts';
+import { startIdp } from '../../apps/idp/src/index.ts';
+import { devUserToken } from '../../scripts/lib/dev-user-token.ts';
 import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
 import { createGatewayServer } from '../../apps/gateway/src/tls.ts';
 import { buildWorker, workerConfigSchema, type Worker } from '../../apps/worker/src/index.ts';
@@ -206,33 +207,18 @@ export async function startStack(
     workers,
     env,
     addWorker,
-    async token(sub, tenant, o = {}) {
+    token(sub, tenant, o = {}) {
       const client = o.client ?? 'mcp-agent';
-      const body = new URLSearchParams({
-        grant_type: DEV_USER_GRANT,
+      return devUserToken({
+        issuer,
+        client,
+        clientSecret: secrets.clientSecrets[client as keyof typeof secrets.clientSecrets],
         sub,
         tenant,
         resource: o.resource ?? mcpUrl,
         ...(o.scope !== undefined ? { scope: o.scope } : {}),
-        ...(o.ttl !== undefined ? { ttl: String(o.ttl) } : {}),
+        ...(o.ttl !== undefined ? { ttl: o.ttl } : {}),
       });
-      const secret = secrets.clientSecrets[client as keyof typeof secrets.clientSecrets];
-      const r = await fetch(`${issuer}/token`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          authorization: `Basic ${Buffer.from(`${client}:${secret}`).toString('base64')}`,
-        },
-        body,
-      });
-      const json = (await r.json()) as {
-        access_token?: string;
-        error?: string;
-        error_description?: string;
-      };
-      if (!json.access_token)
-        throw new Error(`token request failed: ${json.error} ${json.error_description}`);
-      return json.access_token;
     },
     async writes(taskId) {
       const r = await fetch(`${downstreamUrl}/_writes?taskId=${taskId}`);

@@ -7,6 +7,7 @@ import type { BenchContext } from '../lib/context.ts';
 import { rpc, startTask } from '../lib/mcp.ts';
 import { fmt, median, percentile, sleep } from '../lib/stats.ts';
 import { NO_CAPS } from './throughput.ts';
+import { pollUntil } from '../../lib/poll-until.ts';
 
 const LONG = (tag: string, i: number) => ({
   collection: `long-${tag}`,
@@ -14,19 +15,9 @@ const LONG = (tag: string, i: number) => ({
   patch: { i, tag },
 });
 
-async function waitFor<T>(
-  fn: () => Promise<T>,
-  ok: (v: T) => boolean,
-  timeoutMs: number,
-  everyMs = 20,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > until) return v;
-    await sleep(everyMs);
-  }
-}
+/** pollUntil, checking every 20 ms by default (latencies are measured against it). */
+const waitFor = <T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number, everyMs = 20) =>
+  pollUntil(fn, ok, timeoutMs, everyMs);
 
 export async function benchPickup(ctx: BenchContext): Promise<void> {
   await ctx.topology({

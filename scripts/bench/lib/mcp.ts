@@ -1,37 +1,15 @@
 // Raw 2026-07-28 MCP requests with the tasks extension, as the v2 client frames them: one
 // self-contained POST per request (no session), so load generators can replay them.
-export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+import { body2026 as frameBody, headers2026, mcpNameOf } from '../../lib/mcp-2026-frame.ts';
 
-let nextId = 1;
+export { headers2026 };
 
-export function headers2026(token: string, method: string, name?: string): Record<string, string> {
-  return {
-    authorization: `Bearer ${token}`,
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': '2026-07-28',
-    'mcp-method': method,
-    ...(name ? { 'mcp-name': name } : {}),
-  };
-}
-
-export function body2026(
-  method: string,
-  params: Record<string, unknown>,
-  id: number | string = nextId++,
-): string {
-  return JSON.stringify({
-    jsonrpc: '2.0',
-    id,
-    method,
-    params: {
-      ...params,
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientInfo': { name: 'mtg-bench', version: '1' },
-        'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS_EXTENSION]: {} } },
-      },
-    },
+/** The bench's requests always declare the tasks extension. */
+export function body2026(method: string, params: Record<string, unknown>, id?: number | string) {
+  return frameBody(method, params, {
+    tasksExtension: true,
+    clientName: 'mtg-bench',
+    ...(id !== undefined ? { id } : {}),
   });
 }
 
@@ -49,12 +27,7 @@ export async function rpc(
   params: Record<string, unknown>,
   options: { signal?: AbortSignal } = {},
 ): Promise<RpcReply> {
-  const name =
-    method === 'tools/call'
-      ? String(params.name)
-      : typeof params.taskId === 'string'
-        ? params.taskId
-        : undefined;
+  const name = mcpNameOf(method, params);
   const started = performance.now();
   const response = await fetch(mcpUrl, {
     method: 'POST',

@@ -13,9 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { childEnv, type Service } from '../../lib/launcher/child-env.ts';
 import type { LauncherConfig } from '../../lib/launcher/config.ts';
 import { generateDevSecrets, type DevSecrets } from '../../lib/dev-secrets.ts';
+import { devUserToken } from '../../lib/dev-user-token.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const DEV_USER_GRANT = 'urn:mcp-task-gateway:grant-type:dev-user';
 
 export interface ProcExit {
   code: number | null;
@@ -291,32 +291,18 @@ export async function startProcessStack(o: ProcessStackOptions): Promise<Process
     crashes,
     startWorker,
     startGateway,
-    async token(sub, tenant, t = {}) {
+    token(sub, tenant, t = {}) {
       const client = t.client ?? 'mcp-agent';
-      const secret = secrets.clientSecrets[client as keyof typeof secrets.clientSecrets];
-      const r = await fetch(`${stack.idpUrl}/token`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          authorization: `Basic ${Buffer.from(`${client}:${secret}`).toString('base64')}`,
-        },
-        body: new URLSearchParams({
-          grant_type: DEV_USER_GRANT,
-          sub,
-          tenant,
-          resource: stack.mcpUrl,
-          ...(t.scope !== undefined ? { scope: t.scope } : {}),
-          ...(t.ttl !== undefined ? { ttl: String(t.ttl) } : {}),
-        }),
+      return devUserToken({
+        issuer: stack.idpUrl,
+        client,
+        clientSecret: secrets.clientSecrets[client as keyof typeof secrets.clientSecrets],
+        sub,
+        tenant,
+        resource: stack.mcpUrl,
+        ...(t.scope !== undefined ? { scope: t.scope } : {}),
+        ...(t.ttl !== undefined ? { ttl: t.ttl } : {}),
       });
-      const json = (await r.json()) as {
-        access_token?: string;
-        error?: string;
-        error_description?: string;
-      };
-      if (!json.access_token)
-        throw new Error(`token request failed: ${json.error} ${json.error_description}`);
-      return json.access_token;
     },
     async stop() {
       stopping = true;

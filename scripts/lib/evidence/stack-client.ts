@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { DevSecrets } from '../dev-secrets.ts';
+import { devUserToken } from '../dev-user-token.ts';
 
 export interface StackEndpoints {
   mcp: string;
@@ -15,24 +16,16 @@ export type Answer = { ok: true; value: any } | { ok: false; error: string };
 export function stackClient(endpoints: StackEndpoints, secrets: DevSecrets) {
   const token = async (sub: string, tenant: string, o: { client?: string; scope?: string; ttl?: number } = {}) => {
     const client = (o.client ?? 'mcp-agent') as keyof DevSecrets['clientSecrets'];
-    const r = await fetch(`${endpoints.idp}/token`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        authorization: `Basic ${Buffer.from(`${client}:${secrets.clientSecrets[client]}`).toString('base64')}`,
-      },
-      body: new URLSearchParams({
-        grant_type: 'urn:mcp-task-gateway:grant-type:dev-user',
-        sub,
-        tenant,
-        resource: endpoints.mcp,
-        ...(o.scope ? { scope: o.scope } : {}),
-        ...(o.ttl ? { ttl: String(o.ttl) } : {}),
-      }),
+    return devUserToken({
+      issuer: endpoints.idp,
+      client,
+      clientSecret: secrets.clientSecrets[client],
+      sub,
+      tenant,
+      resource: endpoints.mcp,
+      ...(o.scope ? { scope: o.scope } : {}),
+      ...(o.ttl ? { ttl: o.ttl } : {}),
     });
-    const json = (await r.json()) as { access_token?: string; error_description?: string };
-    if (!json.access_token) throw new Error(`token for ${sub}@${tenant}: ${json.error_description}`);
-    return json.access_token;
   };
 
   const call = async (bearer: string, name: string, args: Record<string, unknown>, meta?: Record<string, unknown>): Promise<Answer> => {

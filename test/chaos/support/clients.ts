@@ -2,19 +2,8 @@ import { rpc } from '../../../scripts/bench/lib/mcp.ts';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export async function waitFor<T>(
-  fn: () => Promise<T>,
-  ok: (v: T) => boolean,
-  timeoutMs: number,
-  everyMs = 100,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > until) return v;
-    await sleep(everyMs);
-  }
-}
+/** pollUntil, checking every 100 ms by default. */
+export { pollUntil as waitFor } from '../../../scripts/lib/poll-until.ts';
 
 export interface PollLog {
   taskId: string;
