@@ -28,7 +28,7 @@ interface Pending {
  * alone: an event that cannot be appended fails its own caller, not its neighbours.
  */
 export function createGroupCommit(db: Queryable): (type: string, body: string) => Promise<number> {
-  let queue: Pending[] = [];
+  const queue: Pending[] = [];
   let flushing = false;
 
   async function appendOne(p: Pending): Promise<void> {
@@ -61,9 +61,7 @@ export function createGroupCommit(db: Queryable): (type: string, body: string) =
     flushing = true;
     try {
       while (queue.length > 0) {
-        const group = queue.slice(0, MAX_GROUP);
-        queue = queue.slice(group.length);
-        await appendGroup(group);
+        await appendGroup(queue.splice(0, MAX_GROUP));
       }
     } finally {
       flushing = false;

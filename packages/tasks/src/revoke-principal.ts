@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { appendAudit } from '@mtg/audit';
+import { appendAudit, type AuditEvent } from '@mtg/audit';
 import { prepared, runPrepared, withTransaction, type Queryable } from '@mtg/db';
 import { appendCancelled } from './cancel-task.ts';
 import { CHANNELS } from './channels.ts';
@@ -16,6 +16,17 @@ export interface RevocationSource {
   by?: { subject: string; client?: string };
   detail?: Record<string, unknown>;
   correlationId?: string;
+}
+
+/** Who acted, for the audit event: the administrator, or the signal's path. */
+function actorOf(source: RevocationSource): AuditEvent['actor'] {
+  return source.by
+    ? {
+        subject: source.by.subject,
+        ...(source.by.client ? { client: source.by.client } : {}),
+        kind: 'admin',
+      }
+    : { subject: source.path, kind: 'system' };
 }
 
 const REVOKED = prepared('SELECT revoked FROM app.principals WHERE tenant = $1 AND subject = $2');
@@ -75,13 +86,7 @@ export async function revokePrincipal(
       subject: p.subject,
       reason: source.path,
       ...(source.correlationId ? { correlationId: source.correlationId } : {}),
-      actor: source.by
-        ? {
-            subject: source.by.subject,
-            ...(source.by.client ? { client: source.by.client } : {}),
-            kind: 'admin',
-          }
-        : { subject: source.path, kind: 'system' },
+      actor: actorOf(source),
       data: { openTasks: tasks.rows.map((t) => t.id), ...source.detail },
     });
     return tasks.rows.map((t) => t.id);
@@ -138,13 +143,7 @@ export async function restorePrincipal(
       tenant: p.tenant,
       subject: p.subject,
       reason: source.path,
-      actor: source.by
-        ? {
-            subject: source.by.subject,
-            ...(source.by.client ? { client: source.by.client } : {}),
-            kind: 'admin',
-          }
-        : { subject: source.path, kind: 'system' },
+      actor: actorOf(source),
     });
     return true;
   });
