@@ -35,7 +35,7 @@ async function main(): Promise<number> {
   for (const file of result.applied) process.stdout.write(`applied ${file}\n`);
   process.stdout.write(
     `${where}: ${result.applied.length} migration(s) applied, ` +
-      `${result.alreadyApplied} already applied before; job queue installed\n`,
+      `${result.alreadyApplied} already applied before; job queues installed: ${result.queues.join(', ')}\n`,
   );
   return 0;
 }

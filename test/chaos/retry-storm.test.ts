@@ -63,7 +63,7 @@ chaosDescribe('retry storm', () => {
       );
       const jobs = await sql(
         chaos.db.url,
-        `SELECT id FROM pgboss.job WHERE name = 'task-run' AND data ->> 'taskId' = $1`,
+        `SELECT id FROM pgboss.job WHERE name LIKE 'tool.%' AND data ->> 'taskId' = $1`,
         [taskId],
       );
       process.stderr.write(

@@ -14,6 +14,14 @@ import { devUserToken } from '../../scripts/lib/dev-user-token.ts';
 import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
 import { createGatewayServer } from '../../apps/gateway/src/tls.ts';
 import { buildWorker, workerConfigSchema, type Worker } from '../../apps/worker/src/index.ts';
+import { packResources } from '../../apps/idp/src/pack-resources.ts';
+import {
+  loadTargets,
+  loadToolRegistry,
+  toolLimitsOverrides,
+  toolPacksFromEnv,
+  type ToolRegistry,
+} from '../../packages/tools/src/index.ts';
 import { apiRoutes, writesRoute } from '../../apps/downstream/src/api/api-routes.ts';
 import { generateDevSecrets } from '../../scripts/lib/dev-secrets.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
@@ -40,6 +48,8 @@ export interface Stack {
   >;
   /** Starts the gateway again on the same port (for restart tests). */
   restartGateway(): Promise<void>;
+  /** The registry the gateway was built with (TOOL_PACKS of `env`). */
+  registry: ToolRegistry;
   /**
    * Disables or enables a user through the dev IdP's admin API (as `npm run idp:user` does);
    * the IdP then pushes its security events to the gateway's /ssf/events. Returns the IdP's
@@ -118,7 +128,6 @@ export async function startStack(
 ): Promise<Stack> {
   const logger = options.logger ?? createLogger('test', { silent: !process.env.TEST_LOGS });
   const db = await createTestDatabase();
-  await installQueue(db.url, [ROLES.gateway, ROLES.worker]);
   const secrets = generateDevSecrets();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mtg-stack-'));
   const gatewayPort = await freePort();
@@ -128,6 +137,16 @@ export async function startStack(
   const gatewayScheme = options.env?.GATEWAY_TLS_CERT ? 'https' : 'http';
   const mcpUrl = `${gatewayScheme}://127.0.0.1:${gatewayPort}/mcp`;
   const downstreamUrl = `http://127.0.0.1:${downstreamPort}`;
+
+  // One registry for the stack, from TOOL_PACKS (default: the demo pack), as a process would.
+  const baseEnv: Record<string, string> = { DEMO_STEP_MS: '200', ...options.env };
+  const registry = await registryFor(baseEnv);
+  await installQueue(db.url, [ROLES.gateway, ROLES.worker], registry.queues().values());
+  const targets = loadTargets({
+    ...(baseEnv.TARGETS_FILE ? { file: baseEnv.TARGETS_FILE } : {}),
+    downstreamUrl,
+    downstreamResource: downstreamUrl,
+  });
 
   const idp = await startIdp({
     port: 0,
@@ -139,6 +158,7 @@ export async function startStack(
       gateway: mcpUrl,
       worker: 'urn:mcp-task-gateway:worker',
       downstream: downstreamUrl,
+      ...packResources(registry, targets, { downstream: downstreamUrl }),
     },
     accessTokenTtl: 3600,
     // The IdP is the gateway's Shared Signals transmitter; SSF_PUSH_AUTH in `env` is the
@@ -174,11 +194,10 @@ export async function startStack(
     CLIENT_SECRET: secrets.clientSecrets['mcp-gateway'],
     CREDENTIAL_KEY: secrets.credentialKey,
     DOWNSTREAM_URL: downstreamUrl,
-    DEMO_STEP_MS: '200',
     WORKER_LEASE_MS: '2000',
-    ...options.env,
+    ...baseEnv,
   };
-  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger);
+  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger, registry);
   let gatewayServer = await listenGateway(gateway, gatewayPort);
 
   const workers: Worker[] = [];
@@ -190,7 +209,16 @@ export async function startStack(
       WORKER_ID: `test-worker-${workers.length + 1}`,
       ...extra,
     };
-    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), logger, workerEnv);
+    // A worker given other packs (another version of a tool) loads its own registry; its
+    // queues are installed as `npm run migrate` would for its packs.
+    const own =
+      extra.TOOL_PACKS !== undefined || extra.TOOL_LIMITS !== undefined || extra.DEMO_STEP_MS
+        ? await registryFor(workerEnv)
+        : registry;
+    if (own !== registry) {
+      await installQueue(db.url, [ROLES.gateway, ROLES.worker], own.queues().values());
+    }
+    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), own, logger, workerEnv);
     await w.start();
     workers.push(w);
     return w;
@@ -206,6 +234,7 @@ export async function startStack(
     secrets,
     workers,
     env,
+    registry,
     addWorker,
     token(sub, tenant, o = {}) {
       const client = o.client ?? 'mcp-agent';
@@ -239,7 +268,12 @@ export async function startStack(
     async restartGateway() {
       await closeServer(gatewayServer);
       await gateway.close();
-      gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger);
+      gateway = await buildGateway(
+        parseConfig(gatewayConfigSchema, env),
+        env,
+        logger,
+        await registryFor(env),
+      );
       gatewayServer = await listenGateway(gateway, gatewayPort);
     },
     async close() {
@@ -253,4 +287,13 @@ export async function startStack(
       await db.drop();
     },
   };
+}
+
+/** The registry of an environment: TOOL_PACKS and TOOL_LIMITS, as a process loads them. */
+export function registryFor(env: Record<string, string | undefined>): Promise<ToolRegistry> {
+  return loadToolRegistry({
+    packs: toolPacksFromEnv(env),
+    env,
+    ...(env.TOOL_LIMITS ? { limits: toolLimitsOverrides.parse(env.TOOL_LIMITS) } : {}),
+  });
 }

@@ -12,13 +12,22 @@ import { loadPolicyFile } from '@mtg/policy';
 import { createGatewayMetrics, createRegistry, registerClusterGauges } from '@mtg/metrics';
 import {
   CHANNELS,
+  countUnservedTasks,
   createBoss,
   createJobQueue,
+  createQueueServed,
   createTaskEvents,
   createTaskService,
-  JOB_QUEUE,
+  missingQueues,
 } from '@mtg/tasks';
-import { createCatalogue, demoTools, whoami } from '@mtg/tools';
+import {
+  createCatalogue,
+  loadToolRegistry,
+  RegistryError,
+  serveInstantTool,
+  whoami,
+  type ToolRegistry,
+} from '@mtg/tools';
 import type { Express } from 'express';
 import type { GatewayConfig } from './config.ts';
 import { createApp } from './create-app.ts';
@@ -34,7 +43,8 @@ import {
 import { loadTls } from './tls.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
-export const SCOPES = ['env:provision', 'reports:run', 'records:write', 'tasks:admin'];
+/** The gateway's own scope (administration); every other scope comes from the registry. */
+export const ADMIN_SCOPES = ['tasks:admin'];
 
 export interface Gateway {
   app: Express;
@@ -43,19 +53,23 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** Wires one gateway replica from its config: database, queue, keys, tools, service, app. */
+/**
+ * Wires one gateway replica from its config and the tool registry (loaded once at start from
+ * TOOL_PACKS; loaded here when not given): database, queue, keys, tools, service, app.
+ */
 export async function buildGateway(
   config: GatewayConfig,
   env: Record<string, string | undefined>,
   logger: Logger,
+  toolRegistry?: ToolRegistry,
 ): Promise<Gateway> {
+  const tools =
+    toolRegistry ??
+    (await loadToolRegistry({ packs: config.TOOL_PACKS, env, limits: config.TOOL_LIMITS }));
   // Files first: a bad policy or certificate stops the gateway before it connects anywhere.
   // (jobTools only builds definitions here; the task service is not touched for names.)
-  const toolNames = [
-    whoami.name,
-    ...demoTools(config.TOOL_LIMITS).keys(),
-    ...jobTools(null as never).map((t) => t.name),
-  ];
+  const ownTools = [whoami, ...jobTools(null as never)];
+  const toolNames = [...ownTools.map((t) => t.name), ...tools.names()];
   const policy = config.POLICY_FILE
     ? await loadPolicyFile(config.POLICY_FILE, { knownTools: toolNames })
     : undefined;
@@ -71,6 +85,15 @@ export async function buildGateway(
   const boss = createBoss(pool, { supervise: false });
   boss.on('error', (error: Error) => logger.warn('pg-boss error', { error: error.message }));
   await boss.start();
+  const missing = await missingQueues(boss, tools.queues().values());
+  if (missing.length) {
+    await boss.stop({ graceful: false, close: false }).catch(() => {});
+    await pool.end();
+    throw new RegistryError(
+      'unknown_tool',
+      `queues ${missing.join(', ')} are not installed: run \`npm run migrate\` with the same TOOL_PACKS`,
+    );
+  }
   const events = await createTaskEvents(config.DATABASE_URL, [CHANNELS.settled], (error) =>
     logger.warn('task events connection error', { error: error.message }),
   );
@@ -92,7 +115,7 @@ export async function buildGateway(
       logger.warn('SSF transmitter jwks refresh failed', { error: error.message }),
   });
 
-  const longTools = demoTools(config.TOOL_LIMITS);
+  const longTools = tools.long;
   const credentialKeys = credentialKeysFromEnv(env);
   const delegation = {
     exchanger: createTokenExchanger({
@@ -112,6 +135,16 @@ export async function buildGateway(
     queue: createJobQueue(boss),
     events,
     tools: longTools,
+    placement: (name) => {
+      const entry = tools.entry(name)!;
+      return {
+        queue: entry.queue!,
+        version: entry.version,
+        fingerprint: entry.fingerprint,
+        registryFingerprint: tools.fingerprint,
+      };
+    },
+    queueServed: createQueueServed(pool),
     delegation,
     limits: {
       maxActivePerUser: config.MAX_ACTIVE_TASKS_PER_USER,
@@ -127,9 +160,16 @@ export async function buildGateway(
   registerClusterGauges(registry, {
     db: pool,
     queueDepth: async () => {
-      const q = await boss.getQueue(JOB_QUEUE);
-      return { queued: q?.queuedCount ?? 0, active: q?.activeCount ?? 0 };
+      let queued = 0;
+      let active = 0;
+      for (const name of tools.queues().values()) {
+        const q = await boss.getQueue(name);
+        queued += q?.queuedCount ?? 0;
+        active += q?.activeCount ?? 0;
+      }
+      return { queued, active };
     },
+    unservedTasks: () => countUnservedTasks(pool),
   });
   const rateLimits = createRateLimits({
     pool,
@@ -161,7 +201,11 @@ export async function buildGateway(
     },
     keysReady: keys.ready,
     pool,
-    catalogue: createCatalogue([whoami, ...jobTools(tasks)]),
+    catalogue: createCatalogue([
+      whoami,
+      ...jobTools(tasks),
+      ...tools.instant.map((t) => serveInstantTool(t, logger)),
+    ]),
     longTools,
     tasks,
     rateLimits,
@@ -176,7 +220,7 @@ export async function buildGateway(
     allowedHosts: config.allowedHosts,
     allowedOrigins: config.ALLOWED_ORIGINS,
     maxBodyBytes: config.MAX_BODY_BYTES,
-    scopesSupported: SCOPES,
+    scopesSupported: [...new Set([...tools.scopes(), ...ADMIN_SCOPES])],
     ...(policy ? { policy } : {}),
     workloads: {
       trustedProxies: config.TRUSTED_PROXIES,

@@ -52,6 +52,8 @@ export const gatewayConfigSchema = z
     TASK_RESULT_WAIT_MS: z.coerce.number().int().min(1000).default(300_000),
     /** Per-tool limit overrides (JSON): retention, deadlines, delete-on-read, result size. */
     TOOL_LIMITS: toolLimitsOverrides.default({}),
+    /** Tool packs to load (package names or paths); the same value for gateway and workers. */
+    TOOL_PACKS: csv().default(['@mtg/demo-tools']),
     // --- Identity over time (docs/identity.md) ---
     /** This gateway's own OAuth client (token exchange for task-bound delegations). */
     CLIENT_ID: z.string().min(1).default('mcp-gateway'),

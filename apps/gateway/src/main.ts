@@ -1,6 +1,7 @@
 import { ConfigError, parseConfig } from '@mtg/config';
 import { createLogger } from '@mtg/log';
 import { PolicyFileError } from '@mtg/policy';
+import { loadToolRegistry, RegistryError } from '@mtg/tools';
 import { buildGateway } from './build-gateway.ts';
 import { gatewayConfigSchema } from './config.ts';
 import { serveUntilSignalled } from './serve.ts';
@@ -17,7 +18,12 @@ async function main() {
     throw error;
   }
   const logger = createLogger('gateway', { level: config.LOG_LEVEL });
-  const gateway = await buildGateway(config, process.env, logger);
+  const registry = await loadToolRegistry({
+    packs: config.TOOL_PACKS,
+    env: process.env,
+    limits: config.TOOL_LIMITS,
+  });
+  const gateway = await buildGateway(config, process.env, logger, registry);
   await serveUntilSignalled(gateway.app, {
     port: config.GATEWAY_PORT,
     host: config.GATEWAY_HOST,
@@ -29,8 +35,12 @@ async function main() {
 }
 
 main().catch((error) => {
-  if (error instanceof ConfigError || error instanceof PolicyFileError) {
-    // Found while reading the files the config names (TLS, policy): no stack trace needed.
+  if (
+    error instanceof ConfigError ||
+    error instanceof PolicyFileError ||
+    error instanceof RegistryError
+  ) {
+    // Found while reading the files and packs the config names: no stack trace needed.
     process.stderr.write(`gateway: ${error.message}\n`);
     process.exit(2);
   }

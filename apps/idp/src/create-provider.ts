@@ -10,7 +10,7 @@ import {
   TOKEN_EXCHANGE_PARAMS,
   tokenExchangeGrant,
 } from './grants/token-exchange-grant.ts';
-import { RESOURCE_SCOPES, resourceServerInfo, type Resources } from './resources.ts';
+import { resourceServerInfo, scopesOf, type Resources } from './resources.ts';
 import { SIGNING_ALG, type SigningJwk } from './signing-key.ts';
 import type { UserStore } from './user-store.ts';
 import type { VerifyOwnTokenResult } from './verify-own-token.ts';
@@ -49,7 +49,7 @@ export function createProvider(options: ProviderOptions): Provider {
     jwks: { keys: [options.signingKey] },
     clientDefaults: { id_token_signed_response_alg: SIGNING_ALG },
     // Resource scopes are listed too so that discovery advertises them (scopes_supported).
-    scopes: ['openid', 'offline_access', ...RESOURCE_SCOPES],
+    scopes: ['openid', 'offline_access', ...scopesOf(resources)],
     claims: { openid: ['sub', 'tenant'] },
     // Cookies only carry the login interaction of this process; sessions are in memory.
     cookies: { keys: [randomBytes(32).toString('base64url')] },

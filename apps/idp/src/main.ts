@@ -1,9 +1,11 @@
 import { ConfigError, parseConfig } from '@mtg/config';
 import { createLogger } from '@mtg/log';
+import { loadTargets, loadToolRegistry, toolPacksFromEnv } from '@mtg/tools';
 import { dataDir, loadOrCreateDevSecrets } from '../../../scripts/lib/dev-secrets.ts';
 import type { StaticClientId } from './clients.ts';
 import { idpConfigSchema } from './config.ts';
 import { startIdp } from './create-idp.ts';
+import { packResources } from './pack-resources.ts';
 
 const logger = createLogger('idp');
 
@@ -23,6 +25,16 @@ async function main(): Promise<void> {
   >;
   const adminToken = (config.IDP_ADMIN_TOKEN ?? devSecrets?.idpAdminToken) as string;
 
+  // The same packs and targets as the gateway and workers (the environment is shared).
+  const registry = await loadToolRegistry({
+    packs: toolPacksFromEnv(process.env),
+    env: process.env,
+  });
+  const targets = loadTargets({
+    ...(process.env.TARGETS_FILE ? { file: process.env.TARGETS_FILE } : {}),
+    downstreamUrl: config.DOWNSTREAM_RESOURCE,
+    downstreamResource: config.DOWNSTREAM_RESOURCE,
+  });
   const running = await startIdp({
     port: config.IDP_PORT,
     host: config.IDP_HOST,
@@ -34,6 +46,7 @@ async function main(): Promise<void> {
       gateway: config.GATEWAY_RESOURCE,
       worker: config.WORKER_RESOURCE,
       downstream: config.DOWNSTREAM_RESOURCE,
+      ...packResources(registry, targets, { downstream: config.DOWNSTREAM_RESOURCE }),
     },
     accessTokenTtl: config.IDP_ACCESS_TOKEN_TTL,
     ssfPush: config.SSF_PUSH_URL

@@ -22,12 +22,36 @@ export interface Resources {
   worker: string;
   /** The demo downstream system. */
   downstream: string;
+  /** Audiences of further downstream targets (the loaded packs' TARGETS_FILE). */
+  targets?: readonly string[];
+  /**
+   * The scopes granted for these resources: the loaded packs' tool scopes plus `tasks:admin`
+   * (default: the contract's list, RESOURCE_SCOPES).
+   */
+  scopes?: readonly string[];
 }
 
 export function isKnownResource(resources: Resources, value: string): boolean {
   return (
-    value === resources.gateway || value === resources.worker || value === resources.downstream
+    value === resources.gateway ||
+    value === resources.worker ||
+    value === resources.downstream ||
+    (resources.targets ?? []).includes(value)
   );
+}
+
+/** Every resource indicator this IdP issues tokens for. */
+export function knownResources(resources: Resources): string[] {
+  return [resources.gateway, resources.worker, resources.downstream, ...(resources.targets ?? [])];
+}
+
+export function scopesOf(resources: Resources): readonly string[] {
+  return resources.scopes ?? RESOURCE_SCOPES;
+}
+
+/** What a user token carries when no scope is requested: everything but administration. */
+export function defaultUserScopes(resources: Resources): string[] {
+  return scopesOf(resources).filter((s) => s !== 'tasks:admin');
 }
 
 /**
@@ -53,7 +77,7 @@ export function resourceServerInfo(
 ): ResourceServer | undefined {
   if (!isKnownResource(resources, resource)) return undefined;
   return {
-    scope: RESOURCE_SCOPES.join(' '),
+    scope: scopesOf(resources).join(' '),
     accessTokenTTL: accessTokenTtl,
     accessTokenFormat: 'jwt',
     jwt: { sign: { alg: SIGNING_ALG } },

@@ -14,14 +14,23 @@ import {
   CIRCUIT_STATE_VALUE,
   type MetricsServer,
 } from '@mtg/metrics';
+import { createMaintenance, createWorkerLoop, type RunResult, type ServedTool } from '@mtg/runner';
 import {
-  createMaintenance,
-  createTaskCredentials,
-  createWorkerLoop,
-  type RunResult,
-} from '@mtg/runner';
-import { CHANNELS, createBoss, createTaskEvents, JOB_QUEUE } from '@mtg/tasks';
-import { createDownstreamClient, createDownstreamResilience, demoTools } from '@mtg/tools';
+  announceWorker,
+  CHANNELS,
+  createBoss,
+  createTaskEvents,
+  missingQueues,
+  retireWorker,
+} from '@mtg/tasks';
+import {
+  createDownstreamResilience,
+  loadTargets,
+  type DownstreamResilience,
+  type ToolRegistry,
+} from '@mtg/tools';
+import { createTaskTargets } from './task-targets.ts';
+import { WorkerSetupError } from './worker-setup-error.ts';
 import type { WorkerConfig } from './worker-config.ts';
 
 export interface Worker {
@@ -33,12 +42,34 @@ export interface Worker {
   metricsUrl(): string | undefined;
 }
 
-/** Wires one worker process: database, queue, notifications, downstream credentials, loop. */
+/**
+ * Wires one worker process: the tools it serves (WORKER_TOOLS of the registry), their
+ * targets, database, queues, notifications, credentials, loop. A tool name it does not know,
+ * a target a pack needs that is not configured, or a queue that was never installed stops it
+ * with a WorkerSetupError (exit 2) before it fetches anything.
+ */
 export async function buildWorker(
   config: WorkerConfig,
+  registry: ToolRegistry,
   logger: Logger,
   env: Record<string, string | undefined> = process.env,
 ): Promise<Worker> {
+  const served = servedTools(registry, config.WORKER_TOOLS);
+  const targets = loadTargets({
+    ...(config.TARGETS_FILE ? { file: config.TARGETS_FILE } : {}),
+    downstreamUrl: config.DOWNSTREAM_URL,
+    downstreamResource: config.downstreamResource,
+  });
+  for (const { tool } of served.values()) {
+    for (const name of tool.origin?.targets ?? []) {
+      if (!targets.has(name)) {
+        throw new WorkerSetupError(
+          `pack ${tool.origin?.pack} needs target ${name} (for ${tool.name}), which TARGETS_FILE does not define`,
+        );
+      }
+    }
+  }
+  const queues = [...served.keys()].map((name) => registry.entry(name)!.queue!);
   const pool = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
@@ -48,6 +79,14 @@ export async function buildWorker(
   const boss = createBoss(pool, { supervise: true });
   boss.on('error', (error: Error) => logger.warn('pg-boss error', { error: error.message }));
   await boss.start();
+  const missing = await missingQueues(boss, queues);
+  if (missing.length) {
+    await boss.stop({ graceful: false, close: false }).catch(() => {});
+    await pool.end();
+    throw new WorkerSetupError(
+      `queues ${missing.join(', ')} are not installed: run \`npm run migrate\` with the same TOOL_PACKS`,
+    );
+  }
   const events = await createTaskEvents(
     config.DATABASE_URL,
     [CHANNELS.created, CHANNELS.control],
@@ -72,59 +111,53 @@ export async function buildWorker(
       style: config.EXCHANGE_STYLE,
     }),
     actorToken: workloadToken,
-    downstreamResource: config.downstreamResource,
     ttlSeconds: config.DOWNSTREAM_TOKEN_TTL_SECONDS,
     workerId: config.workerId,
   };
-  const tools = demoTools(config.TOOL_LIMITS);
-  // One set of circuits per process: every task of this worker sees the same downstream health.
-  const resilience = createDownstreamResilience({
-    attemptTimeoutMs: config.DOWNSTREAM_ATTEMPT_TIMEOUT_MS,
-    retries: config.DOWNSTREAM_RETRIES,
-    backoffInitialMs: config.DOWNSTREAM_BACKOFF_INITIAL_MS,
-    backoffMaxMs: config.DOWNSTREAM_BACKOFF_MAX_MS,
-    breakerThreshold: config.DOWNSTREAM_BREAKER_THRESHOLD,
-    breakerCooldownMs: config.DOWNSTREAM_BREAKER_COOLDOWN_MS,
-  });
-  resilience.onStateChange((downstream, state) => {
-    logger.warn('downstream circuit changed', { downstream, state });
-  });
+  // One set of circuits per target and process: every task of this worker sees the same
+  // downstream health; each target has its own timeouts and retries.
+  const resilience = new Map<string, DownstreamResilience>();
+  for (const t of targets.values()) {
+    const r = createDownstreamResilience({
+      attemptTimeoutMs: t.attemptTimeoutMs ?? config.DOWNSTREAM_ATTEMPT_TIMEOUT_MS,
+      retries: t.retries ?? config.DOWNSTREAM_RETRIES,
+      backoffInitialMs: t.backoffInitialMs ?? config.DOWNSTREAM_BACKOFF_INITIAL_MS,
+      backoffMaxMs: t.backoffMaxMs ?? config.DOWNSTREAM_BACKOFF_MAX_MS,
+      breakerThreshold: t.breakerThreshold ?? config.DOWNSTREAM_BREAKER_THRESHOLD,
+      breakerCooldownMs: t.breakerCooldownMs ?? config.DOWNSTREAM_BREAKER_COOLDOWN_MS,
+    });
+    r.onStateChange((downstream, state) => {
+      logger.warn('downstream circuit changed', { target: t.name, downstream, state });
+    });
+    resilience.set(t.name, r);
+  }
   const observe =
     config.WORKER_METRICS_PORT > 0
-      ? workerObservability(pool, boss, resilience, config.workerId)
+      ? workerObservability(pool, boss, [...resilience.values()], config.workerId, queues)
       : undefined;
+  const announce = () =>
+    announceWorker(pool, {
+      id: config.workerId,
+      queues,
+      registryFingerprint: registry.fingerprint,
+    });
   const loop = createWorkerLoop({
     boss,
     events,
+    queues,
     concurrency: config.WORKER_CONCURRENCY,
     pollMs: config.WORKER_POLL_MS,
     logger,
     ...(observe ? { onRunEnded: observe.runEnded } : {}),
     run: {
       pool,
-      tools,
+      tools: served,
       workerId: config.workerId,
       leaseMs: config.WORKER_LEASE_MS,
-      stepMs: config.DEMO_STEP_MS,
       maxAttempts: config.WORKER_MAX_ATTEMPTS,
       logger,
       ...(observe ? { onTaskEnded: observe.taskEnded } : {}),
-      downstreamFor: (task) => {
-        const credentials = createTaskCredentials(
-          credentialDeps,
-          task,
-          tools.get(task.tool)?.scope ?? '',
-        );
-        return {
-          ...createDownstreamClient({
-            baseUrl: config.DOWNSTREAM_URL,
-            taskId: task.id,
-            token: credentials.token,
-            resilience,
-          }),
-          beginStage: credentials.beginStage,
-        };
-      },
+      targetsFor: createTaskTargets({ credentials: credentialDeps, targets, resilience }),
     },
   });
   const maintenance = createMaintenance({
@@ -137,6 +170,7 @@ export async function buildWorker(
   });
   let metricsServer: MetricsServer | undefined;
   let metricsUrl: string | undefined;
+  let announcer: NodeJS.Timeout | undefined;
 
   return {
     running: loop.running,
@@ -152,18 +186,45 @@ export async function buildWorker(
         metricsUrl = `http://${config.WORKER_METRICS_HOST}:${metricsServer.port}/metrics`;
         logger.info('metrics endpoint listening', { url: metricsUrl });
       }
+      await announce();
+      announcer = setInterval(() => {
+        announce().catch((error: Error) =>
+          logger.warn('worker announcement failed', { error: error.message }),
+        );
+      }, 5000);
+      announcer.unref();
       await loop.start();
       maintenance.start();
+      logger.info('serving', { tools: [...served.keys()], queues });
     },
     async stop() {
+      clearInterval(announcer);
       maintenance.stop();
       await metricsServer?.close();
       await loop.stop(config.SHUTDOWN_GRACE_MS);
+      await retireWorker(pool, config.workerId).catch(() => {});
       await events.close();
       await boss.stop({ graceful: false, close: false }).catch(() => {});
       await pool.end();
     },
   };
+}
+
+/** WORKER_TOOLS, checked against the registry: each a long tool it loaded. */
+function servedTools(registry: ToolRegistry, names: string[] | undefined): Map<string, ServedTool> {
+  const chosen = names ?? [...registry.long.keys()];
+  const served = new Map<string, ServedTool>();
+  for (const name of chosen) {
+    const tool = registry.long.get(name);
+    if (!tool) {
+      throw new WorkerSetupError(
+        `WORKER_TOOLS names ${name}, which is not a long tool of TOOL_PACKS (long tools: ${[...registry.long.keys()].join(', ') || 'none'})`,
+      );
+    }
+    served.set(name, { tool, fingerprint: registry.entry(name)!.fingerprint });
+  }
+  if (!served.size) throw new WorkerSetupError('WORKER_TOOLS leaves this worker nothing to run');
+  return served;
 }
 
 /**
@@ -174,22 +235,31 @@ export async function buildWorker(
 function workerObservability(
   pool: ReturnType<typeof createPool>,
   boss: ReturnType<typeof createBoss>,
-  resilience: ReturnType<typeof createDownstreamResilience>,
+  resilience: DownstreamResilience[],
   workerId: string,
+  queues: string[],
 ) {
   const registry = createRegistry('worker', { worker: workerId });
   const metrics = createWorkerMetrics(registry);
   registerClusterGauges(registry, {
     db: pool,
     queueDepth: async () => {
-      const q = await boss.getQueue(JOB_QUEUE);
-      return { queued: q?.queuedCount ?? 0, active: q?.activeCount ?? 0 };
+      let queued = 0;
+      let active = 0;
+      for (const name of queues) {
+        const q = await boss.getQueue(name);
+        queued += q?.queuedCount ?? 0;
+        active += q?.activeCount ?? 0;
+      }
+      return { queued, active };
     },
   });
-  resilience.onStateChange((downstream, state) => {
-    metrics.circuitState.set({ downstream }, CIRCUIT_STATE_VALUE[state]);
-    metrics.circuitTransitions.inc({ downstream, state });
-  });
+  for (const r of resilience) {
+    r.onStateChange((downstream, state) => {
+      metrics.circuitState.set({ downstream }, CIRCUIT_STATE_VALUE[state]);
+      metrics.circuitTransitions.inc({ downstream, state });
+    });
+  }
   // A run's result says how it ended, not whether this worker ended the task (another
   // process may have first): durations come from where the settlement commits, taskEnded.
   const runEnded = (_taskId: string, result: RunResult) => metrics.runs.inc({ result });

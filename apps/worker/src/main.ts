@@ -1,7 +1,9 @@
 import { ConfigError, parseConfig } from '@mtg/config';
 import { createPool } from '@mtg/db';
 import { createLogger } from '@mtg/log';
+import { loadToolRegistry, RegistryError, TargetConfigError } from '@mtg/tools';
 import { buildWorker } from './build-worker.ts';
+import { WorkerSetupError } from './worker-setup-error.ts';
 import { checkDatabase } from './check-database.ts';
 import { workerConfigSchema } from './worker-config.ts';
 
@@ -33,7 +35,25 @@ async function main() {
     await probe.end();
   }
 
-  const worker = await buildWorker(config, logger);
+  let worker;
+  try {
+    const registry = await loadToolRegistry({
+      packs: config.TOOL_PACKS,
+      env: process.env,
+      limits: config.TOOL_LIMITS,
+    });
+    worker = await buildWorker(config, registry, logger);
+  } catch (error) {
+    if (
+      error instanceof RegistryError ||
+      error instanceof WorkerSetupError ||
+      error instanceof TargetConfigError
+    ) {
+      process.stderr.write(`worker: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
   let stopping = false;
   const stop = async (reason: string) => {
     if (stopping) return;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { toolLimitsOverrides } from '@mtg/tools';
-import { url } from '@mtg/config';
+import { csv, url } from '@mtg/config';
 
 /** The worker's environment. Parsed once in main.ts. */
 export const workerConfigSchema = z
@@ -15,8 +15,12 @@ export const workerConfigSchema = z
     WORKER_POLL_MS: z.coerce.number().int().min(100).default(2000),
     WORKER_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),
     SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
-    /** Duration of each demo step and batch. */
-    DEMO_STEP_MS: z.coerce.number().int().min(0).default(1500),
+    /** Tool packs to load (package names or paths); the same value as the gateway's. */
+    TOOL_PACKS: csv().default(['@mtg/demo-tools']),
+    /** The tools this worker runs (a worker pool); unset: every long tool of the packs. */
+    WORKER_TOOLS: csv().optional(),
+    /** Downstream targets (YAML or JSON); `downstream` defaults to DOWNSTREAM_URL. */
+    TARGETS_FILE: z.string().min(1).optional(),
     AUTH_ISSUER: url().optional(),
     IDP_ISSUER: url().optional(),
     CLIENT_ID: z.string().min(1).default('mcp-worker'),

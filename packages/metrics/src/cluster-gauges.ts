@@ -13,6 +13,8 @@ export function registerClusterGauges(
   deps: {
     db: Queryable;
     queueDepth: () => Promise<{ queued: number; active: number }>;
+    /** Queued tasks per tool that no live worker serves (gateway only). */
+    unservedTasks?: () => Promise<Array<{ tool: string; count: number }>>;
     cacheMs?: number;
   },
 ): void {
@@ -54,4 +56,24 @@ export function registerClusterGauges(
       this.set({ state: 'active' }, queue.active);
     },
   });
+
+  const unserved = deps.unservedTasks;
+  if (unserved) {
+    let unservedAt = 0;
+    let counts: Array<{ tool: string; count: number }> = [];
+    new Gauge({
+      name: 'mtg_tasks_unserved',
+      help: 'Queued tasks whose tool no live worker serves, by tool (cluster-wide)',
+      labelNames: ['tool'],
+      registers: [registry],
+      async collect() {
+        if (Date.now() - unservedAt >= cacheMs) {
+          counts = await unserved();
+          unservedAt = Date.now();
+        }
+        this.reset();
+        for (const { tool, count } of counts) this.set({ tool }, count);
+      },
+    });
+  }
 }

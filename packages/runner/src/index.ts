@@ -1,5 +1,11 @@
-export { runTask, type RunDeps, type RunResult } from './run-task.ts';
-export { StopRun, ToolError, abortableSleep, type StopReason } from './stop.ts';
+export {
+  runTask,
+  type RunDeps,
+  type RunResult,
+  type ServedTool,
+  type TaskTargets,
+} from './run-task.ts';
+export { StopRun, abortableSleep, type StopReason } from './stop.ts';
 export { claimLease, renewAndCheck, releaseLease, type Lease } from './lease.ts';
 export { createWorkerLoop, type WorkerLoopOptions } from './worker-loop.ts';
 export { createMaintenance } from './maintenance.ts';

@@ -3,7 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import { appendAudit } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
 import type { Logger } from '@mtg/log';
-import { CHANNELS, JOB_QUEUE, settleTask, type OnTaskEnded } from '@mtg/tasks';
+import { CHANNELS, settleTask, type OnTaskEnded } from '@mtg/tasks';
 
 /**
  * Housekeeping every worker runs (it is idempotent, so several at once are harmless):
@@ -28,24 +28,30 @@ export function createMaintenance(o: {
   let busy = false;
 
   const reapLeases = async () => {
-    const r = await o.pool.query<{ id: string; job_id: string | null }>(
+    const r = await o.pool.query<{ id: string; job_id: string | null; job_queue: string }>(
       `UPDATE app.tasks SET lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
         WHERE status IN ('working', 'input_required') AND lease_owner IS NOT NULL
           AND lease_expires_at < now() - interval '500 milliseconds'
-        RETURNING id, job_id`,
+        RETURNING id, job_id, job_queue`,
     );
     for (const t of r.rows) {
       if (t.job_id)
         await o.boss
-          .fail(JOB_QUEUE, t.job_id, { reason: 'lease expired' } as never)
+          .fail(t.job_queue, t.job_id, { reason: 'lease expired' } as never)
           .catch(() => {});
       o.logger.info('reaped expired lease', { taskId: t.id });
     }
   };
 
   const sweepDeadlines = async () => {
-    const r = await o.pool.query<{ id: string; live: boolean }>(
-      `SELECT id, lease_owner IS NOT NULL AND lease_expires_at > now() AS live FROM app.tasks
+    const r = await o.pool.query<{ id: string; live: boolean; waiting: string | null }>(
+      `SELECT id, lease_owner IS NOT NULL AND lease_expires_at > now() AS live,
+              CASE WHEN status_message LIKE 'waiting for a worker%' THEN status_message
+                   WHEN started_at IS NULL AND NOT EXISTS (
+                     SELECT 1 FROM app.workers w WHERE job_queue = ANY (w.queues)
+                        AND w.seen_at > now() - interval '15 seconds')
+                   THEN 'waiting for a worker that runs ' || tool END AS waiting
+         FROM app.tasks
         WHERE status IN ('working', 'input_required') AND deadline <= now() LIMIT 100`,
     );
     for (const t of r.rows) {
@@ -61,7 +67,9 @@ export function createMaintenance(o: {
           taskId: t.id,
           status: 'failed',
           outcome: 'deadline',
-          message: 'Deadline exceeded before the task could finish; it was stopped',
+          message: t.waiting
+            ? `Deadline exceeded before the task could finish: it was ${t.waiting}, and none came`
+            : 'Deadline exceeded before the task could finish; it was stopped',
           endedBy: { path: 'deadline' },
         });
         if (row) {

@@ -3,30 +3,47 @@ import { appendAudit } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { appendCancelled, settleTask, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
+import { isToolError, type TargetClient } from '@mtg/tool-kit';
 import {
   describeUnavailable,
   isDownstreamUnavailable,
-  type DownstreamClient,
+  toolErrorResult,
   type DownstreamUnavailable,
   type LongToolDefinition,
   type TaskContext,
 } from '@mtg/tools';
 import { journalStep, loadJournal, recordProgress } from './journal.ts';
 import { claimLease, releaseLease, renewAndCheck, type Boundary, type Lease } from './lease.ts';
-import { abortableSleep, StopRun, ToolError, type StopReason } from './stop.ts';
+import { abortableSleep, StopRun, type StopReason } from './stop.ts';
 import { DelegationEnded } from './task-credentials.ts';
+
+/** The targets of one run: a client per target name, and stage boundaries for their tokens. */
+export interface TaskTargets {
+  client(
+    name: string,
+    hooks: { signal: AbortSignal; beforeCall: () => Promise<void> },
+  ): TargetClient;
+  /** A new stage begins: each target's next call gets a fresh credential. */
+  beginStage(): void;
+}
+
+/** What this worker can run: a tool it serves, at the schema fingerprint it serves. */
+export interface ServedTool {
+  tool: LongToolDefinition;
+  fingerprint: string;
+}
 
 export interface RunDeps {
   pool: Pool;
-  tools: ReadonlyMap<string, LongToolDefinition>;
+  /** The tools this worker serves (WORKER_TOOLS), by name. */
+  tools: ReadonlyMap<string, ServedTool>;
   workerId: string;
   /** Lease length; renewed at every boundary and every leaseMs/3 in between. */
   leaseMs: number;
-  stepMs: number;
   /** Attempts after which an unexpected error fails the task instead of retrying. */
   maxAttempts: number;
-  /** The task's downstream client; `beginStage` marks a stage boundary for its credentials. */
-  downstreamFor(task: TaskRow, signal: AbortSignal): DownstreamClient & { beginStage?: () => void };
+  /** Builds the task's target clients (credentials per audience, resilience per target). */
+  targetsFor(task: TaskRow, tool: LongToolDefinition): TaskTargets;
   logger: Logger;
   /** Aborted on graceful shutdown: the run stops at its next step boundary. */
   drain?: AbortSignal;
@@ -42,6 +59,7 @@ export type RunResult =
   | 'held' // another live worker has it: retry later
   | 'lost' // lease taken over while running: the other worker owns it now
   | 'paused' // checkpoint mode: waiting for the owner with a fresh token; job done
+  | 'unservable' // this worker does not run this tool at the task's schema; job done
   | 'retry'; // unexpected error: retry from the journal
 
 /**
@@ -57,6 +75,8 @@ export async function runTask(
 ): Promise<RunResult> {
   // The claim and its audit event commit together: a worker killed in between leaves
   // neither, so every lease a task ever had is in the trail.
+  const servable = await checkServable(deps, taskId);
+  if (servable !== 'ok') return servable;
   const claim = await withTransaction(deps.pool, async (c) => {
     const claimed = await claimLease(c, taskId, deps.workerId, deps.leaseMs);
     if (claimed.kind === 'claimed') {
@@ -76,7 +96,7 @@ export async function runTask(
   });
   if (claim.kind !== 'claimed') return claim.kind;
   const { lease, task } = claim;
-  const tool = deps.tools.get(task.tool);
+  const tool = deps.tools.get(task.tool)!.tool;
   const log = deps.logger.child({ taskId, tool: task.tool, epoch: lease.epoch });
   const auditBase = {
     taskId,
@@ -143,32 +163,40 @@ export async function runTask(
   const started = Date.now();
   const downstreamSystems = new Set<string>();
   try {
-    if (!tool) throw new Error(`no such tool on this worker: ${task.tool}`);
     const journal = await loadJournal(deps.pool, taskId);
     let seq = journal.size;
-    const downstream = deps.downstreamFor(task, run.signal);
+    const targets = deps.targetsFor(task, tool);
+    const clients = new Map<string, TargetClient>();
+    const declared = tool.origin?.targets ?? [];
     const context: TaskContext = {
       taskId,
       owner: { tenant: task.tenant, subject: task.subject, client: task.client },
       signal: run.signal,
-      stepMs: deps.stepMs,
+      logger: log,
       sleep: (ms) =>
         abortableSleep(ms, run.signal).catch((e) => {
           throw toStop(e);
         }),
-      // Every downstream call is preceded by a boundary check: lease, cancel, deadline and the
-      // owner's revocation status, so no call starts for a stopped task.
-      downstream: {
-        write: async (path, body, o) => {
-          await check();
-          downstreamSystems.add('downstream');
-          return downstream.write(path, body, o);
-        },
-        read: async (path, o) => {
-          await check();
-          downstreamSystems.add('downstream');
-          return downstream.read(path, o);
-        },
+      target(name) {
+        if (!declared.includes(name)) {
+          throw new TypeError(
+            `tool ${tool.name} asked for target ${JSON.stringify(name)}, which its pack does not declare (declared: ${declared.join(', ') || 'none'})`,
+          );
+        }
+        let client = clients.get(name);
+        if (!client) {
+          // Every call is preceded by a boundary check: lease, cancel, deadline and the owner's
+          // revocation status, so no call starts for a stopped task.
+          client = targets.client(name, {
+            signal: run.signal,
+            beforeCall: async () => {
+              await check();
+              downstreamSystems.add(name);
+            },
+          });
+          clients.set(name, client);
+        }
+        return client;
       },
       async progress(current, total, message) {
         await recordProgress(deps.pool, taskId, lease, { current, total }, message);
@@ -180,7 +208,7 @@ export async function runTask(
           if (task.needs_live_user && !(await takeStageGrant(deps.pool, taskId, lease))) {
             throw new StopRun('paused');
           }
-          downstream.beginStage?.();
+          targets.beginStage();
           const stepStarted = new Date();
           let output;
           try {
@@ -242,17 +270,15 @@ export async function runTask(
   } catch (error) {
     // Nothing may still be running when the outcome is written.
     await Promise.allSettled([...inflight]);
-    if (error instanceof ToolError || isRefusedByDownstream(error)) {
+    const refusal = toolRefusal(error);
+    if (refusal) {
       return await complete(
         deps,
-        tool!,
+        tool,
         task,
         lease,
         auditBase,
-        {
-          content: [{ type: 'text', text: (error as Error).message }],
-          isError: true,
-        },
+        toolErrorResult(refusal.code, refusal.message),
         started,
         downstreamSystems,
       );
@@ -296,19 +322,51 @@ export async function runTask(
 }
 
 /**
- * A downstream that refused the request (4xx other than timeout/rate limit) will refuse it
- * again: that is the tool's error to report, not an outage to retry.
+ * The tool's own error, reported to the caller rather than retried: a non-retryable
+ * ToolError, or a target that refused the request (4xx other than timeout/rate limit) and
+ * will refuse it again.
  */
-function isRefusedByDownstream(error: unknown): boolean {
-  const status = (error as { name?: string; status?: number }).status;
-  return (
-    (error as { name?: string }).name === 'DownstreamError' &&
-    typeof status === 'number' &&
-    status >= 400 &&
-    status < 500 &&
-    status !== 408 &&
-    status !== 429
+function toolRefusal(error: unknown): { code: string; message: string } | undefined {
+  if (isToolError(error)) {
+    return error.retryable ? undefined : { code: error.code, message: error.message };
+  }
+  const e = error as { code?: unknown; status?: unknown; message?: unknown } | null;
+  if (
+    e?.code === 'downstream_refused' &&
+    typeof e.status === 'number' &&
+    e.status >= 400 &&
+    e.status < 500 &&
+    e.status !== 408 &&
+    e.status !== 429
+  ) {
+    return { code: 'downstream_refused', message: String(e.message) };
+  }
+  return undefined;
+}
+
+/**
+ * A worker runs only the tools it serves, at the schema it serves: anything else it leaves
+ * alone (its queue is not this worker's, so this is a misrouted job), saying in the task's
+ * status what it waits for. The job is completed rather than retried, so nothing loops; the
+ * deadline sweep ends the task with that message if no fitting worker comes.
+ */
+async function checkServable(deps: RunDeps, taskId: string): Promise<'ok' | 'gone' | 'unservable'> {
+  const r = await deps.pool.query<{ tool: string; tool_fingerprint: string | null }>(
+    `SELECT tool, tool_fingerprint FROM app.tasks WHERE id = $1`,
+    [taskId],
   );
+  const row = r.rows[0];
+  if (!row) return 'gone';
+  const served = deps.tools.get(row.tool);
+  if (served && (!row.tool_fingerprint || row.tool_fingerprint === served.fingerprint)) return 'ok';
+  const message = `waiting for a worker that runs ${row.tool}${row.tool_fingerprint ? ` (schema ${row.tool_fingerprint.slice(0, 12)})` : ''}`;
+  await deps.pool.query(
+    `UPDATE app.tasks SET status_message = $2, updated_at = now()
+      WHERE id = $1 AND status = 'working' AND lease_owner IS NULL`,
+    [taskId, message],
+  );
+  deps.logger.warn('task not servable by this worker', { taskId, tool: row.tool });
+  return 'unservable';
 }
 
 function boundaryStop(b: Boundary): StopReason | undefined {

@@ -11,17 +11,6 @@ export class StopRun extends Error {
   }
 }
 
-/**
- * An expected failure of the tool's own work (bad input discovered downstream, a refused
- * write): the task completes with an `isError` result, as MCP asks for tool errors.
- */
-export class ToolError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ToolError';
-  }
-}
-
 export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);

@@ -20,21 +20,24 @@ export interface TaskCredentialDeps {
   exchanger: TokenExchanger;
   /** The worker's own client-credentials token, sent as actor_token. */
   actorToken: () => Promise<string>;
-  downstreamResource: string;
   /** Lifetime asked for each downstream token (minutes at most). */
   ttlSeconds: number;
   workerId: string;
 }
 
 /**
- * Short-lived downstream credentials for one task. At every stage boundary the next call
+ * Short-lived credentials for one task and one target (its audience). At every stage boundary the next call
  * gets a fresh token (the delegation exchanged again, worker as actor: `sub` = the user,
  * `act` = the worker); within a stage the token is reused until it nears expiry. Parallel
  * steps share an exchange that is in flight. Each exchange is a `task.identity_refreshed`
  * audit event. The IdP refuses the exchange for a disabled user, so revocation reaches the
  * task at its next stage even without a signal.
  */
-export function createTaskCredentials(deps: TaskCredentialDeps, task: TaskRow, scope: string) {
+export function createTaskCredentials(
+  deps: TaskCredentialDeps,
+  task: TaskRow,
+  target: { name: string; audience: string; scopes: string[] },
+) {
   let current:
     { token: string; expiresAt: number; obtainedAt: number; sub: string; act: unknown } | undefined;
   let stale = true;
@@ -67,8 +70,8 @@ export function createTaskCredentials(deps: TaskCredentialDeps, task: TaskRow, s
     const outcome = await deps.exchanger.exchange({
       subjectToken: delegation,
       actorToken: await deps.actorToken(),
-      target: deps.downstreamResource,
-      scope: [scope],
+      target: target.audience,
+      scope: target.scopes,
       ttlSeconds: deps.ttlSeconds,
     });
     if (!outcome.ok) {
@@ -99,10 +102,11 @@ export function createTaskCredentials(deps: TaskCredentialDeps, task: TaskRow, s
       correlationId: task.correlation_id,
       actor: { subject: deps.workerId, kind: 'worker' },
       data: {
+        target: target.name,
         from: previous
-          ? { subject: previous.sub, act: previous.act, audience: deps.downstreamResource }
+          ? { subject: previous.sub, act: previous.act, audience: target.audience }
           : { subject: task.subject, act: 'delegation', audience: 'worker' },
-        to: { subject: current.sub, act: current.act, audience: deps.downstreamResource },
+        to: { subject: current.sub, act: current.act, audience: target.audience },
         scope: outcome.token.scope,
         expiresAt: new Date(current.expiresAt).toISOString(),
       },

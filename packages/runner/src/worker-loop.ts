@@ -1,6 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from '@mtg/log';
-import { CHANNELS, HEARTBEAT_SECONDS, JOB_QUEUE, type TaskEvents } from '@mtg/tasks';
+import { CHANNELS, HEARTBEAT_SECONDS, type TaskEvents } from '@mtg/tasks';
 import { runTask, type RunDeps, type RunResult } from './run-task.ts';
 import { StopRun } from './stop.ts';
 
@@ -8,6 +8,8 @@ export interface WorkerLoopOptions {
   boss: PgBoss;
   events: TaskEvents;
   run: RunDeps;
+  /** The queues this worker serves (one per tool it runs): it fetches from no other. */
+  queues: readonly string[];
   /** Tasks this process runs at once. */
   concurrency: number;
   /** Fallback poll when no notification arrives (missed while reconnecting, etc.). */
@@ -17,27 +19,32 @@ export interface WorkerLoopOptions {
   onRunEnded?: (taskId: string, result: RunResult) => void;
 }
 
-type Job = { id: string; data: { taskId: string } };
+type Job = { id: string; name: string; data: { taskId: string } };
 
 /**
  * Pulls task jobs and runs them. Pickup is pushed, not polled: the gateway NOTIFYs on our
  * own channel in the transaction that creates the task, and the notification (delivered at
- * commit) makes this loop fetch at once. Cancel/deadline/revocation notifications reach the
- * running task's abort signal directly.
+ * commit) makes this loop fetch at once — from that task's queue, and only when this worker
+ * serves it: a worker of another pool is not woken. Cancel/deadline/revocation notifications
+ * reach the running task's abort signal directly.
  */
 export function createWorkerLoop(o: WorkerLoopOptions) {
   const running = new Map<
     string,
     { stop: AbortController; drain: AbortController; done: Promise<void> }
   >();
+  const served = new Set(o.queues);
   let fetching = false;
   let again = false;
+  /** Queues with work announced since the last fetch; undefined entries: poll them all. */
+  const pending = new Set<string>();
   let stopped = false;
   let poller: NodeJS.Timeout | undefined;
   const offs: Array<() => void> = [];
 
-  const kick = async (): Promise<void> => {
+  const kick = async (queues: Iterable<string> = served): Promise<void> => {
     if (stopped) return;
+    for (const q of queues) pending.add(q);
     if (fetching) {
       again = true;
       return;
@@ -46,12 +53,20 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     try {
       do {
         again = false;
-        const free = o.concurrency - running.size;
-        if (free <= 0) break;
-        const jobs = (await o.boss.fetch(JOB_QUEUE, { batchSize: free })) as unknown as Job[];
-        for (const job of jobs) start(job);
-        if (jobs.length === free) again = true;
-      } while (again && !stopped);
+        for (const queue of [...pending]) {
+          const free = o.concurrency - running.size;
+          if (free <= 0) break;
+          pending.delete(queue);
+          const jobs = (await o.boss.fetch(queue, { batchSize: free })) as unknown as Job[];
+          for (const job of jobs) start(job);
+          // A full batch may have left more behind: look again.
+          if (jobs.length === free) {
+            pending.add(queue);
+            again = true;
+          }
+        }
+      } while (again && !stopped && o.concurrency - running.size > 0);
+      if (o.concurrency - running.size <= 0) pending.clear(); // the poll and ends of runs look again
     } catch (error) {
       o.logger.warn('job fetch failed', {
         error: error instanceof Error ? error.message : String(error),
@@ -64,14 +79,14 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
   const start = (job: Job) => {
     const taskId = job.data?.taskId;
     if (typeof taskId !== 'string') {
-      void o.boss.fail(JOB_QUEUE, job as never, { error: 'job without taskId' } as never);
+      void o.boss.fail(job.name, job as never, { error: 'job without taskId' } as never);
       return;
     }
     const stop = new AbortController();
     const drain = new AbortController();
     const heartbeat = setInterval(
       () => {
-        o.boss.touch(JOB_QUEUE, job as never).catch(() => {});
+        o.boss.touch(job.name, job as never).catch(() => {});
       },
       (HEARTBEAT_SECONDS * 1000) / 3,
     );
@@ -81,18 +96,24 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
         const result = await runTask({ ...o.run, drain: drain.signal }, taskId, stop.signal);
         o.logger.info('task run ended', { taskId, result });
         o.onRunEnded?.(taskId, result);
-        if (result === 'settled' || result === 'gone' || result === 'lost' || result === 'paused') {
-          await o.boss.complete(JOB_QUEUE, job as never);
+        if (
+          result === 'settled' ||
+          result === 'gone' ||
+          result === 'lost' ||
+          result === 'paused' ||
+          result === 'unservable'
+        ) {
+          await o.boss.complete(job.name, job as never);
         } else {
           // released (shutdown), held (another live worker), retry: pg-boss retries soon.
-          await o.boss.fail(JOB_QUEUE, job as never, { reason: result } as never);
+          await o.boss.fail(job.name, job as never, { reason: result } as never);
         }
       } catch (error) {
         o.logger.error('task run crashed', {
           taskId,
           error: error instanceof Error ? error.message : String(error),
         });
-        await o.boss.fail(JOB_QUEUE, job as never).catch(() => {});
+        await o.boss.fail(job.name, job as never).catch(() => {});
       } finally {
         clearInterval(heartbeat);
         running.delete(taskId);
@@ -105,7 +126,14 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
   return {
     running: () => running.size,
     async start() {
-      offs.push(o.events.on(CHANNELS.created, () => void kick()));
+      offs.push(
+        o.events.on(CHANNELS.created, (payload) => {
+          const queue = payload.queue;
+          // Another pool's work: stay asleep (no fetch, no database work).
+          if (typeof queue === 'string' && !served.has(queue)) return;
+          void kick(typeof queue === 'string' ? [queue] : served);
+        }),
+      );
       offs.push(
         o.events.on(CHANNELS.control, (payload) => {
           const entry = running.get(String(payload.taskId));

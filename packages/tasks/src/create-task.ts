@@ -53,9 +53,9 @@ const INSERT = prepared(`
 INSERT INTO app.tasks (id, issuer, tenant, subject, client, scopes, tool, arguments,
   argument_summary, argument_hash, idempotency_key, idempotency_kind, dedupe_key,
   dedupe_window_ms, correlation_id, status_message, deadline, ttl_ms, poll_interval_ms, job_id,
-  needs_live_user, stage_grants)
+  needs_live_user, stage_grants, job_queue, tool_version, tool_fingerprint, registry_fingerprint)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11, $13, $14, 'queued',
-  now() + $15 * interval '1 millisecond', $16, $17, $18, $19, 1)
+  now() + $15 * interval '1 millisecond', $16, $17, $18, $19, 1, $20, $21, $22, $23)
 ON CONFLICT (tenant, subject, client, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
 RETURNING ${TASK_SELECT}`);
 const LIVE_REPEAT = prepared(
@@ -75,11 +75,26 @@ const CAP_COUNT = prepared(
  * INSERT against a unique index, so concurrent identical starts converge on one row; the
  * job and the `task.created` event commit with it or not at all.
  */
+/** Where a tool's tasks go: its queue, and the version the creating gateway serves. */
+export interface ToolPlacement {
+  queue: string;
+  version: string;
+  fingerprint: string;
+  registryFingerprint: string;
+}
+
 export async function createTask(
-  deps: { pool: Pool; queue: JobQueue; limits: StartLimits; delegation?: DelegationDeps },
+  deps: {
+    pool: Pool;
+    queue: JobQueue;
+    limits: StartLimits;
+    delegation?: DelegationDeps;
+    placement(tool: string): ToolPlacement;
+  },
   input: StartInput,
 ): Promise<StartOutcome> {
   const { principal: p, tool } = input;
+  const placement = deps.placement(tool.name);
   const owner = { tenant: p.tenant, subject: p.subject, client: p.client };
   const hash = argumentHash(tool.name, input.args);
   const explicit = input.idempotencyKey !== undefined;
@@ -158,6 +173,10 @@ export async function createTask(
         deps.limits.pollIntervalMs,
         jobId,
         tool.limits.requireLiveUserEachStage === true,
+        placement.queue,
+        placement.version,
+        placement.fingerprint,
+        placement.registryFingerprint,
       ]);
       if (inserted.rowCount === 0) {
         const existing = await reuseExisting(client, owner, key, hash, input, audit);
@@ -170,9 +189,18 @@ export async function createTask(
       }
       const task = inserted.rows[0]!;
       await enforceCaps(client, owner, deps.limits);
-      await deps.queue.enqueue(client, task.id, jobId, Math.ceil(deadlineMs / 1000) + 60);
+      await deps.queue.enqueue(client, {
+        queue: placement.queue,
+        taskId: task.id,
+        jobId,
+        expireInSeconds: Math.ceil(deadlineMs / 1000) + 60,
+      });
       if (delegation) await storeDelegation(client, deps.delegation!.cipher, id, delegation);
-      await runPrepared(client, NOTIFY, [CHANNELS.created, JSON.stringify({ taskId: id })]);
+      // The queue in the payload lets a worker that does not serve it stay asleep.
+      await runPrepared(client, NOTIFY, [
+        CHANNELS.created,
+        JSON.stringify({ taskId: id, queue: placement.queue }),
+      ]);
       // Both events in one statement, the last of the transaction (the chain lock is held
       // from here to COMMIT).
       await appendAuditEvents(client, [

@@ -1,4 +1,4 @@
-export { CHANNELS, JOB_QUEUE } from './channels.ts';
+export { CHANNELS } from './channels.ts';
 export {
   createTaskService,
   type TaskService,
@@ -10,12 +10,13 @@ export {
   createBoss,
   createJobQueue,
   installQueue,
+  missingQueues,
   HEARTBEAT_SECONDS,
   type JobQueue,
 } from './job-queue.ts';
 export { settleTask, type OnTaskEnded, type Settlement } from './settle-task.ts';
 export { appendCancelled, ADMIN_SCOPE } from './cancel-task.ts';
-export type { StartInput, StartLimits, StartOutcome } from './create-task.ts';
+export type { StartInput, StartLimits, StartOutcome, ToolPlacement } from './create-task.ts';
 export type { VerbContext } from './authorize-task.ts';
 export {
   NOT_FOUND,
@@ -49,3 +50,10 @@ export {
   type Delegation,
   type DelegationDeps,
 } from './delegate-task.ts';
+export {
+  announceWorker,
+  retireWorker,
+  createQueueServed,
+  countUnservedTasks,
+  WORKER_SEEN_WITHIN_MS,
+} from './live-workers.ts';

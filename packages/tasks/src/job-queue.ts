@@ -1,11 +1,12 @@
 import { PgBoss } from 'pg-boss';
 import { queryMaybePrepared, type Pool, type Queryable } from '@mtg/db';
-import { JOB_QUEUE } from './channels.ts';
-
 /** The narrow face of pg-boss the verbs and workers use. */
 export interface JobQueue {
-  /** Enqueues the task's job in the caller's transaction (gone on ROLLBACK). */
-  enqueue(db: Queryable, taskId: string, jobId: string, expireInSeconds: number): Promise<void>;
+  /** Enqueues the task's job on its tool's queue in the caller's transaction (gone on ROLLBACK). */
+  enqueue(
+    db: Queryable,
+    job: { queue: string; taskId: string; jobId: string; expireInSeconds: number },
+  ): Promise<void>;
   boss: PgBoss;
 }
 
@@ -32,9 +33,9 @@ export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss 
 export function createJobQueue(boss: PgBoss): JobQueue {
   return {
     boss,
-    async enqueue(db, taskId, jobId, expireInSeconds) {
+    async enqueue(db, { queue, taskId, jobId, expireInSeconds }) {
       await boss.send(
-        JOB_QUEUE,
+        queue,
         { taskId },
         {
           id: jobId,
@@ -50,17 +51,30 @@ export function createJobQueue(boss: PgBoss): JobQueue {
   };
 }
 
+/** Queues of `queues` that do not exist yet (the gateway and worker refuse to start then). */
+export async function missingQueues(boss: PgBoss, queues: Iterable<string>): Promise<string[]> {
+  const missing: string[] = [];
+  for (const q of queues) if (!(await boss.getQueue(q))) missing.push(q);
+  return missing;
+}
+
 /**
- * Installs the pg-boss schema and the task queue as the database owner, then grants the
- * application roles what pg-boss needs at run time. Idempotent; run by the launcher.
+ * Installs the pg-boss schema and one queue per long tool (`queues`, from the registry) as
+ * the database owner, then grants the application roles what pg-boss needs at run time.
+ * Idempotent; run by the launcher and `npm run migrate`. Creating a queue is DDL (pg-boss
+ * gives each its own partition), which application roles may not do.
  */
-export async function installQueue(ownerUrl: string, roles: string[]): Promise<void> {
+export async function installQueue(
+  ownerUrl: string,
+  roles: string[],
+  queues: Iterable<string>,
+): Promise<void> {
   const boss = new PgBoss({ connectionString: ownerUrl, schedule: false, supervise: false });
   boss.on('error', () => {});
   await boss.start();
   try {
-    if (!(await boss.getQueue(JOB_QUEUE))) {
-      await boss.createQueue(JOB_QUEUE, {
+    for (const queue of await missingQueues(boss, queues)) {
+      await boss.createQueue(queue, {
         policy: 'standard',
         ...JOB_OPTIONS,
         heartbeatSeconds: HEARTBEAT_SECONDS,

@@ -45,10 +45,15 @@ export async function resumeIfPaused(
     const resumed = r.rows[0];
     if (!resumed) return row;
     if (delegation) await storeDelegation(c, deps.delegation!.cipher, row.id, delegation);
-    await deps.queue.enqueue(c, row.id, jobId, Math.ceil(remainingMs / 1000) + 60);
+    await deps.queue.enqueue(c, {
+      queue: row.job_queue,
+      taskId: row.id,
+      jobId,
+      expireInSeconds: Math.ceil(remainingMs / 1000) + 60,
+    });
     await c.query('SELECT pg_notify($1, $2)', [
       CHANNELS.created,
-      JSON.stringify({ taskId: row.id }),
+      JSON.stringify({ taskId: row.id, queue: row.job_queue }),
     ]);
     await appendAudit(c, {
       type: 'task.resumed',

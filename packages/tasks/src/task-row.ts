@@ -33,6 +33,12 @@ export interface TaskRow {
   attempts: number;
   needs_live_user: boolean;
   stage_grants: number;
+  /** The pg-boss queue of the task's job: one per tool and input schema. */
+  job_queue: string;
+  /** Pack version and schema fingerprint of the tool as the creating gateway served it. */
+  tool_version: string | null;
+  tool_fingerprint: string | null;
+  registry_fingerprint: string | null;
 }
 
 /**
@@ -73,6 +79,10 @@ export const TASK_COLUMNS = [
   'attempts',
   'needs_live_user',
   'stage_grants',
+  'job_queue',
+  'tool_version',
+  'tool_fingerprint',
+  'registry_fingerprint',
 ] as const satisfies ReadonlyArray<keyof TaskRow>;
 type Unlisted = Exclude<keyof TaskRow, (typeof TASK_COLUMNS)[number]>;
 export const everyTaskColumnListed: [Unlisted] extends [never] ? true : Unlisted = true;

@@ -5,7 +5,13 @@ import type { LongToolDefinition } from '@mtg/tools';
 import { authorizeTask, deny, type VerbContext } from './authorize-task.ts';
 import { cancelTask, type CancelOptions } from './cancel-task.ts';
 import { CHANNELS } from './channels.ts';
-import { createTask, type StartInput, type StartLimits, type StartOutcome } from './create-task.ts';
+import {
+  createTask,
+  type StartInput,
+  type StartLimits,
+  type StartOutcome,
+  type ToolPlacement,
+} from './create-task.ts';
 import { taskError, type TaskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
@@ -21,6 +27,13 @@ export interface TaskServiceDeps {
   queue: JobQueue;
   events: TaskEvents;
   tools: ReadonlyMap<string, LongToolDefinition>;
+  /** The queue and version a tool's new tasks get (from the registry). */
+  placement(tool: string): ToolPlacement;
+  /**
+   * Whether a live worker serves the queue (app.workers); a queued task whose queue none
+   * serves says so in its status. Unset: not checked.
+   */
+  queueServed?: (queue: string) => Promise<boolean>;
   limits: StartLimits;
   /** Task-bound delegation at creation; without it tasks carry no user credential. */
   delegation?: DelegationDeps;
@@ -57,6 +70,21 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
   const scopeOf = (tool: string) => deps.tools.get(tool)?.scope;
   const owner = (p: Principal) => ({ tenant: p.tenant, subject: p.subject, client: p.client });
 
+  /** A task nobody has picked up, on a queue no live worker serves, says what it waits for. */
+  const viewOf = async (row: TaskRow): Promise<TaskView> => {
+    const view = toView(row);
+    if (
+      deps.queueServed &&
+      row.status === 'working' &&
+      row.lease_owner === null &&
+      row.started_at === null &&
+      !(await deps.queueServed(row.job_queue))
+    ) {
+      view.statusMessage = `waiting for a worker that runs ${row.tool}`;
+    }
+    return view;
+  };
+
   const service: TaskService = {
     toolScope: scopeOf,
     start: (input) => createTask(deps, input),
@@ -75,7 +103,7 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
           data: { wire: ctx.wire, status: auth.task.status },
         });
       }
-      return { ok: true, task: toView(auth.task), row: auth.task };
+      return { ok: true, task: await viewOf(auth.task), row: auth.task };
     },
 
     async result(taskId, ctx) {

@@ -1,5 +1,6 @@
 import type { Principal } from '@mtg/identity';
 import type { ToolDefinition, ToolResult } from './tool-definition.ts';
+import { RegistryError } from './registry/registry-error.ts';
 
 export type CallOutcome =
   | { ok: true; result: ToolResult }
@@ -20,8 +21,18 @@ export interface Catalogue {
   ): Promise<CallOutcome>;
 }
 
+/** The instant tools the gateway serves; a name given twice is refused (RegistryError). */
 export function createCatalogue(tools: ToolDefinition<any>[]): Catalogue {
-  const byName = new Map(tools.map((t) => [t.name, t as ToolDefinition]));
+  const byName = new Map<string, ToolDefinition>();
+  for (const t of tools) {
+    if (byName.has(t.name)) {
+      throw new RegistryError(
+        'duplicate_tool',
+        `tool ${t.name} is defined twice (a pack tool may not take a gateway tool's name)`,
+      );
+    }
+    byName.set(t.name, t as ToolDefinition);
+  }
   const allowed = (p: Principal, t: ToolDefinition) => !t.scope || p.scopes.includes(t.scope);
   return {
     visibleTo: (principal) => tools.filter((t) => allowed(principal, t)),

@@ -1,13 +1,8 @@
 import { z } from 'zod';
 import type { Principal } from '@mtg/identity';
+import type { ToolResult } from '@mtg/tool-kit';
 
-/** What a tool returns: an MCP CallToolResult. */
-export interface ToolResult {
-  [key: string]: unknown;
-  content: Array<{ type: 'text'; text: string }>;
-  structuredContent?: Record<string, unknown>;
-  isError?: boolean;
-}
+export type { ToolResult };
 
 export interface ToolContext {
   principal: Principal;
@@ -17,8 +12,10 @@ export interface ToolContext {
 }
 
 /**
- * One tool, described once and served on every protocol era. `scope` is the OAuth scope a
- * caller must hold to see and call it; tools without one are open to any valid token.
+ * One tool as the gateway serves it, on every protocol era. `scope` is the OAuth scope a
+ * caller must hold to see and call it; tools without one are open to any valid token. Pack
+ * tools are adapted to this shape (instant-tool.ts); the gateway's own (whoami, job tools)
+ * are written in it.
  */
 export interface ToolDefinition<I = unknown> {
   name: string;
@@ -39,19 +36,21 @@ export interface ToolListing {
   outputSchema?: Record<string, unknown>;
 }
 
+/** JSON Schema of a zod schema as tools/list shows it (no `$schema`). */
+export function jsonSchemaOf(s: z.ZodType): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(s, { io: 'input' }) as Record<
+    string,
+    unknown
+  >;
+  return rest;
+}
+
 export function toolListing(tool: ToolDefinition): ToolListing {
-  const schema = (s: z.ZodType) => {
-    const { $schema: _ignored, ...rest } = z.toJSONSchema(s, { io: 'input' }) as Record<
-      string,
-      unknown
-    >;
-    return rest;
-  };
   return {
     name: tool.name,
     title: tool.title,
     description: tool.description,
-    inputSchema: schema(tool.inputSchema),
-    ...(tool.outputSchema ? { outputSchema: schema(tool.outputSchema) } : {}),
+    inputSchema: jsonSchemaOf(tool.inputSchema),
+    ...(tool.outputSchema ? { outputSchema: jsonSchemaOf(tool.outputSchema) } : {}),
   };
 }

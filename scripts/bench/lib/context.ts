@@ -94,7 +94,7 @@ export function createContext(
         await sleep(100);
       }
       await sql(`DELETE FROM app.tasks`);
-      await sql(`DELETE FROM pgboss.job WHERE name = 'task-run'`);
+      await sql(`DELETE FROM pgboss.job WHERE name LIKE 'tool.%'`);
     },
     async topology(t) {
       const gEnv = JSON.stringify(t.gatewayEnv ?? {});

@@ -2,7 +2,7 @@ import { errors } from 'oidc-provider';
 import type { TokenEndpointGrantContext } from 'oidc-provider';
 import { isAgentClient } from '../clients.ts';
 import { DEV_USER_GRANT } from '../grant-types.ts';
-import { DEFAULT_USER_SCOPES, splitScope, type Resources } from '../resources.ts';
+import { defaultUserScopes, splitScope, type Resources } from '../resources.ts';
 import type { UserStore } from '../user-store.ts';
 import { issueAccessToken } from './issue-access-token.ts';
 import {
@@ -54,7 +54,7 @@ export function devUserGrant(deps: DevUserGrantDeps) {
     );
 
     const requested = splitScope(params.scope);
-    const scope = requested.length ? requested : [...DEFAULT_USER_SCOPES];
+    const scope = requested.length ? requested : defaultUserScopes(deps.resources);
     const available = new Set(target.resourceServer.scope.split(' '));
     const unavailable = scope.find((s) => !available.has(s));
     if (unavailable) {

@@ -1,7 +1,7 @@
 import { errors } from 'oidc-provider';
 import type { ResourceServer } from 'oidc-provider';
 import { isIdentifier } from '../account-id.ts';
-import { resourceServerInfo, type Resources } from '../resources.ts';
+import { knownResources, resourceServerInfo, type Resources } from '../resources.ts';
 
 /** Token endpoint parameters arrive as strings, or arrays when a parameter may repeat. */
 export type ParamValue = string | string[] | undefined;
@@ -49,7 +49,7 @@ export function resolveTarget(
   const resourceServer = resourceServerInfo(resources, resource, accessTokenTtl);
   if (!resourceServer) {
     throw new errors.InvalidTarget(
-      `unknown ${label} ${JSON.stringify(resource)}; known: ${[resources.gateway, resources.worker, resources.downstream].join(', ')}`,
+      `unknown ${label} ${JSON.stringify(resource)}; known: ${knownResources(resources).join(', ')}`,
     );
   }
   return { resource, resourceServer };

@@ -1,0 +1,72 @@
+import type { Pool } from 'pg';
+
+/** A worker that has not been seen for this long is taken for gone. */
+export const WORKER_SEEN_WITHIN_MS = 15_000;
+
+/**
+ * app.workers: which live worker serves which queues. Each worker upserts its row at start
+ * and every few seconds, and deletes it on a graceful stop; a killed worker's row ages out.
+ */
+export async function announceWorker(
+  pool: Pool,
+  worker: { id: string; queues: string[]; registryFingerprint: string },
+): Promise<void> {
+  await pool.query(
+    `INSERT INTO app.workers (id, queues, registry_fingerprint) VALUES ($1, $2, $3)
+     ON CONFLICT (id) DO UPDATE SET queues = $2, registry_fingerprint = $3, seen_at = now()`,
+    [worker.id, worker.queues, worker.registryFingerprint],
+  );
+}
+
+export async function retireWorker(pool: Pool, id: string): Promise<void> {
+  await pool.query(`DELETE FROM app.workers WHERE id = $1`, [id]);
+}
+
+/**
+ * Whether some live worker serves a queue, read at most once per `cacheMs` for all queues:
+ * status reads ask it for every queued task, and must not cost a query each.
+ */
+export function createQueueServed(
+  pool: Pool,
+  options: { cacheMs?: number; seenWithinMs?: number } = {},
+): (queue: string) => Promise<boolean> {
+  const cacheMs = options.cacheMs ?? 1000;
+  const seenWithinMs = options.seenWithinMs ?? WORKER_SEEN_WITHIN_MS;
+  let served: Promise<Set<string>> | undefined;
+  let readAt = 0;
+  const read = async () => {
+    const r = await pool.query<{ queue: string }>(
+      `SELECT DISTINCT unnest(queues) AS queue FROM app.workers
+        WHERE seen_at > now() - $1 * interval '1 millisecond'`,
+      [seenWithinMs],
+    );
+    return new Set(r.rows.map((row) => row.queue));
+  };
+  return async (queue) => {
+    if (!served || Date.now() - readAt > cacheMs) {
+      readAt = Date.now();
+      served = read().catch((error) => {
+        served = undefined;
+        throw error;
+      });
+    }
+    return (await served).has(queue);
+  };
+}
+
+/** Queued tasks per tool whose queue no live worker serves (for the gateway's gauge). */
+export async function countUnservedTasks(
+  pool: Pool,
+  seenWithinMs = WORKER_SEEN_WITHIN_MS,
+): Promise<Array<{ tool: string; count: number }>> {
+  const r = await pool.query<{ tool: string; count: number }>(
+    `SELECT t.tool, count(*)::int AS count FROM app.tasks t
+      WHERE t.status = 'working' AND t.lease_owner IS NULL AND t.started_at IS NULL
+        AND NOT EXISTS (SELECT 1 FROM app.workers w
+                         WHERE t.job_queue = ANY (w.queues)
+                           AND w.seen_at > now() - $1 * interval '1 millisecond')
+      GROUP BY t.tool`,
+    [seenWithinMs],
+  );
+  return r.rows;
+}

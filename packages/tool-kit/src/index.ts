@@ -1,0 +1,22 @@
+export { defineTool, type ToolSpec } from './define-tool.ts';
+export { defineLongTool, DEFAULT_LIMITS, type LongToolSpec } from './define-long-tool.ts';
+export { definePack, isPack, type Pack, type PackSpec } from './define-pack.ts';
+export { ToolError, isToolError, TOOL_ERROR_CODE } from './tool-error.ts';
+export { TOOL_NAME } from './tool-names.ts';
+export type {
+  AnyTool,
+  InstantTool,
+  InstantToolContext,
+  Json,
+  LongTool,
+  LongToolLimits,
+  StepOutput,
+  TargetClient,
+  TaskContext,
+  TaskOwner,
+  ToolCaller,
+  ToolLogger,
+  ToolOrigin,
+  ToolResult,
+  WriteOptions,
+} from './tool-types.ts';

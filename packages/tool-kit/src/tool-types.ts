@@ -1,0 +1,154 @@
+import type { z } from 'zod';
+
+/**
+ * Glossary
+ * - tool: one MCP tool. *Instant* tools answer within the request (`defineTool`); *long* tools
+ *   run as durable tasks on a worker (`defineLongTool`).
+ * - pack: a module that exports tools, the zod schema of its own environment variables and the
+ *   names of the targets it calls (`definePack`). Loaded by `TOOL_PACKS`.
+ * - target: a downstream system a long tool calls (base URL, token audience, scopes, timeouts),
+ *   declared by configuration and named by the pack. `ctx.target(name)` hands out its client.
+ * - step: the durable unit of a long tool. A finished step's output is journaled; after a
+ *   crash the task resumes at the first unfinished step and finished ones never run again.
+ */
+
+/** The owner a task runs for, copied from the task row (never from arguments). */
+export interface TaskOwner {
+  tenant: string;
+  subject: string;
+  client: string;
+}
+
+/** Who calls an instant tool, as the gateway verified it from the access token. */
+export interface ToolCaller extends TaskOwner {
+  issuer: string;
+  scopes: string[];
+}
+
+/** Structured logging handed to tool code; entries carry the task or call they belong to. */
+export interface ToolLogger {
+  debug(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+export type Json = Record<string, unknown>;
+
+/**
+ * An HTTP client for one target, for one task. Every call passes the task's boundary check
+ * (cancel, deadline, lease, revocation), the target's resilience policy (timeout, retries
+ * with backoff, circuit breaker) and carries a short-lived token for the target's audience
+ * (`sub` = the task's owner, `act` = the worker). Writes require an idempotency key, so a
+ * retried or resumed write lands once. Paths are relative to the target's base URL; `.` and
+ * `..` segments are refused.
+ */
+export interface TargetClient {
+  readonly name: string;
+  get(path: string, options?: { signal?: AbortSignal }): Promise<Json>;
+  post(path: string, body: Json, options: WriteOptions): Promise<Json>;
+  put(path: string, body: Json, options: WriteOptions): Promise<Json>;
+  patch(path: string, body: Json, options: WriteOptions): Promise<Json>;
+  delete(path: string, options: WriteOptions): Promise<Json>;
+}
+
+export interface WriteOptions {
+  idempotencyKey: string;
+  signal?: AbortSignal;
+}
+
+export type StepOutput = Record<string, unknown> | unknown[] | string | number | boolean | null;
+
+/**
+ * What a long tool's code sees while a worker runs it: capabilities handed in by the host,
+ * never built by the tool. Before each step the runner checks cancellation, deadline, lease
+ * and principal, and throws to stop the run when any of them says so.
+ */
+export interface TaskContext {
+  taskId: string;
+  owner: TaskOwner;
+  /** Aborted when the task is cancelled, revoked, past its deadline or the lease is lost. */
+  signal: AbortSignal;
+  /** Runs `fn` once per task: a step finished before returns its journaled output. */
+  step<T extends StepOutput>(name: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T>;
+  progress(current: number, total: number, message?: string): Promise<void>;
+  /** Waits `ms`, rejecting at once when the task is stopped. */
+  sleep(ms: number): Promise<void>;
+  /** The client of a target the pack declared; a name it did not declare is a TypeError. */
+  target(name: string): TargetClient;
+  logger: ToolLogger;
+}
+
+export interface LongToolLimits {
+  /** Deadline when the caller asks for none. */
+  defaultDeadlineMs: number;
+  /** A requested deadline is capped to this. */
+  maxDeadlineMs: number;
+  /** How long the task and its result are kept after the task ends. */
+  retentionMs: number;
+  /** Delete the stored result after its first successful read. */
+  deleteResultOnRead: boolean;
+  /** Results larger than this fail the task with a clear error. */
+  maxResultBytes: number;
+  /**
+   * Checkpoint mode: each stage needs a live user. The task pauses (input_required) before
+   * every stage after the first and resumes when its owner polls with a fresh token.
+   */
+  requireLiveUserEachStage?: boolean;
+}
+
+/** What a tool returns on the wire: an MCP CallToolResult. */
+export interface ToolResult {
+  [key: string]: unknown;
+  content: Array<{ type: 'text'; text: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+/** What the gateway hands an instant tool. */
+export interface InstantToolContext {
+  caller: ToolCaller;
+  correlationId: string;
+  logger: ToolLogger;
+  signal: AbortSignal;
+}
+
+/** Where a tool came from, filled in by definePack. */
+export interface ToolOrigin {
+  pack: string;
+  version: string;
+  /** Targets the pack declared: the only names `ctx.target()` accepts. */
+  targets: readonly string[];
+}
+
+/** An instant tool, as the registry and the gateway see it. */
+export interface InstantTool<I = any> {
+  kind: 'instant';
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: z.ZodType<I>;
+  outputSchema?: z.ZodType;
+  scope?: string;
+  origin?: ToolOrigin;
+  run(context: InstantToolContext, args: I): Promise<Json>;
+}
+
+/** A long tool, as the registry, the gateway and the runner see it. */
+export interface LongTool<I = any> {
+  kind: 'long';
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: z.ZodType<I>;
+  outputSchema?: z.ZodType;
+  scope: string;
+  limits: LongToolLimits;
+  origin?: ToolOrigin;
+  /** A redacted view of the arguments for audit and listings (no secrets, bounded size). */
+  summarize(args: I): Record<string, unknown>;
+  /** Runs on a worker. Returns the structured result; the runner wraps it as a CallToolResult. */
+  execute(context: TaskContext, args: I): Promise<Json>;
+}
+
+export type AnyTool = InstantTool | LongTool;
