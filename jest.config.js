@@ -9,7 +9,10 @@ export default {
       { jsc: { parser: { syntax: 'typescript' }, target: 'es2023' }, module: { type: 'es6' } },
     ],
   },
-  testMatch: ['<rootDir>/{apps,packages}/*/test/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
+  testMatch: [
+    '<rootDir>/{apps,packages,examples}/*/test/**/*.test.ts',
+    '<rootDir>/test/**/*.test.ts',
+  ],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,

@@ -209,13 +209,11 @@ export async function startStack(
       WORKER_ID: `test-worker-${workers.length + 1}`,
       ...extra,
     };
-    // A worker given other packs (another version of a tool) loads its own registry; its
-    // queues are installed as `npm run migrate` would for its packs.
-    const own =
-      extra.TOOL_PACKS !== undefined || extra.TOOL_LIMITS !== undefined || extra.DEMO_STEP_MS
-        ? await registryFor(workerEnv)
-        : registry;
-    if (own !== registry) {
+    // Each worker loads its own registry from its environment, as a process would: given
+    // other packs or settings (another version of a tool), its queues are installed as
+    // `npm run migrate` would for its packs.
+    const own = await registryFor(workerEnv);
+    if (own.fingerprint !== registry.fingerprint) {
       await installQueue(db.url, [ROLES.gateway, ROLES.worker], own.queues().values());
     }
     const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), own, logger, workerEnv);

@@ -211,7 +211,10 @@ export async function buildWorker(
 }
 
 /** WORKER_TOOLS, checked against the registry: each a long tool it loaded. */
-function servedTools(registry: ToolRegistry, names: string[] | undefined): Map<string, ServedTool> {
+export function servedTools(
+  registry: ToolRegistry,
+  names: string[] | undefined,
+): Map<string, ServedTool> {
   const chosen = names ?? [...registry.long.keys()];
   const served = new Map<string, ServedTool>();
   for (const name of chosen) {

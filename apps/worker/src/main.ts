@@ -2,7 +2,7 @@ import { ConfigError, parseConfig } from '@mtg/config';
 import { createPool } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { loadToolRegistry, RegistryError, TargetConfigError } from '@mtg/tools';
-import { buildWorker } from './build-worker.ts';
+import { buildWorker, servedTools } from './build-worker.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
 import { checkDatabase } from './check-database.ts';
 import { workerConfigSchema } from './worker-config.ts';
@@ -22,6 +22,23 @@ async function main() {
     workerId: config.workerId,
   });
 
+  // The packs first: a bad pack or configuration stops the worker before it connects anywhere.
+  let registry;
+  try {
+    registry = await loadToolRegistry({
+      packs: config.TOOL_PACKS,
+      env: process.env,
+      limits: config.TOOL_LIMITS,
+    });
+    servedTools(registry, config.WORKER_TOOLS);
+  } catch (error) {
+    if (error instanceof RegistryError || error instanceof WorkerSetupError) {
+      process.stderr.write(`worker: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+
   // Fail at start, with the reason, when the database or the role is not there.
   const probe = createPool({
     connectionString: config.DATABASE_URL,
@@ -37,18 +54,9 @@ async function main() {
 
   let worker;
   try {
-    const registry = await loadToolRegistry({
-      packs: config.TOOL_PACKS,
-      env: process.env,
-      limits: config.TOOL_LIMITS,
-    });
     worker = await buildWorker(config, registry, logger);
   } catch (error) {
-    if (
-      error instanceof RegistryError ||
-      error instanceof WorkerSetupError ||
-      error instanceof TargetConfigError
-    ) {
+    if (error instanceof WorkerSetupError || error instanceof TargetConfigError) {
       process.stderr.write(`worker: ${error.message}\n`);
       process.exit(2);
     }

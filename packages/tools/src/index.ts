@@ -1,7 +1,7 @@
 export type { ToolDefinition, ToolResult, ToolContext, ToolListing } from './tool-definition.ts';
 export { toolListing, jsonSchemaOf } from './tool-definition.ts';
 export { whoami } from './whoami.ts';
-export { serveInstantTool, toolErrorResult } from './instant-tool.ts';
+export { serveInstantTool, toolErrorResult, TOOL_ERROR_META } from './instant-tool.ts';
 export { createCatalogue, type Catalogue } from './catalogue.ts';
 export type {
   LongToolDefinition,

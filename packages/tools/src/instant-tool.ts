@@ -44,12 +44,19 @@ export function serveInstantTool(tool: InstantTool, logger: ToolLogger): ToolDef
   };
 }
 
-/** The MCP shape of a tool's own error, the same for instant and long tools. */
+/** Where a tool error's stable code travels in a CallToolResult. */
+export const TOOL_ERROR_META = 'io.mcp-task-gateway/tool-error';
+
+/**
+ * The MCP shape of a tool's own error, the same for instant and long tools: the message as
+ * text, the code in `_meta` (not structuredContent, which clients check against the tool's
+ * output schema even for errors).
+ */
 export function toolErrorResult(code: string, message: string) {
   return {
     content: [{ type: 'text' as const, text: message }],
-    structuredContent: { error: { code, message } },
     isError: true,
+    _meta: { [TOOL_ERROR_META]: { code } },
   };
 }
 
