@@ -17,6 +17,7 @@ import { buildWorker, workerConfigSchema, type Worker } from '../../apps/worker/
 import { apiRoutes, writesRoute } from '../../apps/downstream/src/api/api-routes.ts';
 import { generateDevSecrets } from '../../scripts/lib/dev-secrets.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
+import { testClock, type TestClock } from './test-clock.ts';
 
 export interface Stack {
   db: TestDatabase;
@@ -26,6 +27,8 @@ export interface Stack {
   downstreamUrl: string;
   secrets: ReturnType<typeof generateDevSecrets>;
   workers: Worker[];
+  /** The time the gateway and the workers read (not the database's: move rows for that). */
+  clock: TestClock;
   /** A user token from the dev IdP through its real dev-user grant. */
   token(
     sub: string,
@@ -178,7 +181,8 @@ export async function startStack(
     WORKER_LEASE_MS: '2000',
     ...options.env,
   };
-  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger);
+  const clock = testClock();
+  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger, { clock });
   let gatewayServer = await listenGateway(gateway, gatewayPort);
 
   const workers: Worker[] = [];
@@ -190,7 +194,9 @@ export async function startStack(
       WORKER_ID: `test-worker-${workers.length + 1}`,
       ...extra,
     };
-    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), logger, workerEnv);
+    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), logger, workerEnv, {
+      clock,
+    });
     await w.start();
     workers.push(w);
     return w;
@@ -205,6 +211,7 @@ export async function startStack(
     downstreamUrl,
     secrets,
     workers,
+    clock,
     env,
     addWorker,
     token(sub, tenant, o = {}) {
@@ -239,7 +246,7 @@ export async function startStack(
     async restartGateway() {
       await closeServer(gatewayServer);
       await gateway.close();
-      gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger);
+      gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger, { clock });
       gatewayServer = await listenGateway(gateway, gatewayPort);
     },
     async close() {

@@ -48,7 +48,10 @@ export async function buildGateway(
   config: GatewayConfig,
   env: Record<string, string | undefined>,
   logger: Logger,
+  /** `clock`: the gateway's time (default: the system's), for tests that move it. */
+  deps: { clock?: () => Date } = {},
 ): Promise<Gateway> {
+  const now = deps.clock ? { now: () => deps.clock!().getTime() } : {};
   // Files first: a bad policy or certificate stops the gateway before it connects anywhere.
   // (jobTools only builds definitions here; the task service is not touched for names.)
   const toolNames = [
@@ -122,6 +125,7 @@ export async function buildGateway(
     statusReadSampleRate: config.STATUS_READ_AUDIT_SAMPLE_RATE,
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
     onTaskEnded: gatewayMetrics.taskEnded,
+    ...(deps.clock ? { clock: deps.clock } : {}),
   });
 
   registerClusterGauges(registry, {
@@ -158,6 +162,7 @@ export async function buildGateway(
       clockToleranceSec: config.AUTH_CLOCK_TOLERANCE_SECONDS,
       ...(config.AUTH_REQUIRED_TYP ? { requiredTyp: config.AUTH_REQUIRED_TYP as 'at+jwt' } : {}),
       claims: claimMappingFromEnv(env),
+      ...now,
     },
     keysReady: keys.ready,
     pool,
@@ -189,6 +194,7 @@ export async function buildGateway(
         issuer: ssfIssuer,
         audience: config.resource,
         maxAgeSeconds: config.SSF_MAX_AGE_SECONDS,
+        ...now,
       },
       ...(config.SSF_PUSH_AUTH ? { pushAuthorization: config.SSF_PUSH_AUTH } : {}),
       subjectIssuer: config.issuer,

@@ -38,7 +38,10 @@ export async function buildWorker(
   config: WorkerConfig,
   logger: Logger,
   env: Record<string, string | undefined> = process.env,
+  /** `clock`: the worker's time (default: the system's), for tests that move it. */
+  deps: { clock?: () => Date } = {},
 ): Promise<Worker> {
+  const clock = deps.clock ? { clock: deps.clock } : {};
   const pool = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
@@ -70,11 +73,13 @@ export async function buildWorker(
       clientId: config.CLIENT_ID,
       clientSecret: config.CLIENT_SECRET,
       style: config.EXCHANGE_STYLE,
+      ...(deps.clock ? { now: () => deps.clock!().getTime() } : {}),
     }),
     actorToken: workloadToken,
     downstreamResource: config.downstreamResource,
     ttlSeconds: config.DOWNSTREAM_TOKEN_TTL_SECONDS,
     workerId: config.workerId,
+    ...clock,
   };
   const tools = demoTools(config.TOOL_LIMITS);
   // One set of circuits per process: every task of this worker sees the same downstream health.
@@ -133,6 +138,7 @@ export async function buildWorker(
     logger,
     tickMs: 1000,
     purgeEveryMs: 60_000,
+    ...clock,
     ...(observe ? { onTaskEnded: observe.taskEnded } : {}),
   });
   let metricsServer: MetricsServer | undefined;

@@ -24,6 +24,8 @@ export interface TaskCredentialDeps {
   /** Lifetime asked for each downstream token (minutes at most). */
   ttlSeconds: number;
   workerId: string;
+  /** The worker's clock (default: the system's); decides when a credential nears expiry. */
+  clock?: () => Date;
 }
 
 /**
@@ -39,6 +41,7 @@ export function createTaskCredentials(deps: TaskCredentialDeps, task: TaskRow, s
     { token: string; expiresAt: number; obtainedAt: number; sub: string; act: unknown } | undefined;
   let stale = true;
   let inflight: Promise<string> | undefined;
+  const now = () => (deps.clock ? deps.clock().getTime() : Date.now());
 
   const refresh = async (): Promise<string> => {
     const sealed = await deps.pool.query<{
@@ -84,7 +87,7 @@ export function createTaskCredentials(deps: TaskCredentialDeps, task: TaskRow, s
     current = {
       token: outcome.token.accessToken,
       expiresAt: typeof claims.exp === 'number' ? claims.exp * 1000 : outcome.token.expiresAt,
-      obtainedAt: Date.now(),
+      obtainedAt: now(),
       sub: String(claims.sub),
       act: claims.act ?? null,
     };
@@ -118,7 +121,7 @@ export function createTaskCredentials(deps: TaskCredentialDeps, task: TaskRow, s
       stale = true;
     },
     token(): Promise<string> {
-      const nearExpiry = current && current.expiresAt - Date.now() < 30_000;
+      const nearExpiry = current && current.expiresAt - now() < 30_000;
       if (current && !stale && !nearExpiry) return Promise.resolve(current.token);
       inflight ??= refresh().finally(() => {
         inflight = undefined;
