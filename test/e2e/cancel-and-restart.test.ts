@@ -32,6 +32,7 @@ test.each([
       (w) => w.length >= 2,
       10_000,
       50,
+      'two downstream writes before the cancel',
     );
     const answer = await wire.cancel(token, taskId);
     const returnedAt = Date.now();

@@ -15,9 +15,10 @@ describe('a task outlives the token that created it, up to its bound', () => {
   afterAll(async () => {
     await stack?.close();
   });
+  afterEach(() => stack.clock.reset());
 
   test('the creating token expires mid-run: polling with it is 401, the task finishes under its delegation', async () => {
-    const shortLived = await stack.token('pat', 'acme', { ttl: 2 });
+    const shortLived = await stack.token('pat', 'acme', { ttl: 10 });
     const client = await connectV1(stack.mcpUrl, shortLived);
     const started = await client.callTool({
       name: 'bulk_update_records',
@@ -25,7 +26,7 @@ describe('a task outlives the token that created it, up to its bound', () => {
     });
     const jobId = (started.structuredContent as any).jobId;
     await client.close();
-    await new Promise((r) => setTimeout(r, 2500)); // past exp, no tolerance
+    stack.clock.advance(11_000); // the gateway's clock: past exp, no tolerance
 
     const poll = await fetch(stack.mcpUrl, {
       method: 'POST',
@@ -68,10 +69,24 @@ describe('a task outlives the token that created it, up to its bound', () => {
     const started = await client.callTool({
       name: 'bulk_update_records',
       arguments: { collection: 'bound', count: 20_000, patch: { p: 2 } },
-      _meta: { 'io.mcp-task-gateway/deadline-ms': 1500 },
+      _meta: { 'io.mcp-task-gateway/deadline-ms': 600_000 },
     });
     const jobId = (started.structuredContent as any).jobId;
     await client.close();
+    const [bound] = await sql(
+      stack.db.url,
+      `SELECT extract(epoch FROM deadline - created_at) * 1000 AS ms FROM app.tasks WHERE id = $1`,
+      [jobId],
+    );
+    expect(Number(bound.ms)).toBeCloseTo(600_000, -2);
+    await pollUntil(
+      () => stack.writes(jobId),
+      (w) => w.length >= 1,
+      10_000,
+      50,
+    );
+    // The bound is the database's time: bring it to now instead of waiting for it.
+    await sql(stack.db.url, 'UPDATE app.tasks SET deadline = now() WHERE id = $1', [jobId]);
     const [row] = await pollUntil(
       () =>
         sql(stack.db.url, 'SELECT status, outcome, ended_at FROM app.tasks WHERE id = $1', [jobId]),
@@ -79,8 +94,15 @@ describe('a task outlives the token that created it, up to its bound', () => {
       15_000,
     );
     expect(row).toMatchObject({ status: 'failed', outcome: 'deadline' });
-    await new Promise((r) => setTimeout(r, 1000));
+    // Once the worker has let go of the run, no write of it can still land.
+    await pollUntil(
+      () => Promise.resolve(stack.workers[0]!.running()),
+      (n) => n === 0,
+      10_000,
+      20,
+    );
     const writes = await stack.writes(jobId);
+    expect(writes.length).toBeGreaterThan(0);
     expect(writes.every((w) => Date.parse(w.at) <= new Date(row.ended_at).getTime())).toBe(true);
   });
 

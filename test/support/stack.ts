@@ -25,6 +25,7 @@ import {
 import { apiRoutes, writesRoute } from '../../apps/downstream/src/api/api-routes.ts';
 import { generateDevSecrets } from '../../scripts/lib/dev-secrets.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
+import { testClock, type TestClock } from './test-clock.ts';
 
 export interface Stack {
   db: TestDatabase;
@@ -34,6 +35,8 @@ export interface Stack {
   downstreamUrl: string;
   secrets: ReturnType<typeof generateDevSecrets>;
   workers: Worker[];
+  /** The time the gateway and the workers read (not the database's: move rows for that). */
+  clock: TestClock;
   /** A user token from the dev IdP through its real dev-user grant. */
   token(
     sub: string,
@@ -197,7 +200,11 @@ export async function startStack(
     WORKER_LEASE_MS: '2000',
     ...baseEnv,
   };
-  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger, registry);
+  const clock = testClock();
+  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger, {
+    registry,
+    clock,
+  });
   let gatewayServer = await listenGateway(gateway, gatewayPort);
 
   const workers: Worker[] = [];
@@ -216,7 +223,15 @@ export async function startStack(
     if (own.fingerprint !== registry.fingerprint) {
       await installQueue(db.url, [ROLES.gateway, ROLES.worker], own.queues().values());
     }
-    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), own, logger, workerEnv);
+    const w = await buildWorker(
+      parseConfig(workerConfigSchema, workerEnv),
+      own,
+      logger,
+      workerEnv,
+      {
+        clock,
+      },
+    );
     await w.start();
     workers.push(w);
     return w;
@@ -231,6 +246,7 @@ export async function startStack(
     downstreamUrl,
     secrets,
     workers,
+    clock,
     env,
     registry,
     addWorker,
@@ -266,12 +282,10 @@ export async function startStack(
     async restartGateway() {
       await closeServer(gatewayServer);
       await gateway.close();
-      gateway = await buildGateway(
-        parseConfig(gatewayConfigSchema, env),
-        env,
-        logger,
-        await registryFor(env),
-      );
+      gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger, {
+        registry: await registryFor(env),
+        clock,
+      });
       gatewayServer = await listenGateway(gateway, gatewayPort);
     },
     async close() {

@@ -61,10 +61,15 @@ export async function buildGateway(
   config: GatewayConfig,
   env: Record<string, string | undefined>,
   logger: Logger,
-  toolRegistry?: ToolRegistry,
+  /**
+   * `registry`: the tool registry loaded once at start (loaded here from TOOL_PACKS when not
+   * given); `clock`: the gateway's time (default: the system's), for tests that move it.
+   */
+  deps: { registry?: ToolRegistry; clock?: () => Date } = {},
 ): Promise<Gateway> {
+  const now = deps.clock ? { now: () => deps.clock!().getTime() } : {};
   const tools =
-    toolRegistry ??
+    deps.registry ??
     (await loadToolRegistry({ packs: config.TOOL_PACKS, env, limits: config.TOOL_LIMITS }));
   // Files first: a bad policy or certificate stops the gateway before it connects anywhere.
   // (jobTools only builds definitions here; the task service is not touched for names.)
@@ -155,6 +160,7 @@ export async function buildGateway(
     statusReadSampleRate: config.STATUS_READ_AUDIT_SAMPLE_RATE,
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
     onTaskEnded: gatewayMetrics.taskEnded,
+    ...(deps.clock ? { clock: deps.clock } : {}),
   });
 
   registerClusterGauges(registry, {
@@ -198,6 +204,7 @@ export async function buildGateway(
       clockToleranceSec: config.AUTH_CLOCK_TOLERANCE_SECONDS,
       ...(config.AUTH_REQUIRED_TYP ? { requiredTyp: config.AUTH_REQUIRED_TYP as 'at+jwt' } : {}),
       claims: claimMappingFromEnv(env),
+      ...now,
     },
     keysReady: keys.ready,
     pool,
@@ -233,6 +240,7 @@ export async function buildGateway(
         issuer: ssfIssuer,
         audience: config.resource,
         maxAgeSeconds: config.SSF_MAX_AGE_SECONDS,
+        ...now,
       },
       ...(config.SSF_PUSH_AUTH ? { pushAuthorization: config.SSF_PUSH_AUTH } : {}),
       subjectIssuer: config.issuer,

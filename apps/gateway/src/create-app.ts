@@ -34,7 +34,7 @@ import type { RateLimits } from './http/rate-limit.ts';
 export interface GatewayDeps {
   resource: string;
   issuer: string;
-  verify: Omit<VerifyOptions, 'now'>;
+  verify: VerifyOptions;
   keysReady: () => boolean;
   pool: Pool;
   catalogue: Catalogue;

@@ -23,7 +23,7 @@ async function main() {
     env: process.env,
     limits: config.TOOL_LIMITS,
   });
-  const gateway = await buildGateway(config, process.env, logger, registry);
+  const gateway = await buildGateway(config, process.env, logger, { registry });
   await serveUntilSignalled(gateway.app, {
     port: config.GATEWAY_PORT,
     host: config.GATEWAY_HOST,

@@ -11,16 +11,19 @@ import {
   type TestIdp,
 } from './support/test-idp.ts';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('token exchange (RFC 8693)', () => {
   let idp: TestIdp;
   let agent: client.Configuration;
   let gateway: client.Configuration;
   let worker: client.Configuration;
+  // The IdP's clock: real time plus what a test moves it forward by.
+  let aheadMs = 0;
+  afterEach(() => {
+    aheadMs = 0;
+  });
 
   beforeAll(async () => {
-    idp = await startTestIdp();
+    idp = await startTestIdp({ now: () => Date.now() + aheadMs });
     [agent, gateway, worker] = await Promise.all([
       idp.client('mcp-agent'),
       idp.client('mcp-gateway'),
@@ -158,7 +161,7 @@ describe('token exchange (RFC 8693)', () => {
 
   test('an expired subject token is refused', async () => {
     const subject = await userToken({ ttl: '1' });
-    await sleep(2100);
+    aheadMs = 2100;
     const error = await oauthError(delegation(subject));
     expect(error).toMatchObject({
       error: 'invalid_grant',

@@ -53,6 +53,8 @@ export async function buildWorker(
   registry: ToolRegistry,
   logger: Logger,
   env: Record<string, string | undefined> = process.env,
+  /** `clock`: the worker's time (default: the system's), for tests that move it. */
+  deps: { clock?: () => Date } = {},
 ): Promise<Worker> {
   const served = servedTools(registry, config.WORKER_TOOLS);
   const targets = loadTargets({
@@ -70,6 +72,7 @@ export async function buildWorker(
     }
   }
   const queues = [...served.keys()].map((name) => registry.entry(name)!.queue!);
+  const clock = deps.clock ? { clock: deps.clock } : {};
   const pool = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
@@ -109,10 +112,12 @@ export async function buildWorker(
       clientId: config.CLIENT_ID,
       clientSecret: config.CLIENT_SECRET,
       style: config.EXCHANGE_STYLE,
+      ...(deps.clock ? { now: () => deps.clock!().getTime() } : {}),
     }),
     actorToken: workloadToken,
     ttlSeconds: config.DOWNSTREAM_TOKEN_TTL_SECONDS,
     workerId: config.workerId,
+    ...clock,
   };
   // One set of circuits per target and process: every task of this worker sees the same
   // downstream health; each target has its own timeouts and retries.
@@ -166,6 +171,7 @@ export async function buildWorker(
     logger,
     tickMs: 1000,
     purgeEveryMs: 60_000,
+    ...clock,
     ...(observe ? { onTaskEnded: observe.taskEnded } : {}),
   });
   let metricsServer: MetricsServer | undefined;

@@ -22,7 +22,13 @@ export function createMaintenance(o: {
   purgeEveryMs: number;
   /** Told about each task the deadline sweep ends. */
   onTaskEnded?: OnTaskEnded;
+  /**
+   * Paces the purge (default: the system clock). Which rows are due is the database's
+   * now(), as everywhere a row's time is compared (docs/architecture.md, "Time").
+   */
+  clock?: () => Date;
 }) {
+  const now = () => (o.clock ? o.clock().getTime() : Date.now());
   let timer: NodeJS.Timeout | undefined;
   let lastPurge = 0;
   let busy = false;
@@ -120,8 +126,8 @@ export function createMaintenance(o: {
     try {
       await reapLeases();
       await sweepDeadlines();
-      if (Date.now() - lastPurge >= o.purgeEveryMs) {
-        lastPurge = Date.now();
+      if (now() - lastPurge >= o.purgeEveryMs) {
+        lastPurge = now();
         await purge();
       }
     } catch (error) {

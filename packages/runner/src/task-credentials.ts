@@ -23,6 +23,8 @@ export interface TaskCredentialDeps {
   /** Lifetime asked for each downstream token (minutes at most). */
   ttlSeconds: number;
   workerId: string;
+  /** The worker's clock (default: the system's); decides when a credential nears expiry. */
+  clock?: () => Date;
 }
 
 /**
@@ -42,6 +44,7 @@ export function createTaskCredentials(
     { token: string; expiresAt: number; obtainedAt: number; sub: string; act: unknown } | undefined;
   let stale = true;
   let inflight: Promise<string> | undefined;
+  const now = () => (deps.clock ? deps.clock().getTime() : Date.now());
 
   const refresh = async (): Promise<string> => {
     const sealed = await deps.pool.query<{
@@ -87,7 +90,7 @@ export function createTaskCredentials(
     current = {
       token: outcome.token.accessToken,
       expiresAt: typeof claims.exp === 'number' ? claims.exp * 1000 : outcome.token.expiresAt,
-      obtainedAt: Date.now(),
+      obtainedAt: now(),
       sub: String(claims.sub),
       act: claims.act ?? null,
     };
@@ -122,7 +125,7 @@ export function createTaskCredentials(
       stale = true;
     },
     token(): Promise<string> {
-      const nearExpiry = current && current.expiresAt - Date.now() < 30_000;
+      const nearExpiry = current && current.expiresAt - now() < 30_000;
       if (current && !stale && !nearExpiry) return Promise.resolve(current.token);
       inflight ??= refresh().finally(() => {
         inflight = undefined;

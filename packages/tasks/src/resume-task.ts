@@ -20,13 +20,13 @@ import type { TaskRow } from './task-row.ts';
  * row as it now is (unchanged when there is nothing to resume or the IdP refuses).
  */
 export async function resumeIfPaused(
-  deps: { pool: Pool; queue: JobQueue; delegation?: DelegationDeps },
+  deps: { pool: Pool; queue: JobQueue; delegation?: DelegationDeps; clock?: () => Date },
   row: TaskRow,
   scope: string,
   ctx: VerbContext,
 ): Promise<TaskRow> {
   if (row.status !== 'input_required' || !row.needs_live_user || !ctx.token) return row;
-  const remainingMs = row.deadline.getTime() - Date.now();
+  const remainingMs = row.deadline.getTime() - (deps.clock?.() ?? new Date()).getTime();
   if (remainingMs <= 0) return row; // the deadline sweep ends it
   let delegation: Delegation | undefined;
   if (deps.delegation) {

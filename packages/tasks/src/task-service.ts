@@ -44,6 +44,8 @@ export interface TaskServiceDeps {
   /** Told about each task a cancel ends here (no live worker held it, or none answered). */
   onTaskEnded?: OnTaskEnded;
   random?: () => number;
+  /** The gateway's clock (default: the system's), for what is computed outside SQL. */
+  clock?: () => Date;
 }
 
 export type ResultOutcome = TaskOutcome<{ task: TaskView; row: TaskRow; result?: StoredResult }>;

@@ -3,6 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { DevSecrets } from '../dev-secrets.ts';
 import { devUserToken } from '../dev-user-token.ts';
+import { pollUntil } from '../poll-until.ts';
 
 export interface StackEndpoints {
   mcp: string;
@@ -74,11 +75,7 @@ export function stackClient(endpoints: StackEndpoints, secrets: DevSecrets) {
 
 export type StackClient = ReturnType<typeof stackClient>;
 
-export async function waitFor<T>(fn: () => Promise<T>, done: (v: T) => boolean, timeoutMs: number, everyMs = 250): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (done(v) || Date.now() > until) return v;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+/** pollUntil every 250 ms: throws on timeout, which the runner reports as a check that could not run. */
+export function waitFor<T>(fn: () => Promise<T>, done: (v: T) => boolean, timeoutMs: number, everyMs = 250): Promise<T> {
+  return pollUntil(fn, done, timeoutMs, everyMs);
 }

@@ -2,7 +2,7 @@ import { rpc } from '../../../scripts/bench/lib/mcp.ts';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** pollUntil, checking every 100 ms by default. */
+/** pollUntil, checking every 100 ms by default; throws on timeout. */
 export { pollUntil as waitFor } from '../../../scripts/lib/poll-until.ts';
 
 export interface PollLog {

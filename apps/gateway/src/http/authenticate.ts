@@ -9,7 +9,7 @@ import {
 import type { Logger } from '@mtg/log';
 
 export interface AuthenticateOptions {
-  verify: Omit<VerifyOptions, 'now'>;
+  verify: VerifyOptions;
   resourceMetadataUrl: string;
   logger: Logger;
   /** Reports each denial (the audit writer arrives with the tasks issue). */
