@@ -122,6 +122,7 @@ export async function buildGateway(
     statusReadSampleRate: config.STATUS_READ_AUDIT_SAMPLE_RATE,
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
     onTaskEnded: gatewayMetrics.taskEnded,
+    logger,
   });
 
   registerClusterGauges(registry, {
