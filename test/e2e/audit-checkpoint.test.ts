@@ -172,6 +172,29 @@ test('the signer refuses to sign a chain that does not verify, and names the bad
   expect(await sql(db.url, 'SELECT count(*)::int AS n FROM audit.checkpoints')).toEqual([{ n: 1 }]);
 });
 
+test('the signer refuses to sign a head below a checkpoint already signed (a cut tail), or an emptied chain', async () => {
+  expect((await checkpointScript([], env())).code).toBe(0); // event 12
+  await tamper(db.url, ['DELETE FROM audit.events WHERE seq >= 11']);
+  const lower = await checkpointScript([], env());
+  expect(lower.code).toBe(1);
+  expect(lower.stderr).toMatch(
+    /refusing to sign: the chain ends at event 10, but checkpoint audit\.checkpoints #1 \(event 12, .*\) attests event 12: events 11\.\.12 are gone/,
+  );
+  expect(lower.stdout).toBe('');
+
+  // The same once the chain grew back past the signed head with other events.
+  await appendSamples(db.url, 3);
+  const regrown = await checkpointScript([], env());
+  expect(regrown.code).toBe(1);
+  expect(regrown.stderr).toMatch(/refusing to sign: event 12 is not the event/);
+
+  await tamper(db.url, ['DELETE FROM audit.events']);
+  const emptied = await checkpointScript([], env());
+  expect(emptied.code).toBe(1);
+  expect(emptied.stderr).toMatch(/refusing to sign: the chain ends at event 0, but checkpoint/);
+  expect(await sql(db.url, 'SELECT count(*)::int AS n FROM audit.checkpoints')).toEqual([{ n: 1 }]);
+});
+
 test('--every signs whenever the head has moved and stops cleanly on SIGTERM', async () => {
   const lines: string[] = [];
   const stop = new AbortController();

@@ -127,6 +127,36 @@ test('a tail truncated together with the stored checkpoints is caught by the che
   );
 });
 
+test('a tail cut from the latest checkpoint on fails the routine check from that checkpoint, stored or kept outside', async () => {
+  // Events 49..50 gone, the latest checkpoint (event 50) kept: nothing is left to check after it.
+  const cut = ['DELETE FROM audit.events WHERE seq >= 49'];
+  const routine = await verifyAfter(cut, { args: ['--from-checkpoint', 'latest'] });
+  expect(routine.code).toBe(1);
+  expect(routine.stdout).toMatch(
+    /^audit chain BROKEN at event 50 \(truncated\): the chain ends before event 50, which the starting checkpoint audit\.checkpoints #2 .* attests/,
+  );
+
+  const statements = [...cut, 'DELETE FROM audit.checkpoints'];
+  const outside = await verifyAfter(statements, {
+    tables: ['audit.events', 'audit.checkpoints'],
+    args: ['--checkpoints', checkpointFile, '--from-checkpoint', 'latest'],
+  });
+  expect(outside.code).toBe(1);
+  expect(outside.stdout).toMatch(
+    /^audit chain BROKEN at event 50 \(truncated\): .*checkpoints\.jsonl:2/,
+  );
+});
+
+test("the starting checkpoint's own event deleted while older events remain is named as missing, not taken for an archive", async () => {
+  const result = await verifyAfter(['DELETE FROM audit.events WHERE seq = 40'], {
+    args: ['--from-checkpoint', '40'],
+  });
+  expect(result.code).toBe(1);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 40 \(missing\): event 40, which the starting checkpoint .* attests, is missing: older events are still stored/,
+  );
+});
+
 test('a chain rewritten and rehashed from event 20 on is caught at the checkpoint it no longer matches', async () => {
   const result = await verifyAfter([
     `DO $$

@@ -161,6 +161,7 @@ export async function buildGateway(
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
     onTaskEnded: gatewayMetrics.taskEnded,
     ...(deps.clock ? { clock: deps.clock } : {}),
+    logger,
   });
 
   registerClusterGauges(registry, {

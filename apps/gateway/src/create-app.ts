@@ -13,7 +13,7 @@ import { correlateAndLog } from './http/correlation.ts';
 import { healthRoutes } from './http/health.ts';
 import { RPC, sendRpcError, sendUnavailable } from './http/json-rpc-error.ts';
 import { parseJsonRpc } from './http/parse-json-rpc.ts';
-import { validateHost, validateOrigin } from './http/request-guards.ts';
+import { validateHost, validateOrigin, type OnGuardDenied } from './http/request-guards.ts';
 import { requireToolScope } from './http/require-tool-scope.ts';
 import { createDenialAuditor } from './http/audit-denials.ts';
 import { resourceMetadataRoutes } from './http/resource-metadata.ts';
@@ -77,6 +77,20 @@ export function createApp(deps: GatewayDeps): express.Express {
   // Tasks a revocation ends here, for the task duration histogram (the task service is
   // wired in build-gateway.ts for cancels).
   const onTaskEnded = deps.metrics ? { onTaskEnded: deps.metrics.gateway.taskEnded } : {};
+  // Host/Origin refusals and refused SETs name nobody verified: audited flood-safely too.
+  const onGuardDenied: OnGuardDenied = (res, reason) => {
+    const header = reason === 'host_not_allowed' ? 'host' : 'origin';
+    deps.metrics?.gateway.denials.inc({ layer: 'http', reason });
+    denials.anonymous(res, reason, {
+      path: res.req.path,
+      [header]: clipInput(String(res.req.headers[header] ?? '')),
+    });
+  };
+  const onSetRefused = (res: Response, refusal: { code: string; description: string }) => {
+    const reason = `set_${refusal.code}`;
+    deps.metrics?.gateway.denials.inc({ layer: 'ssf', reason });
+    denials.anonymous(res, reason, { path: res.req.path, description: refusal.description });
+  };
   const onTokenDenied = (req: Request, code: string, res: Response) => {
     countAuthDenial(code);
     denials.unauthenticated(req, res, code);
@@ -101,7 +115,7 @@ export function createApp(deps: GatewayDeps): express.Express {
 
   // What every bearer-token route passes first: Origin, the token, then revocation.
   const bearerGates = [
-    validateOrigin(deps.allowedOrigins),
+    validateOrigin(deps.allowedOrigins, onGuardDenied),
     authenticate({
       verify: deps.verify,
       resourceMetadataUrl,
@@ -113,7 +127,7 @@ export function createApp(deps: GatewayDeps): express.Express {
 
   if (deps.metrics) app.use(recordRequestDurations(deps.metrics.gateway));
   app.use(correlateAndLog(deps.logger));
-  app.use(validateHost(deps.allowedHosts));
+  app.use(validateHost(deps.allowedHosts, onGuardDenied));
   app.use(healthRoutes({ pool: deps.pool, keysReady: deps.keysReady }));
   if (deps.metrics)
     app.use(
@@ -131,7 +145,13 @@ export function createApp(deps: GatewayDeps): express.Express {
   );
   // The transmitter authenticates by its signature (and SSF_PUSH_AUTH), not a bearer token.
   app.use(
-    securityEventRoutes({ ...deps.ssf, pool: deps.pool, logger: deps.logger, ...onTaskEnded }),
+    securityEventRoutes({
+      ...deps.ssf,
+      pool: deps.pool,
+      logger: deps.logger,
+      ...onTaskEnded,
+      onRefused: onSetRefused,
+    }),
   );
   app.use(
     adminRoutes({

@@ -2,7 +2,7 @@ import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
 import { createChainVerifier, type ChainEvent, type ChainFailure } from './chain/chain-verifier.ts';
 import { GENESIS_HASH } from './chain/event-hash.ts';
-import { readChainSession, streamChain } from './chain/read-chain.ts';
+import { hasEventsBefore, readChainSession, streamChain } from './chain/read-chain.ts';
 import { signCheckpoint, type SignedCheckpoint } from './checkpoint/sign-checkpoint.ts';
 import type { SigningKey } from './checkpoint/signing-key.ts';
 import { createCheckpointVerifier } from './checkpoint/verify-checkpoint.ts';
@@ -38,8 +38,9 @@ export type CreateCheckpointResult =
  * Signs a checkpoint of the chain head (or of event `seq`) and stores it in
  * audit.checkpoints. It signs only what it has verified: the events from the latest
  * trusted checkpoint (or the start) to the one it signs, read in one snapshot; a broken
- * chain, or a stored checkpoint with a bad signature, is refused. Periodic runs so verify
- * only the events since the previous run.
+ * chain, or a stored checkpoint with a bad signature, is refused, and so is a head below a
+ * checkpoint already signed (a cut tail). Periodic runs so verify only the events since the
+ * previous run.
  */
 export async function createCheckpoint(
   client: pg.ClientBase,
@@ -61,18 +62,52 @@ export async function createCheckpoint(
   try {
     await readChainSession(client);
     const head = Number((await client.query('SELECT seq FROM audit.chain_head')).rows[0]?.seq ?? 0);
-    if (head === 0) {
-      await client.query('ROLLBACK');
-      return { ok: false, code: 'empty', message: 'the audit trail is empty: nothing to sign' };
-    }
     const targetSeq = options.seq ?? head;
-    if (!Number.isSafeInteger(targetSeq) || targetSeq < 1 || targetSeq > head) {
+    if (head > 0 && (!Number.isSafeInteger(targetSeq) || targetSeq < 1 || targetSeq > head)) {
       await client.query('ROLLBACK');
       return {
         ok: false,
         code: 'no_such_event',
         message: `there is no event ${targetSeq} (the head is event ${head})`,
       };
+    }
+
+    // Never sign below what was signed: the chain must still reach the furthest checkpoint.
+    const above = await client.query<{ id: string; jws: string }>(
+      'SELECT id, jws FROM audit.checkpoint_log WHERE seq > $1 ORDER BY seq DESC, id DESC',
+      [head === 0 ? 0 : targetSeq],
+    );
+    let furthest: (SignedCheckpoint & { id: string }) | undefined;
+    for (const row of above.rows) {
+      const result = await verify(row.jws);
+      if (result.ok) {
+        furthest = { ...result.checkpoint, id: row.id };
+        break;
+      }
+      if (result.code !== 'unknown_key') {
+        await client.query('ROLLBACK');
+        return {
+          ok: false,
+          code: 'bad_checkpoint',
+          message: `audit.checkpoints #${row.id}: ${result.message}`,
+        };
+      }
+      skipped++;
+    }
+    const lost = furthest && (await furthestLost(client, furthest, head));
+    if (lost) {
+      await client.query('ROLLBACK');
+      return {
+        ok: false,
+        code: 'chain_broken',
+        message: `refusing to sign: ${lost.message}`,
+        failure: lost,
+      };
+    }
+
+    if (head === 0) {
+      await client.query('ROLLBACK');
+      return { ok: false, code: 'empty', message: 'the audit trail is empty: nothing to sign' };
     }
 
     const stored = await client.query<{ id: string; jws: string }>(
@@ -97,7 +132,10 @@ export async function createCheckpoint(
     }
 
     const anchor = since ? { seq: since.seq, hash: since.hash } : { seq: 0, hash: GENESIS_HASH };
-    const chain = createChainVerifier({ anchor });
+    const chain = createChainVerifier({
+      anchor,
+      olderEventsStored: await hasEventsBefore(client, anchor.seq),
+    });
     let failure: ChainFailure | undefined;
     await streamChain(client, { fromSeq: Math.max(anchor.seq, 1), toSeq: targetSeq }, (event) => {
       failure = chain.push(event);
@@ -144,4 +182,36 @@ export async function createCheckpoint(
     ...(since ? { since } : {}),
     skipped,
   };
+}
+
+/**
+ * Whether a checkpoint above the event to sign is no longer on the chain: the head fell below
+ * it (the tail was cut) or its event now has another hash (rewritten).
+ */
+async function furthestLost(
+  client: pg.ClientBase,
+  c: SignedCheckpoint & { id: string },
+  head: number,
+): Promise<ChainFailure | undefined> {
+  const which = `checkpoint audit.checkpoints #${c.id} (event ${c.seq}, signed ${c.signedAt})`;
+  if (c.seq > head) {
+    return {
+      code: 'truncated',
+      seq: head + 1,
+      message: `the chain ends at event ${head}, but ${which} attests event ${c.seq}: events ${head + 1}..${c.seq} are gone`,
+    };
+  }
+  const row = await client.query<{ hash: string }>(
+    'SELECT hash FROM audit.event_log WHERE seq = $1',
+    [c.seq],
+  );
+  const hash = row.rows[0]?.hash;
+  if (hash === c.hash) return undefined;
+  return hash === undefined
+    ? { code: 'missing', seq: c.seq, message: `event ${c.seq}, which ${which} attests, is missing` }
+    : {
+        code: 'checkpoint_mismatch',
+        seq: c.seq,
+        message: `event ${c.seq} is not the event ${which} attests (hash ${hash}, signed ${c.hash})`,
+      };
 }

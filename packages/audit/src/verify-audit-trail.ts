@@ -6,7 +6,7 @@ import {
   type ChainFailure,
 } from './chain/chain-verifier.ts';
 import { GENESIS_HASH } from './chain/event-hash.ts';
-import { readChainSession, streamChain } from './chain/read-chain.ts';
+import { hasEventsBefore, readChainSession, streamChain } from './chain/read-chain.ts';
 import type { SignedCheckpoint } from './checkpoint/sign-checkpoint.ts';
 import {
   createCheckpointVerifier,
@@ -104,6 +104,7 @@ export async function verifyAuditTrail(
     const chain = createChainVerifier({
       anchor,
       checkpoints: verified.map((v) => ({ seq: v.seq, hash: v.hash, label: labelOf(v) })),
+      olderEventsStored: await hasEventsBefore(client, anchor.seq),
     });
 
     const started = clock();

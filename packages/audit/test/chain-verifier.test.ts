@@ -142,3 +142,22 @@ test('checkpoints: a rewritten prefix, a truncated tail, and a start from an anc
   });
   expect(run(c.slice(7), { anchor })).toMatchObject({ code: 'missing', seq: 7 });
 });
+
+test('a start from a checkpoint needs its event, or a successor linking to it once everything before was archived', () => {
+  const c = chain(10);
+  const anchor = { seq: 10, hash: c[9]!.hash };
+  // Events 9..10 deleted: nothing at or after the anchor is left to check.
+  expect(run([], { anchor })).toMatchObject({ code: 'truncated', seq: 10 });
+  expect(run([], { anchor, olderEventsStored: true })).toMatchObject({
+    code: 'truncated',
+    seq: 10,
+  });
+  // The anchor's event deleted, later ones kept: only an archive (nothing older stored) passes.
+  const at6 = { seq: 6, hash: c[5]!.hash };
+  expect(run(c.slice(6), { anchor: at6 })).toBeUndefined();
+  expect(run(c.slice(6), { anchor: at6, olderEventsStored: true })).toMatchObject({
+    code: 'missing',
+    seq: 6,
+  });
+  expect(run(c.slice(5), { anchor: at6, olderEventsStored: true })).toBeUndefined();
+});

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
-import { appendAudit } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
+import type { DenialFold } from './fold-denials.ts';
 import { NOT_FOUND, taskError, type TaskError } from './errors.ts';
 import { TASK_ID } from './task-id.ts';
 import { prepared, runPrepared } from '@mtg/db';
@@ -32,29 +32,30 @@ export interface VerbContext {
  * caller — while the audit event records the precise reason.
  */
 export async function authorizeTask(
-  pool: Pool,
+  deps: DenyDeps,
   taskId: string,
   verb: string,
   ctx: VerbContext,
   scopeOf: (tool: string) => string | undefined,
 ): Promise<{ ok: true; task: TaskRow } | TaskError> {
+  const { pool } = deps;
   const p = ctx.principal;
   const row = TASK_ID.test(taskId)
     ? (await runPrepared<TaskRow>(pool, OWNED_TASK, [taskId, p.tenant, p.subject, p.client]))
         .rows[0]
     : undefined;
   if (!row) {
-    await deny(pool, ctx, verb, taskId, await whyNotFound(pool, taskId, p));
+    await deny(deps, ctx, verb, taskId, await whyNotFound(pool, taskId, p));
     return NOT_FOUND;
   }
   if (ctx.admitTool && !ctx.admitTool(row.tool)) {
     // Answered like a missing task: the policy does not let this workload near the tool.
-    await deny(pool, ctx, verb, taskId, 'policy_denied', row.tool);
+    await deny(deps, ctx, verb, taskId, 'policy_denied', row.tool);
     return NOT_FOUND;
   }
   const scope = scopeOf(row.tool);
   if (scope && !p.scopes.includes(scope)) {
-    await deny(pool, ctx, verb, taskId, 'scope_missing', row.tool);
+    await deny(deps, ctx, verb, taskId, 'scope_missing', row.tool);
     return taskError(
       'insufficient_scope',
       `Your token lacks scope ${scope}, needed for tasks of ${row.tool}`,
@@ -79,15 +80,22 @@ async function whyNotFound(pool: Pool, taskId: string, p: Principal): Promise<st
   return t.gone ? 'retention_passed' : 'unknown_task';
 }
 
+/** What authorizing and denying need: the pool, and the fold for repeated denials. */
+export interface DenyDeps {
+  pool: Pool;
+  denials: DenialFold;
+}
+
+/** Audits a denied verb; one caller's repeats of it fold into a summary (fold-denials.ts). */
 export async function deny(
-  pool: Pool,
+  deps: DenyDeps,
   ctx: VerbContext,
   verb: string,
   taskId: string | undefined,
   reason: string,
   tool?: string,
 ): Promise<void> {
-  await appendAudit(pool, {
+  await deps.denials.deny({
     type: 'task.denied',
     ...(taskId && TASK_ID.test(taskId) ? { taskId } : {}),
     tenant: ctx.principal.tenant,

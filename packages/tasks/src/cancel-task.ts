@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { appendAudit } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
-import { authorizeTask, deny, type VerbContext } from './authorize-task.ts';
+import { authorizeTask, deny, type DenyDeps, type VerbContext } from './authorize-task.ts';
 import { CHANNELS } from './channels.ts';
 import { NOT_FOUND, taskError, type TaskOutcome } from './errors.ts';
 import type { TaskEvents } from './task-events.ts';
@@ -15,8 +15,7 @@ export interface CancelOptions {
 
 export const ADMIN_SCOPE = 'tasks:admin';
 
-interface CancelDeps {
-  pool: Pool;
+interface CancelDeps extends DenyDeps {
   events: TaskEvents;
   cancelAckTimeoutMs: number;
   onTaskEnded?: OnTaskEnded;
@@ -39,7 +38,7 @@ export async function cancelTask(
   const p = ctx.principal;
   let task: TaskRow;
   let path: 'owner' | 'admin' = 'owner';
-  const own = await authorizeTask(deps.pool, taskId, 'cancel', ctx, scopeOf);
+  const own = await authorizeTask(deps, taskId, 'cancel', ctx, scopeOf);
   if (own.ok) {
     task = own.task;
   } else if (

@@ -5,6 +5,7 @@ import { prepared, runPrepared } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 import type { LongToolDefinition } from '@mtg/tools';
 import { argumentHash, derivedKey } from './argument-hash.ts';
+import { boundSummary } from './bound-summary.ts';
 import {
   obtainDelegation,
   storeDelegation,
@@ -12,6 +13,7 @@ import {
   type DelegationDeps,
 } from './delegate-task.ts';
 import { CHANNELS } from './channels.ts';
+import type { DenialFold } from './fold-denials.ts';
 import { taskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
 import { newTaskId } from './task-id.ts';
@@ -90,6 +92,7 @@ export async function createTask(
     limits: StartLimits;
     delegation?: DelegationDeps;
     placement(tool: string): ToolPlacement;
+    denials: DenialFold;
   },
   input: StartInput,
 ): Promise<StartOutcome> {
@@ -136,7 +139,7 @@ export async function createTask(
       throw new Error('createTask: delegation is configured but no subject token was given');
     const d = await obtainDelegation(deps.delegation, input.subjectToken, tool.scope, deadlineMs);
     if (!d.ok) {
-      await appendAudit(deps.pool, {
+      await deps.denials.deny({
         type: 'task.denied',
         ...audit,
         reason: d.code,
@@ -162,7 +165,7 @@ export async function createTask(
         p.scopes,
         tool.name,
         JSON.stringify(input.args),
-        JSON.stringify(tool.summarize(input.args)),
+        JSON.stringify(boundSummary(tool.summarize(input.args))),
         hash,
         key,
         explicit ? 'explicit' : 'derived',
@@ -245,7 +248,7 @@ export async function createTask(
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       if (error instanceof Refused) {
-        await appendAudit(deps.pool, {
+        await deps.denials.deny({
           type: 'task.denied',
           ...audit,
           reason: error.outcome.code,

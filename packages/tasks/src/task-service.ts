@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { appendAudit } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
+import type { Logger } from '@mtg/log';
 import type { LongToolDefinition } from '@mtg/tools';
 import { authorizeTask, deny, type VerbContext } from './authorize-task.ts';
 import { cancelTask, type CancelOptions } from './cancel-task.ts';
@@ -15,6 +16,7 @@ import {
 import { taskError, type TaskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
+import { createDenialFold } from './fold-denials.ts';
 import { resumeIfPaused } from './resume-task.ts';
 import type { OnTaskEnded } from './settle-task.ts';
 import { listTasks, type TaskPage } from './list-tasks.ts';
@@ -46,6 +48,10 @@ export interface TaskServiceDeps {
   random?: () => number;
   /** The gateway's clock (default: the system's), for what is computed outside SQL. */
   clock?: () => Date;
+  /** How long one caller's repeats of one denial fold into one audit event (default 60 s). */
+  denialWindowMs?: number;
+  /** Where a failure to write a folded denial summary is reported. */
+  logger: Pick<Logger, 'warn'>;
 }
 
 export type ResultOutcome = TaskOutcome<{ task: TaskView; row: TaskRow; result?: StoredResult }>;
@@ -67,7 +73,16 @@ export interface TaskService {
   toolScope(tool: string): string | undefined;
 }
 
-export function createTaskService(deps: TaskServiceDeps): TaskService {
+export function createTaskService(options: TaskServiceDeps): TaskService {
+  const deps = {
+    ...options,
+    denials: createDenialFold({
+      pool: options.pool,
+      windowMs: options.denialWindowMs ?? 60_000,
+      onSummaryFailed: (error) =>
+        options.logger.warn('denial summary audit failed', { error: error.message }),
+    }),
+  };
   const random = deps.random ?? Math.random;
   const scopeOf = (tool: string) => deps.tools.get(tool)?.scope;
   const owner = (p: Principal) => ({ tenant: p.tenant, subject: p.subject, client: p.client });
@@ -92,7 +107,7 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
     start: (input) => createTask(deps, input),
 
     async get(taskId, ctx) {
-      const auth = await authorizeTask(deps.pool, taskId, 'get', ctx, scopeOf);
+      const auth = await authorizeTask(deps, taskId, 'get', ctx, scopeOf);
       if (!auth.ok) return auth;
       auth.task = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (random() < deps.statusReadSampleRate) {
@@ -109,7 +124,7 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
     },
 
     async result(taskId, ctx) {
-      const auth = await authorizeTask(deps.pool, taskId, 'result', ctx, scopeOf);
+      const auth = await authorizeTask(deps, taskId, 'result', ctx, scopeOf);
       if (!auth.ok) return auth;
       const task = auth.task;
       if (!isTerminal(task.status)) {
@@ -117,7 +132,7 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
       }
       const stored = task.status === 'completed' ? await readResult(deps.pool, taskId) : undefined;
       if (task.status === 'completed' && !stored) {
-        await deny(deps.pool, ctx, 'result', taskId, 'result_gone', task.tool);
+        await deny(deps, ctx, 'result', taskId, 'result_gone', task.tool);
         return taskError(
           'result_gone',
           'The result is no longer stored (retention passed or it was already retrieved)',

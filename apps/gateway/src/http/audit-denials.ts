@@ -8,7 +8,8 @@ import type { Logger } from '@mtg/log';
  * Audit for denials at the HTTP layer.
  * - A denial of a verified principal (e.g. insufficient scope) is one `auth.denied` event.
  * - A request with no valid token names nobody, and anyone can send millions: auditing each
- *   would let unauthenticated traffic flood the serialised chain. Per reason, the first
+ *   would let unauthenticated traffic flood the serialised chain (so would a Host or Origin
+ *   not allowed, or a refused Security Event Token). Per reason, the first
  *   such denial in each window is written at once and the rest are counted and written as
  *   one summary event (`data.count`) when the window closes. Logs and metrics see every one.
  */
@@ -30,21 +31,31 @@ export function createDenialAuditor(options: { pool: Pool; logger: Logger; windo
   }, windowMs);
   timer.unref();
 
+  /** A denial that names nobody verified: the first per reason and window, then a count. */
+  const anonymous = (res: Response, reason: string, data: Record<string, unknown>) => {
+    if (!opened.has(reason)) {
+      opened.add(reason);
+      void write({
+        type: 'auth.denied',
+        reason,
+        correlationId: String(res.locals.correlationId ?? ''),
+        data: { ...data, count: 1, firstInWindow: true },
+      });
+      return;
+    }
+    suppressed.set(reason, (suppressed.get(reason) ?? 0) + 1);
+  };
+
   return {
     /** A request without a valid token. */
     unauthenticated(req: Request, res: Response, reason: string) {
-      if (!opened.has(reason)) {
-        opened.add(reason);
-        void write({
-          type: 'auth.denied',
-          reason,
-          correlationId: String(res.locals.correlationId ?? ''),
-          data: { path: req.path, count: 1, firstInWindow: true },
-        });
-        return;
-      }
-      suppressed.set(reason, (suppressed.get(reason) ?? 0) + 1);
+      anonymous(res, reason, { path: req.path });
     },
+    /**
+     * Any other refusal of an unverified sender — a Host or Origin not allowed, a Security
+     * Event Token refused — with what the refusal says (our own text, never the sender's).
+     */
+    anonymous,
     /** A verified principal denied at the HTTP layer. */
     principal(res: Response, principal: Principal, reason: string, tool?: string) {
       void write({

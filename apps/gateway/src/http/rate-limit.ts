@@ -11,6 +11,8 @@ import type { Principal } from '@mtg/identity';
  * - client_starts: task starts per OAuth client (the agent application, across all its
  *   users) per minute.
  * - polls: status and result reads per caller (tenant + subject + client) per second.
+ * - controls: cancels and lists per caller per second, as many as polls but counted apart,
+ *   so a caller polling at its limit can still cancel.
  * A limit of 0 is off. Counters live in app.rate_limits (migration 020), so every gateway
  * replica shares them; fixed windows, counted with one upsert per request.
  */
@@ -20,7 +22,7 @@ export interface RateLimitSettings {
   pollsPerSecond: number;
 }
 
-export type LimitName = 'starts' | 'client_starts' | 'polls';
+export type LimitName = 'starts' | 'client_starts' | 'polls' | 'controls';
 
 export type RateDecision =
   | { ok: true }
@@ -35,6 +37,8 @@ export type RateDecision =
 export interface RateLimits {
   start(principal: Principal): Promise<RateDecision>;
   poll(principal: Principal): Promise<RateDecision>;
+  /** tasks/cancel, tasks/list and the job tools' cancel_job, list_jobs. */
+  control(principal: Principal): Promise<RateDecision>;
   /**
    * Middleware for the MCP route: when a limit denied something while this request was
    * handled, its HTTP response carries `Retry-After` too (the JSON-RPC answer has the hint
@@ -76,6 +80,7 @@ export function createRateLimits(options: { pool: Pool; settings: RateLimitSetti
   const starts = limiter('starts', s.startsPerMinute, 60);
   const clientStarts = limiter('client_starts', s.clientStartsPerMinute, 60);
   const polls = limiter('polls', s.pollsPerSecond, 1);
+  const controls = limiter('controls', s.pollsPerSecond, 1);
   const hints = new AsyncLocalStorage<{ retryAfterSeconds?: number }>();
 
   const consume = async (
@@ -107,6 +112,7 @@ export function createRateLimits(options: { pool: Pool; settings: RateLimitSetti
       return consume('client_starts', clientStarts, p.client);
     },
     poll: (p) => consume('polls', polls, `${p.tenant}\u0000${p.subject}\u0000${p.client}`),
+    control: (p) => consume('controls', controls, `${p.tenant}\u0000${p.subject}\u0000${p.client}`),
     retryAfterHeader(_req, res, next) {
       const hint: { retryAfterSeconds?: number } = {};
       const writeHead = res.writeHead;

@@ -16,13 +16,15 @@ const LIMIT_TEXT: Record<LimitName, string> = {
   starts: 'task starts per user per minute',
   client_starts: 'task starts per client per minute',
   polls: 'status and result reads per second',
+  controls: 'task cancels and lists per second',
 };
 
 /**
  * Rate limits in front of the task service, so all three wires share them and answer in
  * their own shape (dispatch/job tools map the `rate_limited` TaskError: JSON-RPC -32000 with
  * `data.retryAfterSeconds` on task wires, an `isError` tool result for job tools). Starts
- * are limited per subject and per client; status and result reads per caller. Denials are
+ * are limited per subject and per client; status and result reads per caller, and cancels
+ * and lists per caller (a bucket of their own). Denials are
  * audited as `task.denied` / `rate_limited`, once per caller per window, so a flood cannot
  * flood the audit chain.
  */
@@ -77,6 +79,15 @@ export function withRateLimits(tasks: TaskService, limits: RateLimits, pool: Poo
     async awaitResult(taskId, ctx, waitMs) {
       const d = await limits.poll(ctx.principal);
       return d.ok ? tasks.awaitResult(taskId, ctx, waitMs) : refuse(d, ctx, 'result', taskId);
+    },
+    // Each refused cancel or list of a random id was an audit event of its own before.
+    async cancel(taskId, ctx, options) {
+      const d = await limits.control(ctx.principal);
+      return d.ok ? tasks.cancel(taskId, ctx, options) : refuse(d, ctx, 'cancel', taskId);
+    },
+    async list(ctx, page) {
+      const d = await limits.control(ctx.principal);
+      return d.ok ? tasks.list(ctx, page) : refuse(d, ctx, 'list');
     },
   };
 }

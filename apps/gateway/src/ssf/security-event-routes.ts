@@ -6,7 +6,7 @@ import type { OnTaskEnded } from '@mtg/tasks';
 import { actOnSecurityEvent } from './act-on-security-event.ts';
 import { readSecurityEvent } from './read-security-event.ts';
 import { forgetReceivedSet, pruneReceivedSets, recordReceivedSet } from './record-received-set.ts';
-import { refuse, setErrorResponse, type SetRefusal } from './set-errors.ts';
+import { refuse, setErrorResponse, type SetErrorCode, type SetRefusal } from './set-errors.ts';
 import {
   MAX_SET_LENGTH,
   verifySecurityEvent,
@@ -40,7 +40,13 @@ function headerMatches(given: string | undefined, expected: string): boolean {
  * nothing (RFC 8935 §2.2: the SET was already accepted).
  */
 export function securityEventRoutes(
-  deps: SecurityEventReceiverOptions & { pool: Pool; logger: Logger; onTaskEnded?: OnTaskEnded },
+  deps: SecurityEventReceiverOptions & {
+    pool: Pool;
+    logger: Logger;
+    onTaskEnded?: OnTaskEnded;
+    /** Told of each refused SET but our own outage (keys unavailable), to audit and count it. */
+    onRefused?: (res: Response, refusal: Extract<SetRefusal, { code: SetErrorCode }>) => void;
+  },
 ): Router {
   const { pool, logger } = deps;
   const router = Router();
@@ -55,6 +61,7 @@ export function securityEventRoutes(
       code: refusal.code,
       description: refusal.description,
     });
+    if (refusal.code !== 'keys_unavailable') deps.onRefused?.(res, refusal);
     const answer = setErrorResponse(refusal);
     res.status(answer.status).set(answer.headers).json(answer.body);
   };

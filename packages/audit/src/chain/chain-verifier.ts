@@ -30,7 +30,8 @@ export interface EventColumns {
  *   inserted with a forged hash, or its predecessor was rewritten together with its hash);
  * - `checkpoint_mismatch`: the event at `seq` is not the one a signed checkpoint attests (the
  *   chain up to it was rewritten and rehashed);
- * - `truncated`: the chain ends before `seq`, which a signed checkpoint attests.
+ * - `truncated`: the chain ends before `seq`, which a signed checkpoint attests (also: nothing
+ *   is stored from the starting checkpoint's event on).
  */
 export type ChainFailureCode =
   | 'modified'
@@ -61,6 +62,11 @@ export interface ChainVerifierOptions {
   anchor?: ChainAnchor;
   /** Signed checkpoints to match on the way (those before the anchor are ignored). */
   checkpoints?: ChainAnchor[];
+  /**
+   * Whether some event before the anchor is still stored. Then the anchor's own event must be
+   * stored too: only archiving, which removes every event up to a signed boundary, may take it.
+   */
+  olderEventsStored?: boolean;
 }
 
 export interface ChainVerifier {
@@ -135,6 +141,15 @@ export function createChainVerifier(options: ChainVerifierOptions = {}): ChainVe
       prev = { seq: e.seq, hash: e.hash, prevHash: e.prevHash };
       matchCheckpoints(e);
       return failure;
+    }
+
+    // The anchor's own event is gone while older ones are not: it was deleted, not archived.
+    if (stats.events === 1 && anchor.seq > 0 && options.olderEventsStored) {
+      return fail({
+        code: 'missing',
+        seq: anchor.seq,
+        message: `event ${anchor.seq}, which the starting checkpoint ${label(anchor)} attests, is missing: older events are still stored, so it was deleted, not archived`,
+      });
     }
 
     if (pending) {
@@ -233,6 +248,14 @@ export function createChainVerifier(options: ChainVerifierOptions = {}): ChainVe
   function finish(): ChainFailure | undefined {
     if (failure) return failure;
     if (pending) return fail(pending);
+    // A start from a checkpoint with nothing stored from its event on: the tail was cut.
+    if (anchor.seq > 0 && stats.events === 0) {
+      return fail({
+        code: 'truncated',
+        seq: anchor.seq,
+        message: `the chain ends before event ${anchor.seq}, which the starting checkpoint ${label(anchor)} attests: event ${anchor.seq} and every later one are gone`,
+      });
+    }
     const lastSeq = prev.seq;
     let furthest: ChainAnchor | undefined;
     for (const [seq, list] of bySeq) {

@@ -207,3 +207,14 @@ function int(n: number): string {
   if (!Number.isSafeInteger(n)) throw new TypeError(`readChain: not an integer: ${n}`);
   return String(n);
 }
+
+/**
+ * Whether any event before `seq` is stored, in the caller's snapshot. Archiving removes every
+ * event up to a signed boundary, so a starting checkpoint whose event is gone while older
+ * ones are stored names a deleted event.
+ */
+export async function hasEventsBefore(client: pg.ClientBase, seq: number): Promise<boolean> {
+  if (seq <= 1) return false;
+  const rows = await client.query('SELECT 1 FROM audit.event_log WHERE seq < $1 LIMIT 1', [seq]);
+  return (rows.rowCount ?? 0) > 0;
+}

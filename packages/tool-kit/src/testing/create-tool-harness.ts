@@ -156,6 +156,7 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
     },
     statusReadSampleRate: 1,
     cancelAckTimeoutMs: 5000,
+    logger,
   });
 
   const owner: ToolCaller = {

@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createDenialFold, type DenialEvent } from '../src/fold-denials.ts';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/database.ts';
+
+let db: TestDatabase;
+let pool: pg.Pool;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  pool = new pg.Pool({ connectionString: db.url, options: '-c role=mtg_gateway' });
+});
+afterAll(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+const denial = (subject: string, reason: string, verb = 'cancel'): DenialEvent => ({
+  type: 'task.denied',
+  taskId: randomBytes(16).toString('hex'),
+  tenant: 'acme',
+  subject,
+  client: 'mcp-agent',
+  reason,
+  correlationId: 'c-1',
+  data: { verb, wire: 'v1' },
+});
+
+async function events(subject: string) {
+  const admin = new pg.Client({ connectionString: db.url });
+  await admin.connect();
+  try {
+    const r = await admin.query(
+      `SELECT task_id, reason, body FROM audit.events WHERE subject = $1 ORDER BY seq`,
+      [subject],
+    );
+    return r.rows.map((row) => ({ ...row, data: JSON.parse(row.body).data }));
+  } finally {
+    await admin.end();
+  }
+}
+
+test("one caller's repeats of a denial are one event, then one summary with a count when the window closes", async () => {
+  const failures: Error[] = [];
+  const fold = createDenialFold({
+    pool,
+    windowMs: 300,
+    onSummaryFailed: (e) => failures.push(e),
+  });
+  const first = denial('fold-1', 'unknown_task');
+  await fold.deny(first);
+  const repeats = Array.from({ length: 12 }, () => denial('fold-1', 'unknown_task'));
+  for (const d of repeats) await fold.deny(d);
+  // Another reason, another verb, another caller: each a first of its own.
+  await fold.deny(denial('fold-1', 'cross_tenant'));
+  await fold.deny(denial('fold-1', 'unknown_task', 'get'));
+  await fold.deny(denial('fold-2', 'unknown_task'));
+
+  const during = await events('fold-1');
+  expect(during.map((e) => [e.reason, e.data.verb])).toEqual([
+    ['unknown_task', 'cancel'],
+    ['cross_tenant', 'cancel'],
+    ['unknown_task', 'get'],
+  ]);
+  expect(during[0]!.task_id).toBe(first.taskId);
+
+  // Written from the window's timer: wait for it (bounded).
+  let after = await events('fold-1');
+  for (let waited = 0; after.length < 4; waited += 100) {
+    if (waited > 10_000) throw new Error('no summary event within 10 s');
+    await new Promise((r) => setTimeout(r, 100));
+    after = await events('fold-1');
+  }
+  expect(after).toHaveLength(4);
+  expect(after[3]).toMatchObject({
+    task_id: null,
+    reason: 'unknown_task',
+    data: { verb: 'cancel', wire: 'v1', summary: true, count: 12, windowMs: 300 },
+  });
+  expect(after[3]!.data.taskIds).toEqual(repeats.slice(0, 10).map((d) => d.taskId));
+  expect(failures).toEqual([]);
+
+  // The next window starts afresh.
+  await fold.deny(denial('fold-1', 'unknown_task'));
+  expect(await events('fold-1')).toHaveLength(5);
+});
