@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '@mtg/identity';
+import type { Workload } from '@mtg/policy';
 
 /** What a tool returns: an MCP CallToolResult. */
 export interface ToolResult {
@@ -14,6 +15,8 @@ export interface ToolContext {
   correlationId: string;
   /** The caller's live token, for verbs that may exchange it; never stored or forwarded. */
   token?: string;
+  /** The calling workload; the job tools hand it to the task verbs for the per-tool policy. */
+  workload?: Workload;
 }
 
 /**
