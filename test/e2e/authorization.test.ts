@@ -66,6 +66,17 @@ describe.each([['core'], ['ext'], ['jobs']])('%s wire: only the owner reaches a 
     }
   });
 
+  test('a token narrowed to another tool’s scope does not list the task, and lists that tool’s tasks', async () => {
+    const narrowed = await stack.token('alice', 'acme', { scope: 'reports:run' });
+    const report = await wire.start(narrowed, 'generate_report', { report: `r-${kind}` });
+    const listed = await wire.list(narrowed);
+    if (listed) {
+      expect(listed).toContain(report);
+      expect(listed).not.toContain(taskId);
+      expect(await wire.list(owner)).toEqual(expect.arrayContaining([report, taskId]));
+    }
+  });
+
   test('iterating task ids finds nothing, indistinguishable from a missing task', async () => {
     const token = await stack.token('mallory', 'acme');
     const answers = new Set<string>();
