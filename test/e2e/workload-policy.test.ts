@@ -434,11 +434,11 @@ describe('the job tools under a policy', () => {
       localAddress: PROXY,
       headers: { 'x-forwarded-client-cert': forwardedCert(pollerCert) },
     };
-    const jobTool = async (name: string, id: string) =>
+    const jobTool = async (name: string, id: string, as = token) =>
       (
         await mcpRequest(
           stack.mcpUrl,
-          token,
+          as,
           'tools/call',
           { name, arguments: { jobId: id } },
           fromPoller,
@@ -464,6 +464,12 @@ describe('the job tools under a policy', () => {
         verb,
       })),
     );
+    // Nor does a token without the tool's scope get the owner's step-up challenge here: to
+    // this workload the task does not exist.
+    const narrowed = await stack.token('ivan', 'acme', { scope: 'env:provision' });
+    const hidden = await jobTool('get_job_status', jobId, narrowed);
+    expect(hidden).toEqual(await jobTool('get_job_status', 'f'.repeat(32), narrowed));
+    expect(hidden).toMatchObject({ isError: true, content: [{ text: 'Task not found' }] });
     const [task] = await sql(
       stack.db.url,
       'SELECT cancel_requested_at FROM app.tasks WHERE id = $1',

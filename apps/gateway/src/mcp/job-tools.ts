@@ -3,6 +3,13 @@ import type { TaskError, TaskService, TaskView } from '@mtg/tasks';
 import type { ToolContext, ToolDefinition, ToolResult } from '@mtg/tools';
 import { toolErrorFor } from './dispatch.ts';
 
+/** The job tools that act on one job, and the task verb each one is. */
+export const JOB_TOOL_VERBS: Readonly<Record<string, 'get' | 'result' | 'cancel'>> = {
+  get_job_status: 'get',
+  get_job_result: 'result',
+  cancel_job: 'cancel',
+};
+
 /**
  * The job tools: the task verbs as ordinary tools, for clients with no task support. They
  * read the same rows through the same service, so authorization is identical.
