@@ -14,18 +14,31 @@ const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+type Verb = 'get' | 'result' | 'cancel';
+// The task verb behind each method, as modern-server.ts and legacy-server.ts route them.
+const MODERN_VERBS = new Map<unknown, Verb>([
+  ['tasks/get', 'get'],
+  ['tasks/update', 'get'],
+  ['tasks/cancel', 'cancel'],
+]);
+const CORE_VERBS = new Map<unknown, Verb>([
+  ['tasks/get', 'get'],
+  ['tasks/result', 'result'],
+  ['tasks/cancel', 'cancel'],
+]);
+// A Map, not an object lookup: a method or tool named "constructor" must find nothing.
+const JOB_VERBS = new Map<unknown, Verb>(Object.entries(JOB_TOOL_VERBS));
+
 /** The task verb a single JSON-RPC request would run, as the MCP handlers route it. */
 export function taskVerbOf(
   body: unknown,
-):
-  | { verb: 'get' | 'result' | 'cancel'; taskId: string; wire: string; jobTool?: string }
-  | undefined {
+): { verb: Verb; taskId: string; wire: string; jobTool?: string } | undefined {
   if (!isObj(body) || typeof body.method !== 'string' || !isObj(body.params)) return undefined;
   const params = body.params;
   const meta = isObj(params._meta) ? params._meta : {};
   const modern = typeof meta[PROTOCOL_VERSION] === 'string';
   if (body.method === 'tools/call') {
-    const verb = typeof params.name === 'string' ? JOB_TOOL_VERBS[params.name] : undefined;
+    const verb = JOB_VERBS.get(params.name);
     const args = params.arguments;
     if (!verb || params.task !== undefined || !isObj(args) || typeof args.jobId !== 'string')
       return undefined;
@@ -37,14 +50,10 @@ export function taskVerbOf(
     const caps = meta[CLIENT_CAPABILITIES];
     if (!isObj(caps) || !isObj(caps.extensions) || caps.extensions[TASKS_EXTENSION] === undefined)
       return undefined;
-    const verb = ({ 'tasks/get': 'get', 'tasks/update': 'get', 'tasks/cancel': 'cancel' } as const)[
-      body.method as 'tasks/get'
-    ];
+    const verb = MODERN_VERBS.get(body.method);
     return verb && { verb, taskId: params.taskId, wire: WIRE_2026 };
   }
-  const verb = (
-    { 'tasks/get': 'get', 'tasks/result': 'result', 'tasks/cancel': 'cancel' } as const
-  )[body.method as 'tasks/get'];
+  const verb = CORE_VERBS.get(body.method);
   return verb && { verb, taskId: params.taskId, wire: 'core-2025' };
 }
 
