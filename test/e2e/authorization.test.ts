@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  CallToolResultSchema,
+  CancelTaskResultSchema,
+  GetTaskResultSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { frame2026 } from '../../scripts/lib/mcp-2026-frame.ts';
+import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { coreWire, extWire, jobToolsWire, type Answer, type Wire } from '../support/wires.ts';
 
@@ -14,6 +23,68 @@ afterAll(async () => {
 
 const randomId = () => randomBytes(16).toString('hex');
 const verbs = ['get', 'result', 'cancel'] as const;
+
+/**
+ * The HTTP status (and any WWW-Authenticate challenge) one verb gets on one wire: raw for
+ * the 2026 extension, through the v1 SDK client for core tasks and the job tools.
+ */
+async function challenge(
+  kind: string,
+  token: string,
+  verb: (typeof verbs)[number],
+  taskId: string,
+): Promise<{ status: number; wwwAuthenticate?: string }> {
+  if (kind === 'ext') {
+    const method = verb === 'cancel' ? 'tasks/cancel' : 'tasks/get';
+    const frame = frame2026(token, method, { taskId }, { tasksExtension: true });
+    const r = await fetch(stack.mcpUrl, {
+      method: 'POST',
+      headers: frame.headers,
+      body: frame.body,
+    });
+    await r.text();
+    const www = r.headers.get('www-authenticate');
+    return { status: r.status, ...(www ? { wwwAuthenticate: www } : {}) };
+  }
+  let refused: { status: number; wwwAuthenticate?: string } | undefined;
+  const client = new V1Client({ name: 'step-up', version: '1' });
+  await client.connect(
+    new V1Transport(new URL(stack.mcpUrl), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      fetch: async (input, init) => {
+        const r = await fetch(input, init);
+        const www = r.headers.get('www-authenticate');
+        // Only the verb's POST (the SDK also probes GET for a stream, which answers 405).
+        if (!r.ok && init?.method === 'POST')
+          refused = { status: r.status, ...(www ? { wwwAuthenticate: www } : {}) };
+        return r;
+      },
+    }),
+  );
+  try {
+    const answer =
+      kind === 'jobs'
+        ? client.callTool({ name: JOB_TOOLS[verb], arguments: { jobId: taskId } })
+        : client.request(
+            { method: `tasks/${verb}`, params: { taskId } },
+            verb === 'get'
+              ? GetTaskResultSchema
+              : verb === 'result'
+                ? CallToolResultSchema
+                : CancelTaskResultSchema,
+          );
+    const error = await answer.then(
+      () => undefined,
+      (e: { code?: unknown }) => e,
+    );
+    // The SDK client surfaces the HTTP refusal as its error code.
+    if (refused) expect(error).toMatchObject({ code: refused.status });
+    return refused ?? { status: 200 };
+  } finally {
+    await client.close();
+  }
+}
+const JOB_TOOLS = { get: 'get_job_status', result: 'get_job_result', cancel: 'cancel_job' };
 
 describe.each([['core'], ['ext'], ['jobs']])('%s wire: only the owner reaches a task', (kind) => {
   let wire: Wire;
@@ -58,11 +129,48 @@ describe.each([['core'], ['ext'], ['jobs']])('%s wire: only the owner reaches a 
     },
   );
 
-  test('a token that lost the tool scope is denied', async () => {
-    const token = await stack.token('alice', 'acme', { scope: 'reports:run' });
+  test('an owner whose token lost the tool scope is asked to step up: HTTP 403 insufficient_scope naming the scope, nothing done', async () => {
+    const narrowed = await stack.token('alice', 'acme', { scope: 'reports:run' });
     for (const verb of verbs) {
-      const answer = await wire[verb](token, taskId);
-      expect(answer.ok).toBe(false);
+      expect(await challenge(kind, narrowed, verb, taskId)).toEqual({
+        status: 403,
+        wwwAuthenticate: expect.stringMatching(
+          /^Bearer error="insufficient_scope", error_description="Your token lacks scope records:write, needed for tasks of bulk_update_records", scope="records:write", resource_metadata="http:\/\/.+"$/,
+        ),
+      });
+    }
+    expect(
+      await sql(
+        stack.db.url,
+        `SELECT body::jsonb -> 'data' ->> 'verb' AS verb FROM audit.events
+          WHERE task_id = $1 AND type = 'task.denied' AND reason = 'scope_missing' ORDER BY seq`,
+        [taskId],
+      ),
+    ).toEqual((kind === 'ext' ? ['get', 'get', 'cancel'] : verbs).map((verb) => ({ verb })));
+    expect(
+      await sql(stack.db.url, 'SELECT cancel_requested_at FROM app.tasks WHERE id = $1', [taskId]),
+    ).toEqual([{ cancel_requested_at: null }]);
+    // Stepped up to the scope the challenge named, the same token request reads the task.
+    const stepped = await stack.token('alice', 'acme', { scope: 'records:write' });
+    expect((await wire.get(stepped, taskId)).ok).toBe(true);
+  });
+
+  test('with a narrowed token, a stranger still gets the not-found answer, never the step-up', async () => {
+    const stranger = await stack.token('bob', 'acme', { scope: 'reports:run' });
+    for (const verb of verbs) {
+      expect(await challenge(kind, stranger, verb, taskId)).toEqual({ status: 200 });
+      expect(await wire[verb](stranger, taskId)).toEqual(await wire[verb](stranger, randomId()));
+    }
+  });
+
+  test('a token narrowed to another tool’s scope does not list the task, and lists that tool’s tasks', async () => {
+    const narrowed = await stack.token('alice', 'acme', { scope: 'reports:run' });
+    const report = await wire.start(narrowed, 'generate_report', { report: `r-${kind}` });
+    const listed = await wire.list(narrowed);
+    if (listed) {
+      expect(listed).toContain(report);
+      expect(listed).not.toContain(taskId);
+      expect(await wire.list(owner)).toEqual(expect.arrayContaining([report, taskId]));
     }
   });
 

@@ -13,12 +13,14 @@ import {
   type TestPki,
 } from '../support/certs.ts';
 import { connectV1, connectV2 } from '../support/clients.ts';
+import { pollUntil } from '../support/poll.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 
 // mcp-agent may run reports; mcp-agent-2 on its own only looks around. The CI workload
 // (a SPIFFE ID, here arriving through a proxy) may run reports with mcp-agent-2's tokens.
+// The poller workload may use the job tools with mcp-agent's tokens, but not reports.
 const POLICY = `
 workloads:
   - id: mcp-agent
@@ -28,6 +30,9 @@ workloads:
   - id: spiffe://example.org/agent/ci
     clients: [mcp-agent-2]
     tools: [whoami, generate_report, list_jobs]
+  - id: spiffe://example.org/agent/poller
+    clients: [mcp-agent]
+    tools: [get_job_status, get_job_result, cancel_job, list_jobs]
 tools:
   generate_report: { scopes: [reports:run, records:write] }
 default: deny
@@ -38,9 +43,11 @@ const PROXY = '127.0.0.2';
 let pki: TestPki;
 let stack: Stack;
 let ciCert: Issued;
+let pollerCert: Issued;
 beforeAll(async () => {
   pki = await createTestPki();
   ciCert = await pki.client('ci', { uris: ['spiffe://example.org/agent/ci'] });
+  pollerCert = await pki.client('poller', { uris: ['spiffe://example.org/agent/poller'] });
   const policyFile = path.join(pki.dir, 'policy.yaml');
   await writeFile(policyFile, POLICY);
   stack = await startStack({
@@ -370,6 +377,105 @@ describe('a client certificate forwarded by a proxy', () => {
       { type: 'auth.denied', reason: 'client_cert_untrusted' },
       { type: 'auth.denied', reason: 'client_cert_invalid' },
     ]);
+  });
+});
+
+describe('the job tools under a policy', () => {
+  // Last in this file: a worker runs the jobs from here on (the tests above need theirs to
+  // stay working).
+  beforeAll(async () => {
+    await stack.addWorker();
+  });
+  type Job = { isError?: boolean; content: unknown; structuredContent?: any };
+  const TERMINAL = ['completed', 'failed', 'cancelled'];
+
+  test('an agent the policy allows follows its job through the job tools to its result, and cancels one', async () => {
+    const token = await stack.token('hank', 'acme');
+    const client = await connectV1(stack.mcpUrl, token);
+    const call = (name: string, args: Record<string, unknown>) =>
+      client.callTool({ name, arguments: args }) as Promise<Job>;
+    const started = await call('generate_report', { report: 'polled', rows: 10 });
+    const jobId = started.structuredContent.jobId as string;
+    const status = await pollUntil(
+      () => call('get_job_status', { jobId }),
+      (r) => r.isError === true || TERMINAL.includes(r.structuredContent?.status),
+      30_000,
+      250,
+    );
+    expect(status).toMatchObject({ structuredContent: { jobId, status: 'completed' } });
+    expect(status.isError).toBeFalsy();
+    const result = await call('get_job_result', { jobId });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({ report: 'polled', rows: 10 });
+
+    const other = await call('generate_report', { report: 'to-cancel', rows: 10 });
+    const cancelled = await call('cancel_job', { jobId: other.structuredContent.jobId });
+    expect(cancelled.isError).toBeFalsy();
+    expect(cancelled.structuredContent).toMatchObject({ status: 'cancelled' });
+    await client.close();
+    expect(
+      await sql(
+        stack.db.url,
+        `SELECT type FROM audit.events WHERE reason = 'policy_denied' AND subject = 'hank'`,
+      ),
+    ).toEqual([]);
+  });
+
+  test('a workload allowed the job tools but not the job’s tool gets “Task not found” for it, audited as policy_denied', async () => {
+    const token = await stack.token('ivan', 'acme');
+    const owner = await connectV1(stack.mcpUrl, token);
+    const started = (await owner.callTool({
+      name: 'generate_report',
+      arguments: { report: 'kept-away', rows: 10 },
+    })) as Job;
+    await owner.close();
+    const jobId = started.structuredContent.jobId as string;
+    const fromPoller = {
+      localAddress: PROXY,
+      headers: { 'x-forwarded-client-cert': forwardedCert(pollerCert) },
+    };
+    const jobTool = async (name: string, id: string, as = token) =>
+      (
+        await mcpRequest(
+          stack.mcpUrl,
+          as,
+          'tools/call',
+          { name, arguments: { jobId: id } },
+          fromPoller,
+        )
+      ).body.result;
+    for (const name of ['get_job_status', 'get_job_result', 'cancel_job']) {
+      const denied = await jobTool(name, jobId);
+      expect(denied).toEqual(await jobTool(name, 'f'.repeat(32)));
+      expect(denied).toMatchObject({
+        isError: true,
+        content: [{ type: 'text', text: 'Task not found' }],
+      });
+    }
+    const rows = await sql(
+      stack.db.url,
+      `SELECT type, tool, body::jsonb -> 'data' ->> 'verb' AS verb FROM audit.events
+        WHERE reason = 'policy_denied' AND subject = 'ivan' ORDER BY seq`,
+    );
+    expect(rows).toEqual(
+      ['get', 'result', 'cancel'].map((verb) => ({
+        type: 'task.denied',
+        tool: 'generate_report',
+        verb,
+      })),
+    );
+    // Nor does a token without the tool's scope get the owner's step-up challenge here: to
+    // this workload the task does not exist.
+    const narrowed = await stack.token('ivan', 'acme', { scope: 'env:provision' });
+    const hidden = await jobTool('get_job_status', jobId, narrowed);
+    expect(hidden).toEqual(await jobTool('get_job_status', 'f'.repeat(32), narrowed));
+    expect(hidden).toMatchObject({ isError: true, content: [{ text: 'Task not found' }] });
+    const [task] = await sql(
+      stack.db.url,
+      'SELECT cancel_requested_at FROM app.tasks WHERE id = $1',
+      [jobId],
+    );
+    expect(task).toEqual({ cancel_requested_at: null });
   });
 });
 

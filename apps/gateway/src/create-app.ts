@@ -15,6 +15,7 @@ import { RPC, sendRpcError, sendUnavailable } from './http/json-rpc-error.ts';
 import { parseJsonRpc } from './http/parse-json-rpc.ts';
 import { validateHost, validateOrigin, type OnGuardDenied } from './http/request-guards.ts';
 import { requireToolScope } from './http/require-tool-scope.ts';
+import { requireTaskScope } from './http/require-task-scope.ts';
 import { createDenialAuditor } from './http/audit-denials.ts';
 import { resourceMetadataRoutes } from './http/resource-metadata.ts';
 import { adminRoutes } from './http/admin-routes.ts';
@@ -74,6 +75,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   const countAuthDenial = (reason: string) =>
     deps.metrics?.gateway.denials.inc({ layer: 'auth', reason });
   const denials = createDenialAuditor({ pool: deps.pool, logger: deps.logger });
+  const toolPolicy = deps.policy && createToolPolicy(deps.policy, deps.pool);
   // Tasks a revocation ends here, for the task duration histogram (the task service is
   // wired in build-gateway.ts for cancels).
   const onTaskEnded = deps.metrics ? { onTaskEnded: deps.metrics.gateway.taskEnded } : {};
@@ -176,14 +178,16 @@ export function createApp(deps: GatewayDeps): express.Express {
         denials.principal(res, res.locals.principal, code, tool);
       },
     ),
+    requireTaskScope({
+      pool: deps.pool,
+      longTools: deps.longTools,
+      ...(toolPolicy ? { toolPolicy } : {}),
+      resourceMetadataUrl,
+      onDenied: (reason) => deps.metrics?.gateway.denials.inc({ layer: 'task', reason }),
+    }),
     ...(deps.rateLimits ? [deps.rateLimits.retryAfterHeader] : []),
     mcpEndpoint(
-      createDispatch(
-        deps.catalogue,
-        deps.longTools,
-        deps.tasks,
-        deps.policy && createToolPolicy(deps.policy, deps.pool),
-      ),
+      createDispatch(deps.catalogue, deps.longTools, deps.tasks, toolPolicy),
       // The SDKs' error messages quote the request's headers and body.
       clipEveryField(deps.logger),
       {

@@ -29,7 +29,9 @@ export interface VerbContext {
  * client), it is retained, the per-tool policy (if any) admits the tool for the calling
  * workload, and the caller's token still holds the tool's scope. Every other
  * case answers NOT_FOUND — a foreign task and a missing one are indistinguishable to the
- * caller — while the audit event records the precise reason.
+ * caller — while the audit event records the precise reason; except the owner's missing
+ * scope, which is told (`insufficient_scope`; the gateway's HTTP layer has usually already
+ * answered it with the step-up challenge, step-up-scope.ts).
  */
 export async function authorizeTask(
   deps: DenyDeps,

@@ -18,6 +18,7 @@ export { settleTask, type OnTaskEnded, type Settlement } from './settle-task.ts'
 export { appendCancelled, ADMIN_SCOPE } from './cancel-task.ts';
 export type { StartInput, StartLimits, StartOutcome, ToolPlacement } from './create-task.ts';
 export type { VerbContext } from './authorize-task.ts';
+export { stepUpScope } from './step-up-scope.ts';
 export {
   NOT_FOUND,
   taskError,

@@ -9,11 +9,16 @@ export interface TaskPage {
 
 const MAX_PAGE = 100;
 
-/** The caller's own tasks, newest first, keyset-paginated with an opaque cursor. */
+/**
+ * The caller's own tasks, newest first, keyset-paginated with an opaque cursor. `withheld`
+ * names the tools whose scope the caller's token lacks: their tasks are left out in SQL, so
+ * every page is full and the cursor skips nothing (the other verbs refuse them as well).
+ */
 export async function listTasks(
   db: Queryable,
   p: Principal,
   page: { cursor?: string; limit?: number },
+  withheld: readonly string[] = [],
 ): Promise<TaskPage> {
   const limit = Math.min(Math.max(page.limit ?? 50, 1), MAX_PAGE);
   const after = decodeCursor(page.cursor);
@@ -21,9 +26,10 @@ export async function listTasks(
     `SELECT * FROM app.tasks
       WHERE tenant = $1 AND subject = $2 AND client = $3 AND ${RETAINED}
         AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
+        AND tool <> ALL ($7::text[])
       ORDER BY created_at DESC, id DESC
       LIMIT $6`,
-    [p.tenant, p.subject, p.client, after?.at ?? null, after?.id ?? '', limit + 1],
+    [p.tenant, p.subject, p.client, after?.at ?? null, after?.id ?? '', limit + 1, withheld],
   );
   const rows = r.rows.slice(0, limit);
   const last = rows.at(-1);

@@ -170,7 +170,12 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     cancel: (taskId, ctx, options) => cancelTask(deps, scopeOf, taskId, ctx, options ?? {}),
 
     async list(ctx, page) {
-      return { ok: true, ...(await listTasks(deps.pool, ctx.principal, page)) };
+      // As the other verbs: a task of a tool whose scope the token lacks is not the caller's
+      // to see (a tool no longer served needs no scope, as in authorizeTask).
+      const withheld = [...deps.tools.values()]
+        .filter((t) => t.scope && !ctx.principal.scopes.includes(t.scope))
+        .map((t) => t.name);
+      return { ok: true, ...(await listTasks(deps.pool, ctx.principal, page, withheld)) };
     },
   };
   return service;

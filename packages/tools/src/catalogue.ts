@@ -1,4 +1,5 @@
 import type { Principal } from '@mtg/identity';
+import type { Workload } from '@mtg/policy';
 import type { ToolDefinition, ToolResult } from './tool-definition.ts';
 import { RegistryError } from './registry/registry-error.ts';
 
@@ -18,6 +19,7 @@ export interface Catalogue {
     args: unknown,
     correlationId: string,
     token?: string,
+    workload?: Workload,
   ): Promise<CallOutcome>;
 }
 
@@ -37,7 +39,7 @@ export function createCatalogue(tools: ToolDefinition<any>[]): Catalogue {
   return {
     visibleTo: (principal) => tools.filter((t) => allowed(principal, t)),
     get: (name) => byName.get(name),
-    async call(principal, name, args, correlationId, token) {
+    async call(principal, name, args, correlationId, token, workload) {
       const tool = byName.get(name);
       if (!tool) return { ok: false, code: 'unknown_tool', message: `Unknown tool: ${name}` };
       if (!allowed(principal, tool)) {
@@ -64,7 +66,12 @@ export function createCatalogue(tools: ToolDefinition<any>[]): Catalogue {
       return {
         ok: true,
         result: await tool.run(
-          { principal, correlationId, ...(token ? { token } : {}) },
+          {
+            principal,
+            correlationId,
+            ...(token ? { token } : {}),
+            ...(workload ? { workload } : {}),
+          },
           parsed.data,
         ),
       };

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Principal } from '@mtg/identity';
 import type { ToolResult } from '@mtg/tool-kit';
+import type { Workload } from '@mtg/policy';
 
 export type { ToolResult };
 
@@ -9,6 +10,8 @@ export interface ToolContext {
   correlationId: string;
   /** The caller's live token, for verbs that may exchange it; never stored or forwarded. */
   token?: string;
+  /** The calling workload; the job tools hand it to the task verbs for the per-tool policy. */
+  workload?: Workload;
 }
 
 /**

@@ -102,6 +102,7 @@ export function createDispatch(
           params.arguments,
           ctx.correlationId,
           ctx.token,
+          ctx.workload,
         );
         if (outcome.ok) return { kind: 'result', result: outcome.result };
         // Scope is enforced at HTTP level first (403); a tool the caller cannot see is unknown.

@@ -1,7 +1,14 @@
 import { z } from 'zod';
 import type { TaskError, TaskService, TaskView } from '@mtg/tasks';
-import type { ToolDefinition, ToolResult } from '@mtg/tools';
+import type { ToolContext, ToolDefinition, ToolResult } from '@mtg/tools';
 import { toolErrorFor } from './dispatch.ts';
+
+/** The job tools that act on one job, and the task verb each one is. */
+export const JOB_TOOL_VERBS: Readonly<Record<string, 'get' | 'result' | 'cancel'>> = {
+  get_job_status: 'get',
+  get_job_result: 'result',
+  cancel_job: 'cancel',
+};
 
 /**
  * The job tools: the task verbs as ordinary tools, for clients with no task support. They
@@ -11,10 +18,8 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
   const jobId = z
     .object({ jobId: z.string().min(1).max(200).describe('The jobId a long tool returned') })
     .strict();
-  const ctxOf = (c: { principal: any; correlationId: string; token?: string }) => ({
-    ...c,
-    wire: 'job-tools',
-  });
+  // The workload rides along: the per-tool policy gates the task verbs on it (withToolPolicy).
+  const ctxOf = (c: ToolContext) => ({ ...c, wire: 'job-tools' });
   const err = (e: TaskError): ToolResult => toolErrorFor(e);
   const view = (t: TaskView, text: string): ToolResult => ({
     content: [{ type: 'text', text }],
