@@ -184,6 +184,8 @@ export function createApp(deps: GatewayDeps): express.Express {
       ...(toolPolicy ? { toolPolicy } : {}),
       resourceMetadataUrl,
       onDenied: (reason) => deps.metrics?.gateway.denials.inc({ layer: 'task', reason }),
+      onSummaryFailed: (error) =>
+        deps.logger.warn('denial summary audit failed', { error: error.message }),
     }),
     ...(deps.rateLimits ? [deps.rateLimits.retryAfterHeader] : []),
     mcpEndpoint(

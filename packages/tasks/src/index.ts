@@ -58,3 +58,4 @@ export {
   countUnservedTasks,
   WORKER_SEEN_WITHIN_MS,
 } from './live-workers.ts';
+export { createDenialFold, type DenialFold } from './fold-denials.ts';

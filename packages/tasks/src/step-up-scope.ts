@@ -1,6 +1,5 @@
-import type { Pool } from 'pg';
 import { prepared, runPrepared } from '@mtg/db';
-import { deny, type VerbContext } from './authorize-task.ts';
+import { deny, type DenyDeps, type VerbContext } from './authorize-task.ts';
 import { TASK_ID } from './task-id.ts';
 import { OWNER_MATCH, RETAINED } from './task-row.ts';
 
@@ -17,7 +16,7 @@ const OWNED_TOOL = prepared(
  * (a foreign, missing or policy-refused task stays the single not-found answer).
  */
 export async function stepUpScope(
-  pool: Pool,
+  deps: DenyDeps,
   taskId: string,
   verb: string,
   ctx: VerbContext,
@@ -26,11 +25,16 @@ export async function stepUpScope(
   if (!TASK_ID.test(taskId)) return undefined;
   const p = ctx.principal;
   const row = (
-    await runPrepared<{ tool: string }>(pool, OWNED_TOOL, [taskId, p.tenant, p.subject, p.client])
+    await runPrepared<{ tool: string }>(deps.pool, OWNED_TOOL, [
+      taskId,
+      p.tenant,
+      p.subject,
+      p.client,
+    ])
   ).rows[0];
   if (!row || (ctx.admitTool && !ctx.admitTool(row.tool))) return undefined;
   const scope = scopeOf(row.tool);
   if (!scope || p.scopes.includes(scope)) return undefined;
-  await deny(pool, ctx, verb, taskId, 'scope_missing', row.tool);
+  await deny(deps, ctx, verb, taskId, 'scope_missing', row.tool);
   return { tool: row.tool, scope };
 }

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Pool } from '@mtg/db';
 import type { Workload } from '@mtg/policy';
-import { stepUpScope } from '@mtg/tasks';
+import { createDenialFold, stepUpScope } from '@mtg/tasks';
 import type { LongToolDefinition } from '@mtg/tools';
 import { JOB_TOOL_VERBS } from '../mcp/job-tools.ts';
 import { TASKS_EXTENSION, WIRE_2026 } from '../mcp/modern-server.ts';
@@ -72,7 +72,15 @@ export function requireTaskScope(options: {
   toolPolicy?: ToolPolicy;
   resourceMetadataUrl: string;
   onDenied?: (reason: string) => void;
+  /** Where a failure to write a folded denial summary is reported. */
+  onSummaryFailed?: (error: Error) => void;
 }) {
+  // One owner's repeated step-up denials fold like every task denial (fold-denials.ts).
+  const denials = createDenialFold({
+    pool: options.pool,
+    windowMs: 60_000,
+    onSummaryFailed: options.onSummaryFailed ?? (() => {}),
+  });
   const scopeOf = (tool: string) => options.longTools.get(tool)?.scope;
   const scopes = [...new Set([...options.longTools.values()].map((t) => t.scope))];
   return async (req: Request, res: Response, next: NextFunction) => {
@@ -87,7 +95,7 @@ export function requireTaskScope(options: {
     if (policy && target.jobTool && !policy.permits(principal, workload, target.jobTool))
       return next();
     const needed = await stepUpScope(
-      options.pool,
+      { pool: options.pool, denials },
       target.taskId,
       target.verb,
       {
