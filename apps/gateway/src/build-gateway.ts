@@ -159,6 +159,10 @@ export async function buildGateway(
       ...(config.AUTH_REQUIRED_TYP ? { requiredTyp: config.AUTH_REQUIRED_TYP as 'at+jwt' } : {}),
       claims: claimMappingFromEnv(env),
     },
+    admission: {
+      serviceClients: config.serviceClients,
+      delegatedTokens: config.AUTH_DELEGATED_TOKENS,
+    },
     keysReady: keys.ready,
     pool,
     catalogue: createCatalogue([whoami, ...jobTools(tasks)]),

@@ -10,7 +10,12 @@ import {
   TOKEN_EXCHANGE_PARAMS,
   tokenExchangeGrant,
 } from './grants/token-exchange-grant.ts';
-import { RESOURCE_SCOPES, resourceServerInfo, type Resources } from './resources.ts';
+import {
+  RESOURCE_SCOPES,
+  resourceServerInfo,
+  type ExchangeTargets,
+  type Resources,
+} from './resources.ts';
 import { SIGNING_ALG, type SigningJwk } from './signing-key.ts';
 import type { UserStore } from './user-store.ts';
 import type { VerifyOwnTokenResult } from './verify-own-token.ts';
@@ -22,6 +27,7 @@ export interface ProviderOptions {
   signingKey: SigningJwk;
   clientSecrets: Record<StaticClientId, string>;
   resources: Resources;
+  exchangeTargets: ExchangeTargets;
   accessTokenTtl: number;
   users: UserStore;
   verifyOwnToken: (token: string) => Promise<VerifyOwnTokenResult>;
@@ -136,6 +142,7 @@ export function createProvider(options: ProviderOptions): Provider {
     tokenExchangeGrant({
       users,
       resources,
+      exchangeTargets: options.exchangeTargets,
       accessTokenTtl,
       verifyOwnToken: options.verifyOwnToken,
       now: options.now,
