@@ -136,6 +136,7 @@ export async function buildGateway(
     settings: {
       startsPerMinute: config.RATE_LIMIT_STARTS_PER_MINUTE,
       clientStartsPerMinute: config.RATE_LIMIT_CLIENT_STARTS_PER_MINUTE,
+      tenantStartsPerMinute: config.RATE_LIMIT_TENANT_STARTS_PER_MINUTE,
       pollsPerSecond: config.RATE_LIMIT_POLLS_PER_SECOND,
     },
   });

@@ -102,8 +102,10 @@ export const gatewayConfigSchema = z
     // --- Rate limits, shared by all replicas (docs/operations-resilience.md); 0 = off ---
     /** Task starts per user (tenant + subject) per minute. */
     RATE_LIMIT_STARTS_PER_MINUTE: z.coerce.number().int().min(0).default(6000),
-    /** Task starts per OAuth client (all its users) per minute. */
+    /** Task starts per OAuth client in one tenant (all its users there) per minute. */
     RATE_LIMIT_CLIENT_STARTS_PER_MINUTE: z.coerce.number().int().min(0).default(60_000),
+    /** Task starts per tenant (all its clients and users) per minute. */
+    RATE_LIMIT_TENANT_STARTS_PER_MINUTE: z.coerce.number().int().min(0).default(120_000),
     /** Status and result reads per caller (tenant + subject + client) per second. */
     RATE_LIMIT_POLLS_PER_SECOND: z.coerce.number().int().min(0).default(500),
     // --- Metrics ---
