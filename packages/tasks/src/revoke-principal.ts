@@ -84,6 +84,8 @@ const LOCK_SHARED = prepared(
  * says whether `p`'s token is still served. Holding the shared lock to commit means a
  * revocation (which takes it exclusively first) either committed before this check and is
  * seen by it, or starts after this transaction commits and so finds and stops what it made.
+ * Lock order, acyclic: a start takes the tenant's cap lock, then this, then the audit chain;
+ * a revocation this, then the audit chain.
  */
 export async function revocationInTransaction(
   client: Queryable,
