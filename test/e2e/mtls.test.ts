@@ -4,7 +4,13 @@ import https from 'node:https';
 import path from 'node:path';
 import { ConfigError } from '../../packages/config/src/index.ts';
 import { loadTls } from '../../apps/gateway/src/tls.ts';
-import { createTestPki, mcpRequest, type Issued, type TestPki } from '../support/certs.ts';
+import {
+  createTestPki,
+  forwardedCert,
+  mcpRequest,
+  type Issued,
+  type TestPki,
+} from '../support/certs.ts';
 import { devIdpSigningKey, signToken, userClaims } from '../support/forge-token.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
@@ -24,6 +30,8 @@ const POLICY = {
   default: 'deny',
 };
 
+const PROXY = '127.0.0.2';
+
 let pki: TestPki;
 let stack: Stack;
 let ci: Issued;
@@ -41,6 +49,8 @@ beforeAll(async () => {
       GATEWAY_TLS_KEY: pki.server.keyFile,
       GATEWAY_TLS_CLIENT_CA: pki.ca.certFile,
       POLICY_FILE: policyFile,
+      // A proxy on another loopback address; every other test connects from 127.0.0.1.
+      TRUSTED_PROXIES: PROXY,
     },
   });
 });
@@ -183,6 +193,41 @@ test('a certificate-bound token (RFC 8705) is accepted only with its own certifi
     expect(refused.status).toBe(401);
     expect(refused.body).toMatchObject({ error: 'invalid_token' });
   }
+});
+
+test('from a trusted proxy, a repeated forwarded-certificate header or a value with two certificates is refused, not the first believed', async () => {
+  const token = await stack.token('ivan', 'acme');
+  const viaProxy = (value: string | string[]) =>
+    mcpRequest(
+      stack.mcpUrl,
+      token,
+      'tools/list',
+      {},
+      { ...over(), localAddress: PROXY, headers: { 'x-forwarded-client-cert': value } },
+    );
+  // One certificate: the proxy's word is taken.
+  const one = await viaProxy(forwardedCert(ci));
+  expect(names(one.body.result.tools)).toEqual(['list_jobs', 'whoami']);
+
+  for (const several of [
+    [forwardedCert(ci), forwardedCert(build)],
+    `${forwardedCert(ci)},${forwardedCert(build)}`,
+    encodeURIComponent(ci.cert + build.cert),
+  ]) {
+    const refused = await viaProxy(several);
+    expect(refused).toEqual({
+      status: 403,
+      body: {
+        error: 'invalid_client_certificate',
+        error_description: 'the proxy forwarded more than one client certificate',
+      },
+    });
+  }
+  const rows = await sql(
+    stack.db.url,
+    `SELECT type, reason FROM audit.events WHERE subject = 'ivan' AND type = 'auth.denied'`,
+  );
+  expect(rows).toEqual(Array(3).fill({ type: 'auth.denied', reason: 'client_cert_ambiguous' }));
 });
 
 describe('TLS settings are checked at start', () => {

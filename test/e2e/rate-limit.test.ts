@@ -111,6 +111,71 @@ test('starts are limited per client across its users too', async () => {
   });
 });
 
+test('the client limit is counted per tenant: one tenant’s busy users do not lock another tenant out of the same application', async () => {
+  const startAs = async (sub: string, tenant: string, n: number) => {
+    const client = await connectV1(
+      stack.mcpUrl,
+      await stack.token(sub, tenant, { client: 'mcp-agent-2' }),
+    );
+    const outcomes: boolean[] = [];
+    for (let i = 0; i < n; i++) outcomes.push(!(await client.callTool(report(i))).isError);
+    await client.close();
+    return outcomes;
+  };
+  // initech's users use up mcp-agent-2's six starts there…
+  expect([
+    ...(await startAs('rl-i1', 'initech', 3)),
+    ...(await startAs('rl-i2', 'initech', 3)),
+  ]).toEqual(Array(6).fill(true));
+  expect(await startAs('rl-i3', 'initech', 1)).toEqual([false]);
+  expect(JSON.parse((await deniedAudits('rl-i3'))[0].body).data).toMatchObject({
+    limit: 'client_starts',
+  });
+  // …and umbrella's user of the same application is not affected.
+  expect(await startAs('rl-u1', 'umbrella', 3)).toEqual([true, true, true]);
+});
+
+test('the tenant limit counts every client and user of the tenant', async () => {
+  const tight = await startStack({
+    workers: 0,
+    env: {
+      RATE_LIMIT_STARTS_PER_MINUTE: '3',
+      RATE_LIMIT_CLIENT_STARTS_PER_MINUTE: '0',
+      RATE_LIMIT_TENANT_STARTS_PER_MINUTE: '4',
+    },
+  });
+  try {
+    const startAs = async (sub: string, tenant: string, clientId: string) => {
+      const client = await connectV1(
+        tight.mcpUrl,
+        await tight.token(sub, tenant, { client: clientId }),
+      );
+      try {
+        return await client.callTool(report(0));
+      } finally {
+        await client.close();
+      }
+    };
+    for (const [sub, clientId] of [
+      ['rl-t1', 'mcp-agent'],
+      ['rl-t1', 'mcp-agent'],
+      ['rl-t2', 'mcp-agent-2'],
+      ['rl-t3', 'mcp-agent-2'],
+    ]) {
+      expect((await startAs(sub!, 'hooli', clientId!)).isError).toBeFalsy();
+    }
+    const over = await startAs('rl-t4', 'hooli', 'mcp-agent');
+    expect(over.isError).toBe(true);
+    expect(over.structuredContent).toMatchObject({ error: 'rate_limited' });
+    expect((over.content as Array<{ text: string }>)[0]!.text).toContain(
+      'task starts per tenant per minute',
+    );
+    expect((await startAs('rl-t5', 'pied-piper', 'mcp-agent')).isError).toBeFalsy();
+  } finally {
+    await tight.close();
+  }
+});
+
 test('polls faster than the limit are refused with a retry hint, and the caller polls again after the window', async () => {
   const token = await stack.token('rl-poller', 'acme');
   const wire = jobToolsWire(stack.mcpUrl);
@@ -142,7 +207,11 @@ test('polls faster than the limit are refused with a retry hint, and the caller 
 test('a limit of 0 turns it off', async () => {
   const off = await startStack({
     workers: 0,
-    env: { RATE_LIMIT_STARTS_PER_MINUTE: '0', RATE_LIMIT_CLIENT_STARTS_PER_MINUTE: '0' },
+    env: {
+      RATE_LIMIT_STARTS_PER_MINUTE: '0',
+      RATE_LIMIT_CLIENT_STARTS_PER_MINUTE: '0',
+      RATE_LIMIT_TENANT_STARTS_PER_MINUTE: '0',
+    },
   });
   try {
     const client = await connectV1(off.mcpUrl, await off.token('rl-free', 'acme'));

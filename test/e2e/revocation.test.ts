@@ -8,6 +8,8 @@ import { jobToolsWire, type Wire } from '../support/wires.ts';
 // enabling the user again lets new work start while the stopped work stays stopped.
 
 const REVOKED = 'access for this principal has been revoked';
+const PREDATES =
+  'this token was issued before access for this principal was revoked; get a new token';
 
 let stack: Stack;
 let wire: Wire;
@@ -57,6 +59,21 @@ async function admin(action: 'revoke' | 'restore', token: string, body: unknown)
     body: (await r.json()) as any,
     challenge: r.headers.get('www-authenticate'),
   };
+}
+
+/**
+ * A token issued after the principal's last revocation: `iat` has whole seconds, and a token
+ * of the revocation's own second counts as older than it.
+ */
+async function tokenAfterRevocation(sub: string, tenant: string) {
+  const [{ revoked_at }] = await sql(
+    stack.db.url,
+    'SELECT revoked_at FROM app.principals WHERE tenant = $1 AND subject = $2',
+    [tenant, sub],
+  );
+  const nextSecond = (Math.floor(revoked_at.getTime() / 1000) + 1) * 1000;
+  await new Promise((r) => setTimeout(r, Math.max(0, nextSecond - Date.now())));
+  return stack.token(sub, tenant);
 }
 
 const longRun = (collection: string) => ({ collection, count: 20_000, patch: { v: 1 } });
@@ -129,11 +146,23 @@ test('a user disabled mid-run at the IdP: the task stops within a step, the user
   );
   expect(denied[0].n).toBeGreaterThanOrEqual(3);
 
-  // Enabled again: the token works, the stopped task stays stopped and says why.
+  // Enabled again: a new token works, the stopped task stays stopped and says why.
   const enabled = await stack.idpUser('enable', 'uma', 'acme');
   expect(enabled.push.pushed && enabled.push.deliveries.map((d) => d.status)).toEqual([202]);
-  expect((await mcpPing(token)).status).toBe(200);
-  const status = await wire.get(token, taskId);
+  const fresh = await tokenAfterRevocation('uma', 'acme');
+  expect((await mcpPing(fresh)).status).toBe(200);
+  // The token issued before the revocation stays refused (CAEP session-revoked), audited.
+  expect(await mcpPing(token)).toMatchObject({
+    status: 401,
+    body: { error: 'invalid_token', error_description: PREDATES },
+  });
+  expect(
+    await sql(
+      stack.db.url,
+      `SELECT count(*)::int AS n FROM audit.events WHERE type = 'auth.denied' AND reason = 'token_predates_revocation' AND subject = 'uma'`,
+    ),
+  ).toEqual([{ n: 1 }]);
+  const status = await wire.get(fresh, taskId);
   expect(status).toMatchObject({
     ok: true,
     value: { status: 'cancelled', outcome: 'revoked', endedBy: { via: 'ssf:account-disabled' } },
@@ -141,9 +170,9 @@ test('a user disabled mid-run at the IdP: the task stops within a step, the user
   expect((status as { value: { statusMessage: string } }).value.statusMessage).toContain(
     'ssf:account-disabled',
   );
-  const again = await wire.start(token, 'generate_report', { report: 'after-enable', rows: 2 });
+  const again = await wire.start(fresh, 'generate_report', { report: 'after-enable', rows: 2 });
   const done = await pollUntil(
-    () => wire.get(token, again),
+    () => wire.get(fresh, again),
     (a) => a.ok && a.value.status !== 'working',
     15_000,
   );
@@ -211,7 +240,12 @@ describe('admin API', () => {
       restored: true,
       cancelledTasks: [],
     });
-    expect((await mcpPing(bob)).status).toBe(200);
+    // Restored: new tokens are served, the one from before the revocation is not.
+    expect((await mcpPing(await tokenAfterRevocation('bob', 'acme'))).status).toBe(200);
+    expect((await mcpPing(bob)).body).toEqual({
+      error: 'invalid_token',
+      error_description: PREDATES,
+    });
     expect(await taskRow(taskId)).toMatchObject({ status: 'cancelled', outcome: 'revoked' });
   });
 

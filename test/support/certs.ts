@@ -162,7 +162,8 @@ export async function mcpRequest(
     ca?: string;
     client?: Pick<Issued, 'cert' | 'key'>;
     localAddress?: string;
-    headers?: Record<string, string>;
+    /** An array value sends the header once per element. */
+    headers?: Record<string, string | string[]>;
     tasksExtension?: boolean;
   } = {},
 ): Promise<{ status: number; body: any }> {

@@ -183,6 +183,7 @@ export async function buildGateway(
     settings: {
       startsPerMinute: config.RATE_LIMIT_STARTS_PER_MINUTE,
       clientStartsPerMinute: config.RATE_LIMIT_CLIENT_STARTS_PER_MINUTE,
+      tenantStartsPerMinute: config.RATE_LIMIT_TENANT_STARTS_PER_MINUTE,
       pollsPerSecond: config.RATE_LIMIT_POLLS_PER_SECOND,
     },
   });
@@ -206,6 +207,10 @@ export async function buildGateway(
       ...(config.AUTH_REQUIRED_TYP ? { requiredTyp: config.AUTH_REQUIRED_TYP as 'at+jwt' } : {}),
       claims: claimMappingFromEnv(env),
       ...now,
+    },
+    admission: {
+      serviceClients: config.serviceClients,
+      delegatedTokens: config.AUTH_DELEGATED_TOKENS,
     },
     keysReady: keys.ready,
     pool,

@@ -24,6 +24,13 @@ export const gatewayConfigSchema = z
     AUTH_CLAIM_TENANT: csv().optional(),
     AUTH_CLAIM_CLIENT: csv().optional(),
     AUTH_CLAIM_SCOPES: z.string().optional(),
+    /**
+     * OAuth clients of this deployment's own services: their tokens are refused (a worker must
+     * not turn a task's delegation into a gateway token). CLIENT_ID is always one of them.
+     */
+    AUTH_SERVICE_CLIENTS: csv().default(['mcp-gateway', 'mcp-worker']),
+    /** `refuse`: tokens with an RFC 8693 `act` claim (delegated to a service) get 401. */
+    AUTH_DELEGATED_TOKENS: z.enum(['refuse', 'accept']).default('refuse'),
     /** Browser origins allowed to call /mcp; requests without Origin always pass. */
     ALLOWED_ORIGINS: csv().default(['http://localhost:6274', 'http://127.0.0.1:6274']),
     /** Host header names served (DNS-rebinding defence); the resource's host is added. */
@@ -97,8 +104,10 @@ export const gatewayConfigSchema = z
     // --- Rate limits, shared by all replicas (docs/operations-resilience.md); 0 = off ---
     /** Task starts per user (tenant + subject) per minute. */
     RATE_LIMIT_STARTS_PER_MINUTE: z.coerce.number().int().min(0).default(6000),
-    /** Task starts per OAuth client (all its users) per minute. */
+    /** Task starts per OAuth client in one tenant (all its users there) per minute. */
     RATE_LIMIT_CLIENT_STARTS_PER_MINUTE: z.coerce.number().int().min(0).default(60_000),
+    /** Task starts per tenant (all its clients and users) per minute. */
+    RATE_LIMIT_TENANT_STARTS_PER_MINUTE: z.coerce.number().int().min(0).default(120_000),
     /** Status and result reads per caller (tenant + subject + client) per second. */
     RATE_LIMIT_POLLS_PER_SECOND: z.coerce.number().int().min(0).default(500),
     // --- Metrics ---
@@ -124,6 +133,7 @@ export const gatewayConfigSchema = z
       resource,
       issuer,
       allowedHosts: [...new Set([...c.ALLOWED_HOSTS, resourceHost])],
+      serviceClients: [...new Set([...c.AUTH_SERVICE_CLIENTS, c.CLIENT_ID])],
     };
   });
 

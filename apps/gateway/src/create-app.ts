@@ -21,6 +21,10 @@ import { resourceMetadataRoutes } from './http/resource-metadata.ts';
 import { adminRoutes } from './http/admin-routes.ts';
 import { rejectRevoked } from './http/reject-revoked.ts';
 import {
+  refuseServicePrincipals,
+  type PrincipalAdmission,
+} from './http/refuse-service-principals.ts';
+import {
   securityEventRoutes,
   type SecurityEventReceiverOptions,
 } from './ssf/security-event-routes.ts';
@@ -36,6 +40,8 @@ export interface GatewayDeps {
   resource: string;
   issuer: string;
   verify: VerifyOptions;
+  /** Verified principals still refused: the deployment's own services, delegated tokens. */
+  admission: PrincipalAdmission;
   keysReady: () => boolean;
   pool: Pool;
   catalogue: Catalogue;
@@ -115,7 +121,8 @@ export function createApp(deps: GatewayDeps): express.Express {
     },
   });
 
-  // What every bearer-token route passes first: Origin, the token, then revocation.
+  // What every bearer-token route passes first: Origin, the token, who holds it, then
+  // revocation.
   const bearerGates = [
     validateOrigin(deps.allowedOrigins, onGuardDenied),
     authenticate({
@@ -123,6 +130,15 @@ export function createApp(deps: GatewayDeps): express.Express {
       resourceMetadataUrl,
       logger: deps.logger,
       onDenied: onTokenDenied,
+    }),
+    refuseServicePrincipals({
+      ...deps.admission,
+      resourceMetadataUrl,
+      logger: deps.logger,
+      onDenied: (res, principal, code) => {
+        countAuthDenial(code);
+        denials.principal(res, principal, code);
+      },
     }),
     rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
   ];

@@ -7,6 +7,26 @@ const absoluteUri = () =>
     .string()
     .refine((v) => URL.canParse(v) && !v.includes('#'), 'must be an absolute URI without fragment');
 
+/** `{"mcp-worker": ["https://upstream.example/api", ...], ...}`: JSON, client → resources. */
+const exchangeTargets = () =>
+  z
+    .string()
+    .transform((s, ctx) => {
+      try {
+        return JSON.parse(s) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(
+      z.record(
+        z.string(),
+        z.array(absoluteUri()),
+        'must be a JSON object of client id → array of resource URIs',
+      ),
+    );
+
 const optionalPort = z.coerce.number().int().min(0).max(65535).optional();
 
 /** The dev IdP's environment. Secrets fall back to the dev secrets file in main.ts. */
@@ -26,6 +46,8 @@ export const idpConfigSchema = z
     DOWNSTREAM_RESOURCE: absoluteUri().optional(),
     SSF_PUSH_URL: url().optional(),
     SSF_PUSH_AUTH: z.string().min(1).optional(),
+    /** Per client, the resources it may obtain by token exchange (docs/dev-idp.md). */
+    IDP_EXCHANGE_TARGETS: exchangeTargets().optional(),
     IDP_ACCESS_TOKEN_TTL: z.coerce.number().int().min(1).max(86400).default(3600),
   })
   .superRefine((env, ctx) => {
@@ -53,6 +75,25 @@ export const idpConfigSchema = z
     GATEWAY_RESOURCE: env.GATEWAY_RESOURCE ?? `http://127.0.0.1:${env.GATEWAY_PORT ?? 3000}/mcp`,
     DOWNSTREAM_RESOURCE:
       env.DOWNSTREAM_RESOURCE ?? `http://127.0.0.1:${env.DOWNSTREAM_PORT ?? 9500}`,
-  }));
+  }))
+  .superRefine((env, ctx) => {
+    const known = [env.GATEWAY_RESOURCE, env.WORKER_RESOURCE, env.DOWNSTREAM_RESOURCE];
+    for (const [client, targets] of Object.entries(env.IDP_EXCHANGE_TARGETS ?? {})) {
+      if (!(STATIC_CLIENTS as readonly string[]).includes(client))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['IDP_EXCHANGE_TARGETS'],
+          message: `${client} is not one of ${STATIC_CLIENTS.join(', ')}`,
+        });
+      for (const target of targets) {
+        if (!known.includes(target))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['IDP_EXCHANGE_TARGETS'],
+            message: `${client}: ${target} is not one of ${known.join(', ')}`,
+          });
+      }
+    }
+  });
 
 export type IdpConfig = z.infer<typeof idpConfigSchema>;

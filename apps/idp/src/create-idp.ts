@@ -9,7 +9,12 @@ import { createProvider } from './create-provider.ts';
 import { adminRoutes } from './http/admin-routes.ts';
 import { interactionRoutes } from './http/interaction-routes.ts';
 import { renderErrorPage } from './http/pages.ts';
-import type { Resources } from './resources.ts';
+import {
+  defaultExchangeTargets,
+  isKnownResource,
+  type ExchangeTargets,
+  type Resources,
+} from './resources.ts';
 import { loadOrCreateSigningKey, publicJwk } from './signing-key.ts';
 import { createSecurityEventTransmitter, type PushTarget } from './ssf/push-security-events.ts';
 import { ssfConfiguration } from './ssf/ssf-configuration.ts';
@@ -25,6 +30,11 @@ export interface IdpOptions {
   /** Bearer token of the admin API. */
   adminToken: string;
   resources: Resources;
+  /**
+   * Per client, the resources it may exchange for, over the defaults (mcp-gateway: the
+   * worker; mcp-worker: the downstream). Each must be one of `resources`.
+   */
+  exchangeTargets?: ExchangeTargets;
   /** Default and maximum access token lifetime, seconds. */
   accessTokenTtl: number;
   /** Where security events are pushed on disable/enable; none when unset. */
@@ -58,12 +68,22 @@ export async function createIdp(options: IdpOptions): Promise<Idp> {
   const stateDir = path.join(options.dataDir, 'idp');
   const signingKey = await loadOrCreateSigningKey(path.join(stateDir, 'signing-key.json'));
   const users = createUserStore(path.join(stateDir, 'users.json'), now);
+  const exchangeTargets = {
+    ...defaultExchangeTargets(options.resources),
+    ...options.exchangeTargets,
+  };
+  for (const [client, targets] of Object.entries(exchangeTargets)) {
+    const unknown = targets.find((t) => !isKnownResource(options.resources, t));
+    if (unknown)
+      throw new TypeError(`exchange target ${unknown} of ${client} is no known resource`);
+  }
 
   const provider = createProvider({
     issuer: options.issuer,
     signingKey,
     clientSecrets: options.clientSecrets,
     resources: options.resources,
+    exchangeTargets,
     accessTokenTtl: options.accessTokenTtl,
     users,
     verifyOwnToken: createOwnTokenVerifier({

@@ -10,7 +10,7 @@ import {
   TOKEN_EXCHANGE_PARAMS,
   tokenExchangeGrant,
 } from './grants/token-exchange-grant.ts';
-import { resourceServerInfo, scopesOf, type Resources } from './resources.ts';
+import { resourceServerInfo, scopesOf, type ExchangeTargets, type Resources } from './resources.ts';
 import { SIGNING_ALG, type SigningJwk } from './signing-key.ts';
 import type { UserStore } from './user-store.ts';
 import type { VerifyOwnTokenResult } from './verify-own-token.ts';
@@ -22,6 +22,7 @@ export interface ProviderOptions {
   signingKey: SigningJwk;
   clientSecrets: Record<StaticClientId, string>;
   resources: Resources;
+  exchangeTargets: ExchangeTargets;
   accessTokenTtl: number;
   users: UserStore;
   verifyOwnToken: (token: string) => Promise<VerifyOwnTokenResult>;
@@ -136,6 +137,7 @@ export function createProvider(options: ProviderOptions): Provider {
     tokenExchangeGrant({
       users,
       resources,
+      exchangeTargets: options.exchangeTargets,
       accessTokenTtl,
       verifyOwnToken: options.verifyOwnToken,
       now: options.now,

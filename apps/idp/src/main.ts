@@ -48,6 +48,7 @@ async function main(): Promise<void> {
       downstream: config.DOWNSTREAM_RESOURCE,
       ...packResources(registry, targets, { downstream: config.DOWNSTREAM_RESOURCE }),
     },
+    ...(config.IDP_EXCHANGE_TARGETS ? { exchangeTargets: config.IDP_EXCHANGE_TARGETS } : {}),
     accessTokenTtl: config.IDP_ACCESS_TOKEN_TTL,
     ssfPush: config.SSF_PUSH_URL
       ? { url: config.SSF_PUSH_URL, authorization: config.SSF_PUSH_AUTH }

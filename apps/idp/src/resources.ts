@@ -65,6 +65,23 @@ export function resourceServedBy(resources: Resources, clientId: string): string
   return undefined;
 }
 
+/**
+ * Per client, the resources it may obtain by token exchange (RFC 8693 `resource` or
+ * `audience`). A client not named may exchange for any known resource. The defaults pin the
+ * two service clients to their one hop each: the gateway to task-bound delegations for the
+ * worker, the worker to the downstream targets; so a worker holding a delegation cannot trade it for
+ * a token of the gateway (or of anything else it was not given).
+ */
+export type ExchangeTargets = Readonly<Record<string, readonly string[]>>;
+
+export function defaultExchangeTargets(resources: Resources): Record<string, string[]> {
+  return {
+    'mcp-gateway': [resources.worker],
+    // The worker's targets: the demo downstream and the loaded packs' (TARGETS_FILE).
+    'mcp-worker': [resources.downstream, ...(resources.targets ?? [])],
+  };
+}
+
 export function splitScope(scope: string | undefined): string[] {
   return [...new Set((scope ?? '').split(' ').filter(Boolean))];
 }

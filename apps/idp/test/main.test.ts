@@ -34,6 +34,24 @@ describe('configuration', () => {
     }
   });
 
+  test('IDP_EXCHANGE_TARGETS names static clients and known resources only', () => {
+    const targets = { 'mcp-worker': ['http://127.0.0.1:9500', 'urn:mcp-task-gateway:worker'] };
+    expect(
+      parseConfig(idpConfigSchema, { IDP_EXCHANGE_TARGETS: JSON.stringify(targets) })
+        .IDP_EXCHANGE_TARGETS,
+    ).toEqual(targets);
+    for (const bad of [
+      'not json',
+      JSON.stringify({ 'mcp-wroker': ['http://127.0.0.1:9500'] }),
+      JSON.stringify({ 'mcp-worker': ['https://elsewhere.example'] }),
+      JSON.stringify({ 'mcp-worker': 'http://127.0.0.1:9500' }),
+    ]) {
+      expect(() => parseConfig(idpConfigSchema, { IDP_EXCHANGE_TARGETS: bad })).toThrow(
+        /IDP_EXCHANGE_TARGETS/,
+      );
+    }
+  });
+
   test('a push authorization without a push URL is an error', () => {
     expect(() => parseConfig(idpConfigSchema, { SSF_PUSH_AUTH: 'Bearer x' })).toThrow(
       /SSF_PUSH_AUTH/,

@@ -114,7 +114,12 @@ describe('token exchange (RFC 8693)', () => {
 
   test('the lifetime of an ordinary exchange is capped by the subject token remaining lifetime', async () => {
     const subject = await userToken({ ttl: '30' });
-    const response = await delegation(subject, { ttl: '3600', resource: RESOURCES.downstream });
+    const response = await exchangeToken(agent, {
+      subject_token: subject,
+      subject_token_type: TOKEN_TYPE_ACCESS_TOKEN,
+      resource: RESOURCES.downstream,
+      ttl: '3600',
+    });
     expect(response.expires_in).toBeLessThanOrEqual(30);
     expect(decode(response.access_token).payload.exp).toBeLessThanOrEqual(
       decode(subject).payload.exp!,
@@ -126,6 +131,58 @@ describe('token exchange (RFC 8693)', () => {
     const response = await delegation(subject, { ttl: '7200' });
     expect(response.expires_in).toBe(7200);
     expect(decode(response.access_token).payload.exp).toBeGreaterThan(decode(subject).payload.exp!);
+  });
+
+  test('each service client exchanges only for its own hop: the worker for the downstream, the gateway for the worker', async () => {
+    const { access_token: delegated } = await delegation(await userToken());
+    for (const target of [RESOURCES.gateway, RESOURCES.worker]) {
+      const error = await oauthError(
+        exchangeToken(worker, {
+          subject_token: delegated,
+          subject_token_type: TOKEN_TYPE_ACCESS_TOKEN,
+          resource: target,
+        }),
+      );
+      expect(error).toMatchObject({
+        error: 'invalid_target',
+        error_description: `mcp-worker may not exchange tokens for ${JSON.stringify(target)}`,
+      });
+    }
+    for (const target of [RESOURCES.gateway, RESOURCES.downstream]) {
+      expect(await oauthError(delegation(await userToken(), { resource: target }))).toMatchObject({
+        error: 'invalid_target',
+      });
+    }
+  });
+
+  test('exchange targets are configuration per client: a widened worker may reach a second target', async () => {
+    const widened = await startTestIdp({
+      exchangeTargets: { 'mcp-worker': [RESOURCES.downstream, RESOURCES.gateway] },
+    });
+    try {
+      const [a, g, w] = await Promise.all([
+        widened.client('mcp-agent'),
+        widened.client('mcp-gateway'),
+        widened.client('mcp-worker'),
+      ]);
+      const subject = (await devUserToken(a, { sub: 'alice', tenant: 'acme' })).access_token;
+      const { access_token: delegated } = await exchangeToken(g, {
+        subject_token: subject,
+        subject_token_type: TOKEN_TYPE_ACCESS_TOKEN,
+        resource: RESOURCES.worker,
+      });
+      const response = await exchangeToken(w, {
+        subject_token: delegated,
+        subject_token_type: TOKEN_TYPE_ACCESS_TOKEN,
+        resource: RESOURCES.gateway,
+      });
+      expect(decode(response.access_token).payload).toMatchObject({ aud: RESOURCES.gateway });
+      await expect(
+        startTestIdp({ exchangeTargets: { 'mcp-worker': ['https://elsewhere.example'] } }),
+      ).rejects.toThrow(/no known resource/);
+    } finally {
+      await widened.close();
+    }
   });
 
   test('an unknown audience is invalid_target and says so', async () => {

@@ -22,6 +22,8 @@ export type Principal = {
   tokenId?: string;
   /** `exp`, epoch seconds. */
   expiresAt: number;
+  /** `iat`, epoch seconds, when the issuer sets it (RFC 9068 requires it). */
+  issuedAt?: number;
   actor?: Actor;
 };
 

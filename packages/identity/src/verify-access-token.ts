@@ -142,6 +142,7 @@ export async function verifyAccessToken(
     expiresAt: payload.exp!,
   };
   if (typeof payload.jti === 'string') principal.tokenId = payload.jti;
+  if (typeof payload.iat === 'number') principal.issuedAt = payload.iat;
   if (actor) principal.actor = actor;
   return { ok: true, principal, claims: payload };
 }

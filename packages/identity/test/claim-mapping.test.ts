@@ -60,6 +60,7 @@ describe('presets map tokens shaped like their issuer', () => {
       scopes: ['openid', 'profile', 'email', 'env:provision'],
       tokenId: 'onrtac:7c2e',
       expiresAt: NOW_S + 3540,
+      issuedAt: NOW_S - 60,
     });
   });
 

@@ -58,6 +58,7 @@ describe('verifyAccessToken accepts', () => {
         scopes: ['env:provision', 'reports:run'],
         tokenId: 'tok-1',
         expiresAt: NOW_S + 300,
+        issuedAt: NOW_S - 10,
       },
       claims: expect.objectContaining({ sub: 'alice', tenant: 'acme' }),
     });

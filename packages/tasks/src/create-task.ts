@@ -16,6 +16,7 @@ import { CHANNELS } from './channels.ts';
 import type { DenialFold } from './fold-denials.ts';
 import { taskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
+import { revocationInTransaction } from './revoke-principal.ts';
 import { newTaskId } from './task-id.ts';
 import { TASK_SELECT, type TaskRow } from './task-row.ts';
 
@@ -66,6 +67,7 @@ const LIVE_REPEAT = prepared(
       AND (dedupe_until IS NULL OR dedupe_until > now()) AND argument_hash = $5`,
 );
 const NOTIFY = prepared('SELECT pg_notify($1, $2)');
+const REVOKED_MESSAGE = 'Access for this principal has been revoked';
 const CAP_LOCK = prepared(`SELECT pg_advisory_xact_lock(hashtext('mtg-cap:' || $1))`);
 const CAP_COUNT = prepared(
   `SELECT count(*) FILTER (WHERE subject = $2)::int AS user_active, count(*)::int AS tenant_active
@@ -192,6 +194,11 @@ export async function createTask(
       }
       const task = inserted.rows[0]!;
       await enforceCaps(client, owner, deps.limits);
+      // The HTTP layer checked revocation before the token exchange; a revocation may have
+      // committed since. Checked again under the principal's lock (revoke-principal.ts).
+      if (await revocationInTransaction(client, p)) {
+        throw new Refused(taskError('principal_revoked', REVOKED_MESSAGE));
+      }
       await deps.queue.enqueue(client, {
         queue: placement.queue,
         taskId: task.id,

@@ -39,10 +39,12 @@ export type { StoredResult } from './read-result.ts';
 export type { TaskPage } from './list-tasks.ts';
 export {
   isRevoked,
+  revocationOf,
   revokePrincipal,
   restorePrincipal,
   settleUnleased,
   type PrincipalRef,
+  type Revocation,
   type RevocationSource,
 } from './revoke-principal.ts';
 export {

@@ -29,11 +29,70 @@ function actorOf(source: RevocationSource): AuditEvent['actor'] {
     : { subject: source.path, kind: 'system' };
 }
 
-const REVOKED = prepared('SELECT revoked FROM app.principals WHERE tenant = $1 AND subject = $2');
+const REVOKED = prepared(
+  `SELECT revoked, floor(extract(epoch FROM revoked_at))::bigint AS revoked_second
+     FROM app.principals WHERE tenant = $1 AND subject = $2`,
+);
 
-export async function isRevoked(db: Queryable, p: PrincipalRef): Promise<boolean> {
-  const r = await runPrepared<{ revoked: boolean }>(db, REVOKED, [p.tenant, p.subject]);
-  return r.rows[0]?.revoked === true;
+/**
+ * Why a principal's token is no longer served:
+ * - principal_revoked: the principal is revoked now;
+ * - token_predates_revocation: it was restored, but this token was issued (`iat`) before the
+ *   last revocation, or in the same second, or has no `iat` (CAEP `session-revoked`: a
+ *   restore admits new tokens, never the old ones).
+ */
+export type Revocation = 'principal_revoked' | 'token_predates_revocation';
+
+/** A principal, with the `iat` (epoch seconds) of the token it came with. */
+export type TokenPrincipal = PrincipalRef & { issuedAt?: number };
+
+export async function revocationOf(
+  db: Queryable,
+  p: TokenPrincipal,
+): Promise<Revocation | undefined> {
+  const r = await runPrepared<{ revoked: boolean; revoked_second: string | null }>(db, REVOKED, [
+    p.tenant,
+    p.subject,
+  ]);
+  const row = r.rows[0];
+  if (!row) return undefined;
+  if (row.revoked) return 'principal_revoked';
+  // `iat` has whole seconds: a token of the revocation's own second may be older than it.
+  if (
+    row.revoked_second !== null &&
+    (p.issuedAt === undefined || p.issuedAt <= Number(row.revoked_second))
+  )
+    return 'token_predates_revocation';
+  return undefined;
+}
+
+export async function isRevoked(db: Queryable, p: TokenPrincipal): Promise<boolean> {
+  return (await revocationOf(db, p)) !== undefined;
+}
+
+// One lock per principal, outside the key space of the other advisory locks (two-key form).
+const PRINCIPAL_LOCK_SPACE = 7310;
+const LOCK_EXCLUSIVE = prepared(
+  `SELECT pg_advisory_xact_lock(${PRINCIPAL_LOCK_SPACE}, hashtext(length($1) || ':' || $1 || $2))`,
+);
+const LOCK_SHARED = prepared(
+  `SELECT pg_advisory_xact_lock_shared(${PRINCIPAL_LOCK_SPACE}, hashtext(length($1) || ':' || $1 || $2))`,
+);
+
+/**
+ * For a transaction that creates work for `p`: waits for a revocation of `p` in flight, then
+ * says whether `p`'s token is still served. Holding the shared lock to commit means a
+ * revocation (which takes it exclusively first) either committed before this check and is
+ * seen by it, or starts after this transaction commits and so finds and stops what it made.
+ * Lock order, acyclic: a start takes the tenant's cap lock, then this, then the audit chain;
+ * a revocation this, then the audit chain.
+ */
+export async function revocationInTransaction(
+  client: Queryable,
+  p: TokenPrincipal,
+): Promise<Revocation | undefined> {
+  await runPrepared(client, LOCK_SHARED, [p.tenant, p.subject]);
+  return revocationOf(client, p);
 }
 
 /**
@@ -55,6 +114,9 @@ export async function revokePrincipal(
     ...(source.by ? { subject: source.by.subject, client: source.by.client } : {}),
   };
   const affected = await withTransaction(pool, async (c) => {
+    // First: starts of this principal in flight either commit before this (and are found
+    // below) or wait and see the revocation (revocationInTransaction).
+    await runPrepared(c, LOCK_EXCLUSIVE, [p.tenant, p.subject]);
     // Idempotent: a second signal for an already revoked principal changes nothing (the
     // first revocation's path and time stand, and no second audit event is written).
     const marked = await c.query(

@@ -8,8 +8,10 @@ import type { Principal } from '@mtg/identity';
 /**
  * Glossary
  * - starts: task starts per subject (tenant + subject) per minute.
- * - client_starts: task starts per OAuth client (the agent application, across all its
- *   users) per minute.
+ * - client_starts: task starts per OAuth client (the agent application) within one tenant,
+ *   across its users there, per minute: one tenant's busy users cannot lock another tenant
+ *   out of an application they share.
+ * - tenant_starts: task starts per tenant, across its clients and users, per minute.
  * - polls: status and result reads per caller (tenant + subject + client) per second.
  * - controls: cancels and lists per caller per second, as many as polls but counted apart,
  *   so a caller polling at its limit can still cancel.
@@ -19,10 +21,11 @@ import type { Principal } from '@mtg/identity';
 export interface RateLimitSettings {
   startsPerMinute: number;
   clientStartsPerMinute: number;
+  tenantStartsPerMinute: number;
   pollsPerSecond: number;
 }
 
-export type LimitName = 'starts' | 'client_starts' | 'polls' | 'controls';
+export type LimitName = 'starts' | 'client_starts' | 'tenant_starts' | 'polls' | 'controls';
 
 export type RateDecision =
   | { ok: true }
@@ -79,6 +82,7 @@ export function createRateLimits(options: { pool: Pool; settings: RateLimitSetti
   const s = options.settings;
   const starts = limiter('starts', s.startsPerMinute, 60);
   const clientStarts = limiter('client_starts', s.clientStartsPerMinute, 60);
+  const tenantStarts = limiter('tenant_starts', s.tenantStartsPerMinute, 60);
   const polls = limiter('polls', s.pollsPerSecond, 1);
   const controls = limiter('controls', s.pollsPerSecond, 1);
   const hints = new AsyncLocalStorage<{ retryAfterSeconds?: number }>();
@@ -109,7 +113,9 @@ export function createRateLimits(options: { pool: Pool; settings: RateLimitSetti
     async start(p) {
       const bySubject = await consume('starts', starts, `${p.tenant}\u0000${p.subject}`);
       if (!bySubject.ok) return bySubject;
-      return consume('client_starts', clientStarts, p.client);
+      const byClient = await consume('client_starts', clientStarts, `${p.tenant}\u0000${p.client}`);
+      if (!byClient.ok) return byClient;
+      return consume('tenant_starts', tenantStarts, p.tenant);
     },
     poll: (p) => consume('polls', polls, `${p.tenant}\u0000${p.subject}\u0000${p.client}`),
     control: (p) => consume('controls', controls, `${p.tenant}\u0000${p.subject}\u0000${p.client}`),

@@ -2,14 +2,21 @@ import type { NextFunction, Request, Response } from 'express';
 import { appendAudit } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
-import { isRevoked } from '@mtg/tasks';
+import { revocationOf, type Revocation } from '@mtg/tasks';
 import { principalOf, refuseToken } from './authenticate.ts';
 
 export const REVOKED_DESCRIPTION = 'access for this principal has been revoked';
 
+const DESCRIPTIONS: Record<Revocation, string> = {
+  principal_revoked: REVOKED_DESCRIPTION,
+  token_predates_revocation:
+    'this token was issued before access for this principal was revoked; get a new token',
+};
+
 /**
  * After authenticate: a principal the gateway was told to stop acting for (Shared Signals,
- * admin API) gets nothing, whatever its token says. One primary-key lookup per request and
+ * admin API) gets nothing, whatever its token says; once restored, only tokens issued after
+ * the revocation are served. One primary-key lookup per request and
  * no cache, so a revocation holds from the moment it commits. A failed lookup fails closed
  * (the error handler answers 500).
  */
@@ -25,22 +32,24 @@ export function rejectRevoked(options: {
     const p = principalOf(res);
     const correlationId = res.locals.correlationId as string | undefined;
     // (Identity claims that are not storable text never get here: token verification refuses them.)
-    if (!(await isRevoked(options.pool, p))) return next();
+    const revocation = await revocationOf(options.pool, p);
+    if (!revocation) return next();
     options.logger.info('revoked principal refused', {
       correlationId,
       tenant: p.tenant,
       subject: p.subject,
+      reason: revocation,
     });
     await appendAudit(options.pool, {
       type: 'auth.denied',
       tenant: p.tenant,
       subject: p.subject,
       client: p.client,
-      reason: 'principal_revoked',
+      reason: revocation,
       ...(correlationId ? { correlationId } : {}),
       actor: { subject: p.subject, client: p.client, kind: 'user' },
       data: { method: req.method, path: req.path },
     });
-    refuse(res, REVOKED_DESCRIPTION);
+    refuse(res, DESCRIPTIONS[revocation]);
   };
 }

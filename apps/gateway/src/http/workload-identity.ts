@@ -15,6 +15,8 @@ export type WorkloadDenyCode =
   | 'client_cert_untrusted'
   /** A certificate that cannot be read, or claims a SPIFFE ID but is no valid X509-SVID. */
   | 'client_cert_invalid'
+  /** From a trusted proxy: the header repeated, or one value holding several certificates. */
+  | 'client_cert_ambiguous'
   /** RFC 8705 §3: the token is bound to a certificate, and not to the one presented. */
   | 'token_cert_mismatch';
 
@@ -31,8 +33,8 @@ export interface WorkloadEvidence {
   peerAddress: string | undefined;
   /** The certificate of our own TLS connection, when the client presented one. */
   tlsPeer?: { cert: X509Certificate; authorized: boolean; error?: string };
-  /** The forwarded-certificate header, as received. */
-  forwarded?: string;
+  /** The forwarded-certificate header, each occurrence as received. */
+  forwarded?: readonly string[];
 }
 
 export interface WorkloadIdentityOptions {
@@ -63,7 +65,15 @@ export function identifyWorkload(
   let via: 'tls' | 'forwarded' = 'tls';
   if (fromProxy) {
     if (evidence.forwarded !== undefined) {
-      const read = readForwardedCertificate(evidence.forwarded);
+      // Which of several would be the caller's is a guess (a proxy that appends instead of
+      // replacing, or a client's header passed through): none is believed.
+      if (evidence.forwarded.length !== 1 || countPemCertificates(evidence.forwarded[0]!) > 1)
+        return {
+          ok: false,
+          code: 'client_cert_ambiguous',
+          description: 'the proxy forwarded more than one client certificate',
+        };
+      const read = readForwardedCertificate(evidence.forwarded[0]!);
       if (!read)
         return {
           ok: false,
@@ -143,7 +153,8 @@ export function workloadIdentity(
     const principal = principalOf(res);
     const auth = (req as Request & { auth?: { token?: string; extra?: Record<string, unknown> } })
       .auth;
-    const forwarded = req.headers[header];
+    // headersDistinct: node joins a repeated header with ", ", which would hide the repeat.
+    const forwarded = req.headersDistinct[header];
     const socket = req.socket;
     const peerCert = socket instanceof TLSSocket ? socket.getPeerX509Certificate() : undefined;
     const result = identifyWorkload(
@@ -161,9 +172,7 @@ export function workloadIdentity(
               },
             }
           : {}),
-        ...(forwarded !== undefined
-          ? { forwarded: Array.isArray(forwarded) ? forwarded.join(',') : forwarded }
-          : {}),
+        ...(forwarded !== undefined ? { forwarded } : {}),
       },
       {
         trustedProxies,
@@ -201,6 +210,15 @@ export function workloadIdentity(
 /** RFC 8705 §3.1: base64url SHA-256 of the DER certificate. */
 function thumbprint(cert: X509Certificate): string {
   return createHash('sha256').update(cert.raw).digest('base64url');
+}
+
+/** How many PEM certificates a URL-encoded header value holds (0 when it cannot be decoded). */
+function countPemCertificates(value: string): number {
+  try {
+    return decodeURIComponent(value).split('-----BEGIN CERTIFICATE-----').length - 1;
+  } catch {
+    return 0;
+  }
 }
 
 /** A URL-encoded PEM certificate (nginx `$ssl_client_escaped_cert`, AWS ALB, HAProxy). */

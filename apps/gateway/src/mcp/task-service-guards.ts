@@ -15,6 +15,7 @@ import type { LimitName, RateDecision, RateLimits } from '../http/rate-limit.ts'
 const LIMIT_TEXT: Record<LimitName, string> = {
   starts: 'task starts per user per minute',
   client_starts: 'task starts per client per minute',
+  tenant_starts: 'task starts per tenant per minute',
   polls: 'status and result reads per second',
   controls: 'task cancels and lists per second',
 };

@@ -1,7 +1,12 @@
 import { errors } from 'oidc-provider';
 import type { TokenEndpointGrantContext } from 'oidc-provider';
 import { TOKEN_EXCHANGE_GRANT, TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_JWT } from '../grant-types.ts';
-import { resourceServedBy, splitScope, type Resources } from '../resources.ts';
+import {
+  resourceServedBy,
+  splitScope,
+  type ExchangeTargets,
+  type Resources,
+} from '../resources.ts';
 import type { UserStore } from '../user-store.ts';
 import type { Actor, VerifyOwnTokenResult } from '../verify-own-token.ts';
 import { issueAccessToken } from './issue-access-token.ts';
@@ -36,6 +41,8 @@ interface TokenExchangeParams {
 export interface TokenExchangeGrantDeps {
   users: UserStore;
   resources: Resources;
+  /** What each client may exchange for (a client not named: any known resource). */
+  exchangeTargets: ExchangeTargets;
   accessTokenTtl: number;
   /**
    * Upper bound of a task-bound delegation (the gateway exchanging a user's token for the
@@ -56,7 +63,7 @@ const invalidGrant = (description: string) =>
 /**
  * RFC 8693 token exchange for delegation: the new token keeps the subject's `sub` and
  * `tenant`, names the requesting client in `act` (nesting any earlier actor), is issued to
- * that client, targets exactly one known resource, never widens the subject's scopes and
+ * that client, targets exactly one known resource the client may exchange for, never widens the subject's scopes and
  * never outlives the subject token. Disabled users are refused.
  */
 export function tokenExchangeGrant(deps: TokenExchangeGrantDeps) {
@@ -106,6 +113,12 @@ export function tokenExchangeGrant(deps: TokenExchangeGrantDeps) {
       deps.accessTokenTtl,
       resource ? 'resource' : 'audience',
     );
+    const allowed = deps.exchangeTargets[clientId];
+    if (allowed && !allowed.includes(target.resource)) {
+      throw new errors.InvalidTarget(
+        `${clientId} may not exchange tokens for ${JSON.stringify(target.resource)}`,
+      );
+    }
     const delegation = clientId === 'mcp-gateway' && target.resource === deps.resources.worker;
     const maxTtl = delegation ? (deps.maxDelegationTtl ?? 86_400) : deps.accessTokenTtl;
     const ttl = parseTtl(params.ttl, maxTtl) ?? deps.accessTokenTtl;
