@@ -178,7 +178,7 @@ export async function startStack(
     WORKER_LEASE_MS: '2000',
     ...options.env,
   };
-  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger);
+  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), logger);
   let gatewayServer = await listenGateway(gateway, gatewayPort);
 
   const workers: Worker[] = [];
@@ -190,7 +190,7 @@ export async function startStack(
       WORKER_ID: `test-worker-${workers.length + 1}`,
       ...extra,
     };
-    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), logger, workerEnv);
+    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), logger);
     await w.start();
     workers.push(w);
     return w;
@@ -239,7 +239,7 @@ export async function startStack(
     async restartGateway() {
       await closeServer(gatewayServer);
       await gateway.close();
-      gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger);
+      gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), logger);
       gatewayServer = await listenGateway(gateway, gatewayPort);
     },
     async close() {

@@ -1,12 +1,6 @@
 import type https from 'node:https';
 import { createPool } from '@mtg/db';
-import {
-  claimMappingFromEnv,
-  createCredentialCipher,
-  createKeySource,
-  createTokenExchanger,
-  credentialKeysFromEnv,
-} from '@mtg/identity';
+import { createCredentialCipher, createKeySource, createTokenExchanger } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
 import { createGatewayMetrics, createRegistry, registerClusterGauges } from '@mtg/metrics';
@@ -44,11 +38,7 @@ export interface Gateway {
 }
 
 /** Wires one gateway replica from its config: database, queue, keys, tools, service, app. */
-export async function buildGateway(
-  config: GatewayConfig,
-  env: Record<string, string | undefined>,
-  logger: Logger,
-): Promise<Gateway> {
+export async function buildGateway(config: GatewayConfig, logger: Logger): Promise<Gateway> {
   // Files first: a bad policy or certificate stops the gateway before it connects anywhere.
   // (jobTools only builds definitions here; the task service is not touched for names.)
   const toolNames = [
@@ -93,7 +83,7 @@ export async function buildGateway(
   });
 
   const longTools = demoTools(config.TOOL_LIMITS);
-  const credentialKeys = credentialKeysFromEnv(env);
+  const credentialKeys = config.credentialKeys;
   const delegation = {
     exchanger: createTokenExchanger({
       issuer: config.issuer,
@@ -157,7 +147,7 @@ export async function buildGateway(
       algorithms: config.AUTH_ALGORITHMS,
       clockToleranceSec: config.AUTH_CLOCK_TOLERANCE_SECONDS,
       ...(config.AUTH_REQUIRED_TYP ? { requiredTyp: config.AUTH_REQUIRED_TYP as 'at+jwt' } : {}),
-      claims: claimMappingFromEnv(env),
+      claims: config.claims,
     },
     keysReady: keys.ready,
     pool,

@@ -17,7 +17,7 @@ async function main() {
     throw error;
   }
   const logger = createLogger('gateway', { level: config.LOG_LEVEL });
-  const gateway = await buildGateway(config, process.env, logger);
+  const gateway = await buildGateway(config, logger);
   await serveUntilSignalled(gateway.app, {
     port: config.GATEWAY_PORT,
     host: config.GATEWAY_HOST,

@@ -3,7 +3,6 @@ import {
   clientCredentialsToken,
   createCredentialCipher,
   createTokenExchanger,
-  credentialKeysFromEnv,
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import {
@@ -34,11 +33,7 @@ export interface Worker {
 }
 
 /** Wires one worker process: database, queue, notifications, downstream credentials, loop. */
-export async function buildWorker(
-  config: WorkerConfig,
-  logger: Logger,
-  env: Record<string, string | undefined> = process.env,
-): Promise<Worker> {
+export async function buildWorker(config: WorkerConfig, logger: Logger): Promise<Worker> {
   const pool = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
@@ -61,7 +56,7 @@ export async function buildWorker(
     clientSecret: config.CLIENT_SECRET,
     resource: config.downstreamResource,
   });
-  const keys = credentialKeysFromEnv(env);
+  const keys = config.credentialKeys;
   const credentialDeps = {
     pool,
     cipher: createCredentialCipher(keys.keys, keys.current),
