@@ -151,7 +151,10 @@ export async function startStack(
   });
   const issuer = idp.idp.issuer;
 
-  const downstreamPool = createPool({ connectionString: db.url, role: ROLES.downstream });
+  const downstreamPool = createPool({
+    connectionString: db.logins.downstream,
+    role: ROLES.downstream,
+  });
   const downstreamApp = express();
   downstreamApp.use(writesRoute(downstreamPool));
   downstreamApp.use(
@@ -167,7 +170,8 @@ export async function startStack(
   const downstream = await listen(downstreamApp, downstreamPort);
 
   const env: Record<string, string> = {
-    DATABASE_URL: db.url,
+    // Each process its own login (db.logins); db.url, the owner's, goes to none of them.
+    DATABASE_URL: db.logins.gateway,
     GATEWAY_PORT: String(gatewayPort),
     GATEWAY_RESOURCE: mcpUrl,
     AUTH_ISSUER: issuer,
@@ -185,6 +189,7 @@ export async function startStack(
   const addWorker = async (extra: Record<string, string> = {}) => {
     const workerEnv = {
       ...env,
+      DATABASE_URL: db.logins.worker,
       CLIENT_ID: 'mcp-worker',
       CLIENT_SECRET: secrets.clientSecrets['mcp-worker'],
       WORKER_ID: `test-worker-${workers.length + 1}`,
