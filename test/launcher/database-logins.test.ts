@@ -1,0 +1,190 @@
+// `npm start` gives the gateway, the workers and the downstream each a LOGIN role of its own
+// (`mtg_login_<service>`, member of its group role only, password in dev-secrets.json) and
+// keeps the owner's URL for migrations and the queue install. Checked on the launcher's
+// parts and on a real `npm start` over its embedded PostgreSQL (password authentication, so
+// the generated passwords are really used).
+import { fork } from 'node:child_process';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { parseConfig } from '../../packages/config/src/index.ts';
+import { provisionLoginRoles } from '../../packages/db/src/index.ts';
+import { childEnv, type Service } from '../../scripts/lib/launcher/child-env.ts';
+import { launcherConfigSchema } from '../../scripts/lib/launcher/config.ts';
+import {
+  generateDevSecrets,
+  loadOrCreateDevSecrets,
+  generateDatabasePasswords,
+} from '../../scripts/lib/dev-secrets.ts';
+import { provisionDatabaseLogins } from '../../scripts/lib/launcher/database-logins.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { freePort } from '../support/stack.ts';
+
+const OWNER = 'postgres://postgres:owner-secret@127.0.0.1:5432/postgres';
+const urls = {
+  gateway: 'postgres://mtg_login_gateway:g@127.0.0.1:5432/postgres',
+  worker: 'postgres://mtg_login_worker:w@127.0.0.1:5432/postgres',
+  downstream: 'postgres://mtg_login_downstream:d@127.0.0.1:5432/postgres',
+};
+
+test('each child gets its own login URL, the IdP none, and none the owner URL the launcher was given', () => {
+  const base = { DATABASE_URL: OWNER, WORKERS: '1' };
+  const config = parseConfig(launcherConfigSchema, base);
+  const envOf = (service: Service) =>
+    childEnv(service, {
+      config,
+      databaseUrls: urls,
+      secrets: generateDevSecrets(),
+      dataDir: '/tmp/x',
+      base,
+      ...(service === 'worker' ? { workerId: 'worker-1', workerIndex: 1 } : {}),
+    });
+  expect({
+    idp: envOf('idp').DATABASE_URL,
+    gateway: envOf('gateway').DATABASE_URL,
+    worker: envOf('worker').DATABASE_URL,
+    downstream: envOf('downstream').DATABASE_URL,
+  }).toEqual({ idp: undefined, ...urls });
+  for (const service of ['idp', 'gateway', 'worker', 'downstream'] as const) {
+    expect(JSON.stringify(envOf(service))).not.toContain('owner-secret');
+  }
+});
+
+test('a dev-secrets.json from before the database logins gains their passwords and keeps the rest', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mtg-secrets-'));
+  try {
+    const { databasePasswords: _, ...old } = generateDevSecrets();
+    await writeFile(path.join(dir, 'dev-secrets.json'), JSON.stringify(old), { mode: 0o600 });
+    const upgraded = await loadOrCreateDevSecrets(dir);
+    expect(upgraded).toMatchObject(old);
+    expect(Object.keys(upgraded.databasePasswords).sort()).toEqual([
+      'downstream',
+      'gateway',
+      'worker',
+    ]);
+    expect(await loadOrCreateDevSecrets(dir)).toEqual(upgraded);
+    expect((await stat(path.join(dir, 'dev-secrets.json'))).mode & 0o777).toBe(0o600);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+describe('provisioning on a real server', () => {
+  let db: TestDatabase;
+  let owner: pg.Client;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    owner = new pg.Client({ connectionString: db.url });
+    await owner.connect();
+  });
+  afterAll(async () => {
+    for (const s of ['gateway', 'worker', 'downstream', 'su'])
+      await owner.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(`${db.name}_x_${s}`)}`);
+    await owner.end();
+    await db.drop();
+  });
+
+  test('is idempotent and takes back any membership granted by hand', async () => {
+    const prefix = `${db.name}_x`;
+    await provisionDatabaseLogins(db.url, prefix, generateDatabasePasswords());
+    await owner.query(
+      `GRANT mtg_auditor, mtg_worker TO ${pg.escapeIdentifier(`${prefix}_gateway`)}`,
+    );
+    await provisionDatabaseLogins(db.url, prefix, generateDatabasePasswords());
+    const { rows } = await owner.query(
+      `SELECT g.rolname FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+        JOIN pg_roles u ON u.oid = m.member WHERE u.rolname = $1`,
+      [`${prefix}_gateway`],
+    );
+    expect(rows.map((r) => r.rolname)).toEqual(['mtg_gateway']);
+  });
+
+  test('refuses to turn a superuser into an application login', async () => {
+    const name = `${db.name}_x_su`;
+    await owner.query(`CREATE ROLE ${pg.escapeIdentifier(name)} SUPERUSER NOLOGIN`);
+    await expect(
+      provisionLoginRoles(db.url, [{ name, password: 'p', group: 'mtg_gateway' }]),
+    ).rejects.toThrow(/is a superuser/);
+    const { rows } = await owner.query('SELECT rolsuper FROM pg_roles WHERE rolname = $1', [name]);
+    expect(rows[0].rolsuper).toBe(true);
+  });
+});
+
+test('npm start: every session of the stack logs in as mtg_login_<service>, none as a superuser', async () => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mtg-launcher-'));
+  // As root the embedded server runs as the OS user postgres, which must enter the directory.
+  await chmod(dataDir, 0o755);
+  const pgPort = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    DATA_DIR: dataDir,
+    EMBEDDED_PG_PORT: String(pgPort),
+    GATEWAY_PORT: String(await freePort()),
+    IDP_PORT: String(await freePort()),
+    DOWNSTREAM_PORT: String(await freePort()),
+    WORKERS: '1',
+    LOG_LEVEL: 'warn',
+  };
+  const launcher = fork(fileURLToPath(new URL('../../scripts/start.ts', import.meta.url)), [], {
+    env,
+    execArgv: [],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let output = '';
+  launcher.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  launcher.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    launcher.once('exit', (code) => resolve(code)),
+  );
+  try {
+    await Promise.race([
+      new Promise<void>((resolve) => launcher.once('message', () => resolve())),
+      exited.then((code) => {
+        throw new Error(`npm start exited with ${code} before ready:\n${output}`);
+      }),
+    ]);
+    const password = (
+      await readFile(path.join(dataDir, 'postgres', 'embedded-superuser-password'), 'utf8')
+    ).trim();
+    const superuser = new pg.Client({
+      connectionString: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/postgres`,
+    });
+    await superuser.connect();
+    try {
+      const { rows } = await superuser.query<{ usename: string; rolsuper: boolean }>(
+        `SELECT DISTINCT a.usename, r.rolsuper FROM pg_stat_activity a
+           JOIN pg_roles r ON r.rolname = a.usename
+          WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()
+          ORDER BY a.usename`,
+      );
+      expect(rows).toEqual([
+        { usename: 'mtg_login_downstream', rolsuper: false },
+        { usename: 'mtg_login_gateway', rolsuper: false },
+        { usename: 'mtg_login_worker', rolsuper: false },
+      ]);
+      const secrets = JSON.parse(await readFile(path.join(dataDir, 'dev-secrets.json'), 'utf8'));
+      // Password authentication: the stored password is the one that works, and no other.
+      const as = (password: string) =>
+        new pg.Client({
+          connectionString: `postgres://mtg_login_downstream:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/postgres`,
+        });
+      const good = as(secrets.databasePasswords.downstream);
+      await good.connect();
+      expect((await good.query('SELECT current_user AS u')).rows[0].u).toBe('mtg_login_downstream');
+      await good.end();
+      await expect(as('wrong').connect()).rejects.toMatchObject({ code: '28P01' });
+    } finally {
+      await superuser.end();
+    }
+    launcher.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  } finally {
+    if (launcher.exitCode === null) {
+      launcher.kill('SIGTERM');
+      await exited;
+    }
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}, 180_000);
