@@ -2,7 +2,10 @@
 // role only: no application session is, or can become, the owner or a superuser. So the
 // database's refusals (append-only audit trail, least privilege) hold for a compromised
 // gateway, worker or downstream, not only in a layout nobody ships. The owner URL serves
-// migrations, the queue install and this test's own checks.
+// migrations, the queue install and this test's own checks; a process given it refuses to
+// start.
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pollUntil } from '../support/poll.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
@@ -153,3 +156,34 @@ describe.each(services)('a %s session', (service) => {
     expect(after).toBe(before);
   });
 });
+
+test.each(['gateway', 'worker', 'downstream'] as const)(
+  'the %s process given the owner URL refuses to start (exit 2) and says what to connect with instead',
+  async (app) => {
+    const main = fileURLToPath(new URL(`../../apps/${app}/src/main.ts`, import.meta.url));
+    const child = fork(main, [], {
+      execArgv: [],
+      env: {
+        PATH: process.env.PATH ?? '',
+        ...stack.env,
+        DATABASE_URL: stack.db.url,
+        GATEWAY_PORT: '0',
+        DOWNSTREAM_PORT: '0',
+        ...(app === 'worker' ? { CLIENT_SECRET: stack.secrets.clientSecrets['mcp-worker'] } : {}),
+      },
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const ready = new Promise<'ready'>((resolve) => child.once('message', () => resolve('ready')));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const first = await Promise.race([ready, exited]);
+    if (first === 'ready') child.kill('SIGKILL');
+    expect({ first, stderr }).toEqual({
+      first: 2,
+      stderr: expect.stringContaining(
+        `${app}: database login "${decodeURIComponent(new URL(stack.db.url).username)}" is a superuser or can become the database owner`,
+      ),
+    });
+  },
+);

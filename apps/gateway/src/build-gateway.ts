@@ -1,5 +1,5 @@
 import type https from 'node:https';
-import { createPool } from '@mtg/db';
+import { checkApplicationLogin, createPool } from '@mtg/db';
 import { createCredentialCipher, createKeySource, createTokenExchanger } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
@@ -57,6 +57,11 @@ export async function buildGateway(config: GatewayConfig, logger: Logger): Promi
     role: config.DATABASE_ROLE,
     applicationName: 'gateway',
     max: 20,
+  });
+  // Refuses a login that is not its role or could become the owner (packages/db).
+  await checkApplicationLogin(pool, config.DATABASE_ROLE).catch(async (error: unknown) => {
+    await pool.end();
+    throw error;
   });
   const boss = createBoss(pool, { supervise: false });
   boss.on('error', (error: Error) => logger.warn('pg-boss error', { error: error.message }));

@@ -1,4 +1,5 @@
 import { ConfigError, parseConfig } from '@mtg/config';
+import { ApplicationLoginError } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { PolicyFileError } from '@mtg/policy';
 import { buildGateway } from './build-gateway.ts';
@@ -29,8 +30,13 @@ async function main() {
 }
 
 main().catch((error) => {
-  if (error instanceof ConfigError || error instanceof PolicyFileError) {
-    // Found while reading the files the config names (TLS, policy): no stack trace needed.
+  if (
+    error instanceof ConfigError ||
+    error instanceof PolicyFileError ||
+    error instanceof ApplicationLoginError
+  ) {
+    // Found while reading the files the config names (TLS, policy) or checking its database
+    // login: no stack trace needed.
     process.stderr.write(`gateway: ${error.message}\n`);
     process.exit(2);
   }

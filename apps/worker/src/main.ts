@@ -1,8 +1,7 @@
 import { ConfigError, parseConfig } from '@mtg/config';
-import { createPool } from '@mtg/db';
+import { ApplicationLoginError, checkApplicationLogin, createPool } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { buildWorker } from './build-worker.ts';
-import { checkDatabase } from './check-database.ts';
 import { workerConfigSchema } from './worker-config.ts';
 
 async function main() {
@@ -20,7 +19,8 @@ async function main() {
     workerId: config.workerId,
   });
 
-  // Fail at start, with the reason, when the database or the role is not there.
+  // Fail at start, with the reason, when the database or the role is not there, or when the
+  // login could become the owner.
   const probe = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
@@ -28,7 +28,7 @@ async function main() {
     applicationName: config.workerId,
   });
   try {
-    await checkDatabase(probe, config.DATABASE_ROLE);
+    await checkApplicationLogin(probe, config.DATABASE_ROLE);
   } finally {
     await probe.end();
   }
@@ -60,6 +60,10 @@ async function main() {
 }
 
 main().catch((error) => {
+  if (error instanceof ApplicationLoginError) {
+    process.stderr.write(`worker: ${error.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`worker: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });
