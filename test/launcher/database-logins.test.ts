@@ -9,8 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import YAML from 'yaml';
 import { parseConfig } from '../../packages/config/src/index.ts';
-import { provisionLoginRoles } from '../../packages/db/src/index.ts';
+import { dropLoginRoles, provisionLoginRoles } from '../../packages/db/src/index.ts';
 import { childEnv, type Service } from '../../scripts/lib/launcher/child-env.ts';
 import { launcherConfigSchema } from '../../scripts/lib/launcher/config.ts';
 import {
@@ -19,7 +20,7 @@ import {
   generateDatabasePasswords,
 } from '../../scripts/lib/dev-secrets.ts';
 import { provisionDatabaseLogins } from '../../scripts/lib/launcher/database-logins.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { adminDatabaseUrl, createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { freePort } from '../support/stack.ts';
 
 const OWNER = 'postgres://postgres:owner-secret@127.0.0.1:5432/postgres';
@@ -188,3 +189,103 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
     await rm(dataDir, { recursive: true, force: true });
   }
 }, 180_000);
+
+describe('docker-compose and npm run migrate', () => {
+  const root = new URL('../../', import.meta.url);
+
+  test('docker-compose gives the owner to the migrate service only, and each app its own login', async () => {
+    const compose = YAML.parse(await readFile(new URL('docker-compose.yml', root), 'utf8'), {
+      merge: true,
+    }) as { services: Record<string, { environment?: Record<string, string> }> };
+    const users = Object.fromEntries(
+      Object.entries(compose.services).map(([name, s]) => {
+        const url = s.environment?.DATABASE_URL;
+        return [name, url ? /^postgres:\/\/([^:]+):/.exec(url)![1] : undefined];
+      }),
+    );
+    expect(users).toEqual({
+      postgres: undefined,
+      migrate: 'mtg',
+      idp: undefined,
+      downstream: 'mtg_login_downstream',
+      gateway: 'mtg_login_gateway',
+      worker: 'mtg_login_worker',
+    });
+    expect(Object.keys(compose.services.migrate!.environment!).sort()).toEqual([
+      'DATABASE_URL',
+      'DOWNSTREAM_DATABASE_PASSWORD',
+      'GATEWAY_DATABASE_PASSWORD',
+      'WORKER_DATABASE_PASSWORD',
+    ]);
+  });
+
+  const migrate = (env: Record<string, string>) =>
+    new Promise<{ code: number | null; output: string }>((resolve) => {
+      const child = fork(fileURLToPath(new URL('scripts/migrate.ts', root)), [], {
+        env: { PATH: process.env.PATH, ...env },
+        execArgv: [],
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      });
+      let output = '';
+      child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+      child.once('exit', (code) => resolve({ code, output }));
+    });
+
+  test('npm run migrate with some but not all login passwords names the missing ones (exit 2)', async () => {
+    const { code, output } = await migrate({
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+      GATEWAY_DATABASE_PASSWORD: 'x'.repeat(20),
+    });
+    expect({ code, output }).toEqual({
+      code: 2,
+      output:
+        'migrate: invalid configuration:\n' +
+        '  WORKER_DATABASE_PASSWORD: is required with GATEWAY_DATABASE_PASSWORD: every process gets its own login\n' +
+        '  DOWNSTREAM_DATABASE_PASSWORD: is required with GATEWAY_DATABASE_PASSWORD: every process gets its own login\n',
+    });
+  });
+
+  test('npm run migrate with the three passwords creates the logins the compose services use', async () => {
+    const db = await createTestDatabase({ migrate: false });
+    const owner = new pg.Client({ connectionString: db.url });
+    await owner.connect();
+    const names = ['mtg_login_gateway', 'mtg_login_worker', 'mtg_login_downstream'];
+    // Roles are cluster-wide: leave alone any that a stack on this server already uses.
+    const existed = (
+      await owner.query<{ rolname: string }>(
+        'SELECT rolname FROM pg_roles WHERE rolname = ANY($1)',
+        [names],
+      )
+    ).rows.map((r) => r.rolname);
+    try {
+      const { code, output } = await migrate({
+        DATABASE_URL: db.url,
+        GATEWAY_DATABASE_PASSWORD: 'g'.repeat(20),
+        WORKER_DATABASE_PASSWORD: 'w'.repeat(20),
+        DOWNSTREAM_DATABASE_PASSWORD: 'd'.repeat(20),
+      });
+      expect({ code, last: output.trim().split('\n').at(-1) }).toEqual({
+        code: 0,
+        last: `login roles ready: ${names.join(', ')}`,
+      });
+      const { rows } = await owner.query(
+        `SELECT u.rolname, array_agg(g.rolname::text) AS member_of
+           FROM pg_roles u JOIN pg_auth_members m ON m.member = u.oid
+           JOIN pg_roles g ON g.oid = m.roleid
+          WHERE u.rolname = ANY($1) GROUP BY u.rolname ORDER BY u.rolname`,
+        [names],
+      );
+      expect(rows).toEqual([
+        { rolname: 'mtg_login_downstream', member_of: ['mtg_downstream'] },
+        { rolname: 'mtg_login_gateway', member_of: ['mtg_gateway'] },
+        { rolname: 'mtg_login_worker', member_of: ['mtg_worker'] },
+      ]);
+    } finally {
+      await owner.end();
+      await db.drop();
+      const leftover = names.filter((n) => !existed.includes(n));
+      if (leftover.length) await dropLoginRoles(adminDatabaseUrl(), leftover);
+    }
+  });
+});
