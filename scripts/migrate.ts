@@ -1,16 +1,52 @@
 // `npm run migrate`: prepares DATABASE_URL for the apps — db/migrations, then the job
-// queue — and says what it did. The compose `migrate` service runs it before the apps.
+// queue, then (given their passwords) the processes' login roles — and says what it did.
+// The compose `migrate` service runs it before the apps.
 import { ConfigError, parseConfig } from '@mtg/config';
 import { createLogger } from '@mtg/log';
 import { z } from 'zod';
 import { describeDatabaseUrl } from './lib/launcher/check-database.ts';
 import { prepareDatabase } from './lib/launcher/prepare-database.ts';
+import {
+  DATABASE_SERVICES,
+  type DatabasePasswords,
+  type DatabaseService,
+} from './lib/dev-secrets.ts';
+import {
+  loginRoleName,
+  provisionDatabaseLogins,
+  STACK_LOGIN_PREFIX,
+} from './lib/launcher/database-logins.ts';
 
-const schema = z.object({
-  DATABASE_URL: z
-    .string({ error: 'is required (postgres://user:password@host:port/database)' })
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
-});
+const password = () => z.string().min(16, 'must be at least 16 characters').optional();
+const PASSWORD_VARIABLES = {
+  gateway: 'GATEWAY_DATABASE_PASSWORD',
+  worker: 'WORKER_DATABASE_PASSWORD',
+  downstream: 'DOWNSTREAM_DATABASE_PASSWORD',
+} as const satisfies Record<DatabaseService, string>;
+
+const schema = z
+  .object({
+    DATABASE_URL: z
+      .string({ error: 'is required (postgres://user:password@host:port/database)' })
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
+    /** With all three: create or update the LOGIN roles mtg_login_gateway … with them. */
+    GATEWAY_DATABASE_PASSWORD: password(),
+    WORKER_DATABASE_PASSWORD: password(),
+    DOWNSTREAM_DATABASE_PASSWORD: password(),
+  })
+  .superRefine((c, ctx) => {
+    const given = Object.values(PASSWORD_VARIABLES).filter((v) => c[v] !== undefined);
+    if (given.length === 0 || given.length === DATABASE_SERVICES.length) return;
+    for (const v of Object.values(PASSWORD_VARIABLES)) {
+      if (c[v] === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [v],
+          message: `is required with ${given.join(', ')}: every process gets its own login`,
+        });
+      }
+    }
+  });
 
 async function main(): Promise<number> {
   let config;
@@ -25,9 +61,17 @@ async function main(): Promise<number> {
   }
   const where = describeDatabaseUrl(config.DATABASE_URL);
   let result;
+  let logins: string[] = [];
   try {
     // The summary below is this command's output; no log lines.
     result = await prepareDatabase(config.DATABASE_URL, createLogger('migrate', { silent: true }));
+    if (config.GATEWAY_DATABASE_PASSWORD) {
+      const passwords = Object.fromEntries(
+        DATABASE_SERVICES.map((s) => [s, config[PASSWORD_VARIABLES[s]]!]),
+      ) as DatabasePasswords;
+      await provisionDatabaseLogins(config.DATABASE_URL, STACK_LOGIN_PREFIX, passwords);
+      logins = DATABASE_SERVICES.map((s) => loginRoleName(STACK_LOGIN_PREFIX, s));
+    }
   } catch (error) {
     process.stderr.write(`migrate: ${where}: ${messageOf(error)}\n`);
     return 1;
@@ -37,6 +81,7 @@ async function main(): Promise<number> {
     `${where}: ${result.applied.length} migration(s) applied, ` +
       `${result.alreadyApplied} already applied before; job queues installed: ${result.queues.join(', ')}\n`,
   );
+  if (logins.length) process.stdout.write(`login roles ready: ${logins.join(', ')}\n`);
   return 0;
 }
 

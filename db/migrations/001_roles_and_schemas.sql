@@ -1,5 +1,5 @@
--- Application roles: NOLOGIN groups. Deployments grant them to LOGIN roles (one per process
--- kind); the embedded default connects as the owner and drops to them with SET ROLE.
+-- Application roles: NOLOGIN groups, granted to one LOGIN role per process kind (the
+-- launcher, `npm run migrate` and the tests create those; docs/operations.md).
 -- Roles are cluster-wide, so several databases on one server (tests) may race to create
 -- them: tolerate the duplicate.
 DO $$

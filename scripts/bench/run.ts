@@ -77,6 +77,7 @@ async function main(): Promise<void> {
   const db = await preparedDatabase();
   const stack = await startProcessStack({
     databaseUrl: db.url,
+    databaseUrls: db.logins,
     gateways: 1,
     gatewaySlots: 2,
     workers: 0,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /** Secrets of the local development stack, generated at first start, never committed. */
@@ -10,12 +10,23 @@ export interface DevSecrets {
   idpAdminToken: string;
   /** AES-256 key (base64) for credentials stored at rest. */
   credentialKey: string;
+  /** Passwords of the database login roles of the gateway, the workers and the downstream. */
+  databasePasswords: DatabasePasswords;
 }
 
 export const DEV_CLIENTS = ['mcp-agent', 'mcp-agent-2', 'mcp-gateway', 'mcp-worker'] as const;
 export type DevClient = (typeof DEV_CLIENTS)[number];
 
+/** The processes that use the database, each under a LOGIN role of its own. */
+export const DATABASE_SERVICES = ['gateway', 'worker', 'downstream'] as const;
+export type DatabaseService = (typeof DATABASE_SERVICES)[number];
+export type DatabasePasswords = Record<DatabaseService, string>;
+
 const secret = () => randomBytes(24).toString('base64url');
+
+export function generateDatabasePasswords(): DatabasePasswords {
+  return Object.fromEntries(DATABASE_SERVICES.map((s) => [s, secret()])) as DatabasePasswords;
+}
 
 export function generateDevSecrets(): DevSecrets {
   return {
@@ -25,6 +36,7 @@ export function generateDevSecrets(): DevSecrets {
     >,
     idpAdminToken: secret(),
     credentialKey: randomBytes(32).toString('base64'),
+    databasePasswords: generateDatabasePasswords(),
   };
 }
 
@@ -32,7 +44,14 @@ export function generateDevSecrets(): DevSecrets {
 export async function loadOrCreateDevSecrets(dataDir: string): Promise<DevSecrets> {
   const file = path.join(dataDir, 'dev-secrets.json');
   try {
-    return JSON.parse(await readFile(file, 'utf8')) as DevSecrets;
+    const existing = JSON.parse(await readFile(file, 'utf8')) as Partial<DevSecrets>;
+    if (existing.databasePasswords) return existing as DevSecrets;
+    // Written before the stack had database logins: add their passwords, keep the rest.
+    const upgraded = { ...existing, databasePasswords: generateDatabasePasswords() };
+    const temporary = `${file}.${process.pid}.tmp`;
+    await writeFile(temporary, JSON.stringify(upgraded, null, 2), { mode: 0o600 });
+    await rename(temporary, file);
+    return upgraded as DevSecrets;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }

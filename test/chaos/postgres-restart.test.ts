@@ -27,9 +27,10 @@ chaosDescribe('PostgreSQL restarts', () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'mtg-chaos-pg-'));
     chmodSync(dir, 0o755); // as root the server runs as the OS user postgres, which must enter it
     postgres = await start();
-    await prepareExisting(postgres.url);
+    const databaseUrls = await prepareExisting(postgres.url);
     stack = await startProcessStack({
       databaseUrl: postgres.url,
+      databaseUrls,
       workers: 2,
       env: { DEMO_STEP_MS: '200' },
       gatewayEnv: { MAX_ACTIVE_TASKS_PER_USER: '100' },

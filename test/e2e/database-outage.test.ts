@@ -16,7 +16,7 @@ beforeAll(async () => {
   stack = await startStack({ workers: 0 });
   const db = new URL(stack.db.url);
   proxy = await startTcpProxy({ host: db.hostname, port: Number(db.port || 5432) });
-  stack.env.DATABASE_URL = proxy.via(stack.db.url);
+  stack.env.DATABASE_URL = proxy.via(stack.env.DATABASE_URL!);
   await stack.restartGateway();
   token = await stack.token('olga', 'acme');
   const started = await rpc2026(

@@ -488,7 +488,6 @@ test('a gateway given a policy file naming an unknown tool does not start, and s
   const env = { ...stack.env, POLICY_FILE: file };
   const failed = await buildGateway(
     parseConfig(gatewayConfigSchema, env),
-    env,
     createLogger('test', { silent: true }),
   ).catch((e) => e);
   expect(failed).toBeInstanceOf(PolicyFileError);

@@ -12,7 +12,11 @@ function workerEnvs(env: Record<string, string>) {
   return Array.from({ length: config.WORKERS }, (_, i) =>
     childEnv('worker', {
       config,
-      databaseUrl: 'postgres://localhost/x',
+      databaseUrls: {
+        gateway: 'postgres://gateway@localhost/x',
+        worker: 'postgres://worker@localhost/x',
+        downstream: 'postgres://downstream@localhost/x',
+      },
       secrets,
       dataDir: '/tmp/x',
       workerId: `worker-${i + 1}`,

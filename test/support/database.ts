@@ -1,13 +1,28 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { migrate, recreateDatabase } from '../../packages/db/src/index.ts';
+import { dropLoginRoles, migrate, recreateDatabase } from '../../packages/db/src/index.ts';
+import { DATABASE_SERVICES, generateDatabasePasswords } from '../../scripts/lib/dev-secrets.ts';
+import {
+  loginRoleName,
+  provisionDatabaseLogins,
+  type DatabaseUrls,
+} from '../../scripts/lib/launcher/database-logins.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../db/migrations', import.meta.url));
 
 export interface TestDatabase {
-  /** Superuser URL of the new database. */
+  /**
+   * Superuser URL of the new database: for migrations, the queue and a test's own checks;
+   * never given to the product's processes.
+   */
   url: string;
+  /**
+   * What the gateway, the workers and the downstream connect with: LOGIN roles of this
+   * database alone (`<name>_gateway` …), each a member of its group role only, with
+   * passwords made up for the run. Only for a migrated database.
+   */
+  logins: DatabaseUrls;
   name: string;
   drop(): Promise<void>;
 }
@@ -34,9 +49,19 @@ export async function createTestDatabase(
   const admin = adminDatabaseUrl();
   const name = `mtg_test_${randomBytes(6).toString('hex')}`;
   const url = await recreateDatabase(admin, name);
-  if (options.migrate ?? true) await migrate(url, MIGRATIONS_DIR);
+  const migrated = options.migrate ?? true;
+  let logins: DatabaseUrls | undefined;
+  if (migrated) {
+    await migrate(url, MIGRATIONS_DIR);
+    // Roles are cluster-wide: named after the database, so files never share them.
+    logins = await provisionDatabaseLogins(url, name, generateDatabasePasswords());
+  }
   return {
     url,
+    get logins(): DatabaseUrls {
+      if (!logins) throw new Error(`test database ${name} was created unmigrated: no logins`);
+      return logins;
+    },
     name,
     drop: async () => {
       const client = new pg.Client({ connectionString: admin });
@@ -45,6 +70,12 @@ export async function createTestDatabase(
         await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
       } finally {
         await client.end();
+      }
+      if (logins) {
+        await dropLoginRoles(
+          admin,
+          DATABASE_SERVICES.map((s) => loginRoleName(name, s)),
+        );
       }
     },
   };

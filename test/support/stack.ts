@@ -174,7 +174,10 @@ export async function startStack(
   });
   const issuer = idp.idp.issuer;
 
-  const downstreamPool = createPool({ connectionString: db.url, role: ROLES.downstream });
+  const downstreamPool = createPool({
+    connectionString: db.logins.downstream,
+    role: ROLES.downstream,
+  });
   const downstreamApp = express();
   downstreamApp.use(writesRoute(downstreamPool));
   downstreamApp.use(
@@ -190,7 +193,8 @@ export async function startStack(
   const downstream = await listen(downstreamApp, downstreamPort);
 
   const env: Record<string, string> = {
-    DATABASE_URL: db.url,
+    // Each process its own login (db.logins); db.url, the owner's, goes to none of them.
+    DATABASE_URL: db.logins.gateway,
     GATEWAY_PORT: String(gatewayPort),
     GATEWAY_RESOURCE: mcpUrl,
     AUTH_ISSUER: issuer,
@@ -201,7 +205,7 @@ export async function startStack(
     ...baseEnv,
   };
   const clock = testClock();
-  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger, {
+  let gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), logger, {
     registry,
     clock,
   });
@@ -211,6 +215,7 @@ export async function startStack(
   const addWorker = async (extra: Record<string, string> = {}) => {
     const workerEnv = {
       ...env,
+      DATABASE_URL: db.logins.worker,
       CLIENT_ID: 'mcp-worker',
       CLIENT_SECRET: secrets.clientSecrets['mcp-worker'],
       WORKER_ID: `test-worker-${workers.length + 1}`,
@@ -223,15 +228,9 @@ export async function startStack(
     if (own.fingerprint !== registry.fingerprint) {
       await installQueue(db.url, [ROLES.gateway, ROLES.worker], own.queues().values());
     }
-    const w = await buildWorker(
-      parseConfig(workerConfigSchema, workerEnv),
-      own,
-      logger,
-      workerEnv,
-      {
-        clock,
-      },
-    );
+    const w = await buildWorker(parseConfig(workerConfigSchema, workerEnv), own, logger, {
+      clock,
+    });
     await w.start();
     workers.push(w);
     return w;
@@ -282,7 +281,7 @@ export async function startStack(
     async restartGateway() {
       await closeServer(gatewayServer);
       await gateway.close();
-      gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), env, logger, {
+      gateway = await buildGateway(parseConfig(gatewayConfigSchema, env), logger, {
         registry: await registryFor(env),
         clock,
       });

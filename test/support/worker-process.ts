@@ -17,6 +17,7 @@ export async function startWorkerProcess(
     env: {
       PATH: process.env.PATH,
       ...stack.env,
+      DATABASE_URL: stack.db.logins.worker,
       CLIENT_ID: 'mcp-worker',
       CLIENT_SECRET: stack.secrets.clientSecrets['mcp-worker'],
       WORKER_ID: workerId,

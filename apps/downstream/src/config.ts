@@ -7,7 +7,7 @@ export const downstreamConfigSchema = z
     DOWNSTREAM_PORT: port(9500),
     DOWNSTREAM_HOST: z.string().min(1).default('127.0.0.1'),
     DATABASE_URL: z.string().min(1, 'is required (postgres://...)'),
-    /** The role every connection drops to (SET ROLE); production logs in as a member of it. */
+    /** The role every connection runs as; DATABASE_URL's login must be a member of it only. */
     DATABASE_ROLE: z.string().min(1).default('mtg_downstream'),
     /** The authorization server whose tokens it accepts. */
     AUTH_ISSUER: url().optional(),

@@ -1,6 +1,6 @@
 import { createRemoteJWKSet } from 'jose';
 import { ConfigError, parseConfig } from '@mtg/config';
-import { createPool } from '@mtg/db';
+import { ApplicationLoginError, checkApplicationLogin, createPool } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { downstreamConfigSchema } from './config.ts';
 import { createApp } from './create-app.ts';
@@ -24,14 +24,9 @@ async function main() {
     role: config.DATABASE_ROLE,
     applicationName: 'downstream',
   });
-  // Fail at start, not at the first request, when the role is missing or not granted.
-  const { rows } = await pool.query<{ role: string }>('SELECT current_user AS role');
-  if (rows[0]?.role !== config.DATABASE_ROLE) {
-    throw new Error(
-      `database connection runs as "${rows[0]?.role}", not "${config.DATABASE_ROLE}": run the ` +
-        `migrations (npm run migrate) and make sure the login role may SET ROLE ${config.DATABASE_ROLE}`,
-    );
-  }
+  // Fail at start, not at the first request, when the role is missing or not granted, or
+  // the login could become the owner.
+  await checkApplicationLogin(pool, config.DATABASE_ROLE);
   // Fetched on first use, so the IdP need not be up yet.
   const keys = createRemoteJWKSet(new URL(config.jwksUri));
   const app = createApp({
@@ -52,6 +47,10 @@ async function main() {
 }
 
 main().catch((error) => {
+  if (error instanceof ApplicationLoginError) {
+    process.stderr.write(`downstream: ${error.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`downstream: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });

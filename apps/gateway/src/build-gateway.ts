@@ -1,12 +1,6 @@
 import type https from 'node:https';
-import { createPool } from '@mtg/db';
-import {
-  claimMappingFromEnv,
-  createCredentialCipher,
-  createKeySource,
-  createTokenExchanger,
-  credentialKeysFromEnv,
-} from '@mtg/identity';
+import { checkApplicationLogin, createPool } from '@mtg/db';
+import { createCredentialCipher, createKeySource, createTokenExchanger } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
 import { createGatewayMetrics, createRegistry, registerClusterGauges } from '@mtg/metrics';
@@ -59,7 +53,6 @@ export interface Gateway {
  */
 export async function buildGateway(
   config: GatewayConfig,
-  env: Record<string, string | undefined>,
   logger: Logger,
   /**
    * `registry`: the tool registry loaded once at start (loaded here from TOOL_PACKS when not
@@ -70,7 +63,11 @@ export async function buildGateway(
   const now = deps.clock ? { now: () => deps.clock!().getTime() } : {};
   const tools =
     deps.registry ??
-    (await loadToolRegistry({ packs: config.TOOL_PACKS, env, limits: config.TOOL_LIMITS }));
+    (await loadToolRegistry({
+      packs: config.TOOL_PACKS,
+      env: process.env,
+      limits: config.TOOL_LIMITS,
+    }));
   // Files first: a bad policy or certificate stops the gateway before it connects anywhere.
   // (jobTools only builds definitions here; the task service is not touched for names.)
   const ownTools = [whoami, ...jobTools(null as never)];
@@ -86,6 +83,11 @@ export async function buildGateway(
     role: config.DATABASE_ROLE,
     applicationName: 'gateway',
     max: 20,
+  });
+  // Refuses a login that is not its role or could become the owner (packages/db).
+  await checkApplicationLogin(pool, config.DATABASE_ROLE).catch(async (error: unknown) => {
+    await pool.end();
+    throw error;
   });
   const boss = createBoss(pool, { supervise: false });
   boss.on('error', (error: Error) => logger.warn('pg-boss error', { error: error.message }));
@@ -121,7 +123,7 @@ export async function buildGateway(
   });
 
   const longTools = tools.long;
-  const credentialKeys = credentialKeysFromEnv(env);
+  const credentialKeys = config.credentialKeys;
   const delegation = {
     exchanger: createTokenExchanger({
       issuer: config.issuer,
@@ -205,7 +207,7 @@ export async function buildGateway(
       algorithms: config.AUTH_ALGORITHMS,
       clockToleranceSec: config.AUTH_CLOCK_TOLERANCE_SECONDS,
       ...(config.AUTH_REQUIRED_TYP ? { requiredTyp: config.AUTH_REQUIRED_TYP as 'at+jwt' } : {}),
-      claims: claimMappingFromEnv(env),
+      claims: config.claims,
       ...now,
     },
     admission: {

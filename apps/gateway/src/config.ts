@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { toolLimitsOverrides } from '@mtg/tools';
 import { csv, port, url } from '@mtg/config';
+import {
+  checkCredentialKeys,
+  claimMappingEnv,
+  claimMappingFromConfig,
+  credentialKeysEnv,
+  credentialKeysFromConfig,
+} from '@mtg/identity';
 
 /** The gateway's environment. Parsed once in main.ts. */
 export const gatewayConfigSchema = z
@@ -19,11 +26,8 @@ export const gatewayConfigSchema = z
     AUTH_CLOCK_TOLERANCE_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
     /** `at+jwt` (RFC 9068) by default; empty to skip the typ check (Entra v1 tokens). */
     AUTH_REQUIRED_TYP: z.string().default('at+jwt'),
-    AUTH_PRESET: z.enum(['default', 'keycloak', 'auth0', 'entra', 'okta']).default('default'),
-    AUTH_CLAIM_SUBJECT: csv().optional(),
-    AUTH_CLAIM_TENANT: csv().optional(),
-    AUTH_CLAIM_CLIENT: csv().optional(),
-    AUTH_CLAIM_SCOPES: z.string().optional(),
+    /** AUTH_PRESET, AUTH_CLAIM_*, AUTH_TENANT_FIXED (docs/identity.md). */
+    ...claimMappingEnv,
     /**
      * OAuth clients of this deployment's own services: their tokens are refused (a worker must
      * not turn a task's delegation into a gateway token). CLIENT_ID is always one of them.
@@ -78,9 +82,7 @@ export const gatewayConfigSchema = z
       .enum(['rfc8693-resource', 'rfc8693-audience', 'entra-obo'])
       .default('rfc8693-resource'),
     /** AES-256-GCM key(s) for credentials at rest: CREDENTIAL_KEY (base64) or CREDENTIAL_KEYS "id:base64,…". */
-    CREDENTIAL_KEY: z.string().optional(),
-    CREDENTIAL_KEYS: z.string().optional(),
-    CREDENTIAL_KEY_CURRENT: z.string().optional(),
+    ...credentialKeysEnv,
     // --- Shared Signals receiver (RFC 8935) ---
     /** Issuer of the SETs we accept (the IdP acting as transmitter); defaults to the auth issuer. */
     SSF_TRANSMITTER_ISSUER: url().optional(),
@@ -124,6 +126,7 @@ export const gatewayConfigSchema = z
     path: ['CREDENTIAL_KEY'],
     message: 'is required (base64 32-byte AES key), or CREDENTIAL_KEYS for rotation',
   })
+  .superRefine(checkCredentialKeys)
   .transform((c) => {
     const resource = c.GATEWAY_RESOURCE ?? `http://127.0.0.1:${c.GATEWAY_PORT}/mcp`;
     const issuer = c.AUTH_ISSUER ?? c.IDP_ISSUER ?? 'http://127.0.0.1:9400';
@@ -134,6 +137,8 @@ export const gatewayConfigSchema = z
       issuer,
       allowedHosts: [...new Set([...c.ALLOWED_HOSTS, resourceHost])],
       serviceClients: [...new Set([...c.AUTH_SERVICE_CLIENTS, c.CLIENT_ID])],
+      credentialKeys: credentialKeysFromConfig(c),
+      claims: claimMappingFromConfig(c),
     };
   });
 

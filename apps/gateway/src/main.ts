@@ -1,4 +1,5 @@
 import { ConfigError, parseConfig } from '@mtg/config';
+import { ApplicationLoginError } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { PolicyFileError } from '@mtg/policy';
 import { loadToolRegistry, RegistryError } from '@mtg/tools';
@@ -23,7 +24,7 @@ async function main() {
     env: process.env,
     limits: config.TOOL_LIMITS,
   });
-  const gateway = await buildGateway(config, process.env, logger, { registry });
+  const gateway = await buildGateway(config, logger, { registry });
   await serveUntilSignalled(gateway.app, {
     port: config.GATEWAY_PORT,
     host: config.GATEWAY_HOST,
@@ -38,9 +39,11 @@ main().catch((error) => {
   if (
     error instanceof ConfigError ||
     error instanceof PolicyFileError ||
-    error instanceof RegistryError
+    error instanceof RegistryError ||
+    error instanceof ApplicationLoginError
   ) {
-    // Found while reading the files and packs the config names: no stack trace needed.
+    // Found while reading the files and packs the config names (TLS, policy, TOOL_PACKS) or
+    // checking its database login: no stack trace needed.
     process.stderr.write(`gateway: ${error.message}\n`);
     process.exit(2);
   }

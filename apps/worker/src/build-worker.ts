@@ -3,7 +3,6 @@ import {
   clientCredentialsToken,
   createCredentialCipher,
   createTokenExchanger,
-  credentialKeysFromEnv,
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import {
@@ -52,7 +51,6 @@ export async function buildWorker(
   config: WorkerConfig,
   registry: ToolRegistry,
   logger: Logger,
-  env: Record<string, string | undefined> = process.env,
   /** `clock`: the worker's time (default: the system's), for tests that move it. */
   deps: { clock?: () => Date } = {},
 ): Promise<Worker> {
@@ -103,7 +101,7 @@ export async function buildWorker(
     clientSecret: config.CLIENT_SECRET,
     resource: config.downstreamResource,
   });
-  const keys = credentialKeysFromEnv(env);
+  const keys = config.credentialKeys;
   const credentialDeps = {
     pool,
     cipher: createCredentialCipher(keys.keys, keys.current),

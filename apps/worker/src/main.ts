@@ -1,10 +1,9 @@
 import { ConfigError, parseConfig } from '@mtg/config';
-import { createPool } from '@mtg/db';
+import { ApplicationLoginError, checkApplicationLogin, createPool } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { loadToolRegistry, RegistryError, TargetConfigError } from '@mtg/tools';
 import { buildWorker, servedTools } from './build-worker.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
-import { checkDatabase } from './check-database.ts';
 import { workerConfigSchema } from './worker-config.ts';
 
 async function main() {
@@ -39,7 +38,8 @@ async function main() {
     throw error;
   }
 
-  // Fail at start, with the reason, when the database or the role is not there.
+  // Fail at start, with the reason, when the database or the role is not there, or when the
+  // login could become the owner.
   const probe = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
@@ -47,7 +47,7 @@ async function main() {
     applicationName: config.workerId,
   });
   try {
-    await checkDatabase(probe, config.DATABASE_ROLE);
+    await checkApplicationLogin(probe, config.DATABASE_ROLE);
   } finally {
     await probe.end();
   }
@@ -88,6 +88,10 @@ async function main() {
 }
 
 main().catch((error) => {
+  if (error instanceof ApplicationLoginError) {
+    process.stderr.write(`worker: ${error.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`worker: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { toolLimitsOverrides } from '@mtg/tools';
 import { csv, url } from '@mtg/config';
+import { checkCredentialKeys, credentialKeysEnv, credentialKeysFromConfig } from '@mtg/identity';
 
 /** The worker's environment. Parsed once in main.ts. */
 export const workerConfigSchema = z
@@ -32,9 +33,7 @@ export const workerConfigSchema = z
     /** Per-tool limit overrides (JSON): retention, deadlines, delete-on-read, result size. */
     TOOL_LIMITS: toolLimitsOverrides.default({}),
     /** AES-256-GCM key(s) that open task delegations: CREDENTIAL_KEY or CREDENTIAL_KEYS. */
-    CREDENTIAL_KEY: z.string().optional(),
-    CREDENTIAL_KEYS: z.string().optional(),
-    CREDENTIAL_KEY_CURRENT: z.string().optional(),
+    ...credentialKeysEnv,
     EXCHANGE_STYLE: z
       .enum(['rfc8693-resource', 'rfc8693-audience', 'entra-obo'])
       .default('rfc8693-resource'),
@@ -64,11 +63,13 @@ export const workerConfigSchema = z
     path: ['CREDENTIAL_KEY'],
     message: 'is required (base64 32-byte AES key) to open task delegations, or CREDENTIAL_KEYS',
   })
+  .superRefine(checkCredentialKeys)
   .transform((c) => ({
     ...c,
     workerId: c.WORKER_ID ?? `worker-${process.pid}`,
     issuer: c.AUTH_ISSUER ?? c.IDP_ISSUER ?? 'http://127.0.0.1:9400',
     downstreamResource: c.DOWNSTREAM_RESOURCE ?? c.DOWNSTREAM_URL.replace(/\/$/, ''),
+    credentialKeys: credentialKeysFromConfig(c),
   }));
 
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;

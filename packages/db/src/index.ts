@@ -6,6 +6,17 @@ export { prepared, runPrepared, queryMaybePrepared, type PreparedStatement } fro
 export { databaseUrlFor, recreateDatabase } from './admin.ts';
 export { ROLES, type AppRole } from './roles.ts';
 export {
+  checkApplicationLogin,
+  ApplicationLoginError,
+  type ApplicationLoginErrorCode,
+} from './check-application-login.ts';
+export {
+  provisionLoginRoles,
+  dropLoginRoles,
+  loginUrl,
+  type LoginRole,
+} from './provision-login-roles.ts';
+export {
   startEmbeddedPostgres,
   EmbeddedPostgresError,
   DEFAULT_EMBEDDED_PORT,

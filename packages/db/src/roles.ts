@@ -1,8 +1,8 @@
 /**
- * Application roles created by db/migrations (NOLOGIN group roles). A process that connects
- * with an owner/superuser URL drops to its role with SET ROLE on every connection, so the
- * database enforces least privilege; production deployments give each process a LOGIN role
- * that is a member of these instead (docs/operations.md).
+ * Application roles created by db/migrations (NOLOGIN group roles). Each process logs in with
+ * a LOGIN role that is a member of its group only (provisionLoginRoles) and runs its sessions
+ * as the group; it refuses an owner or superuser login (checkApplicationLogin), from which
+ * SET ROLE could climb back (docs/operations.md, "Database roles").
  */
 export const ROLES = {
   gateway: 'mtg_gateway',

@@ -40,26 +40,3 @@ export function createCredentialCipher(keys: Record<string, Buffer>, currentKeyI
 }
 
 export type CredentialCipher = ReturnType<typeof createCredentialCipher>;
-
-/** Parses CREDENTIAL_KEYS ("id1:base64,id2:base64") or a single CREDENTIAL_KEY (id "k1"). */
-export function credentialKeysFromEnv(env: Record<string, string | undefined>): {
-  keys: Record<string, Buffer>;
-  current: string;
-} {
-  if (env.CREDENTIAL_KEYS) {
-    const keys: Record<string, Buffer> = {};
-    let first: string | undefined;
-    for (const entry of env.CREDENTIAL_KEYS.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean)) {
-      const [id, b64] = entry.split(':');
-      if (!id || !b64) throw new TypeError('CREDENTIAL_KEYS entries must be id:base64key');
-      keys[id] = Buffer.from(b64, 'base64');
-      first ??= id;
-    }
-    return { keys, current: env.CREDENTIAL_KEY_CURRENT ?? first! };
-  }
-  if (env.CREDENTIAL_KEY)
-    return { keys: { k1: Buffer.from(env.CREDENTIAL_KEY, 'base64') }, current: 'k1' };
-  throw new TypeError('CREDENTIAL_KEY (base64, 32 bytes) or CREDENTIAL_KEYS is required');
-}

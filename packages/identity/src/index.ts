@@ -50,10 +50,15 @@ export { extractBearer, type ExtractBearerResult } from './extract-bearer.ts';
 export { clientCredentialsToken } from './client-credentials-token.ts';
 export {
   createCredentialCipher,
-  credentialKeysFromEnv,
   type CredentialCipher,
   type SealedCredential,
 } from './credential-cipher.ts';
+export {
+  credentialKeysEnv,
+  checkCredentialKeys,
+  credentialKeysFromConfig,
+  type CredentialKeysEnv,
+} from './credential-keys-env.ts';
 export {
   createTokenExchanger,
   exchangeParameters,

@@ -211,7 +211,7 @@ export async function benchPolls(ctx: BenchContext): Promise<void> {
     {
       ...process.env,
       PORT: String(port),
-      DATABASE_URL: ctx.db.url,
+      DATABASE_URL: ctx.db.logins.gateway,
       ISSUER: ctx.stack.idpUrl,
       AUDIENCE: ctx.stack.mcpUrl,
     },

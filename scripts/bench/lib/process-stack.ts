@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { childEnv, type Service } from '../../lib/launcher/child-env.ts';
 import type { LauncherConfig } from '../../lib/launcher/config.ts';
+import type { DatabaseUrls } from '../../lib/launcher/database-logins.ts';
 import { generateDevSecrets, type DevSecrets } from '../../lib/dev-secrets.ts';
 import { devUserToken } from '../../lib/dev-user-token.ts';
 
@@ -141,6 +142,8 @@ function tail(file: string, lines = 8): string {
 export interface ProcessStackOptions {
   /** Owner URL of a migrated database with the job queue installed (prepareDatabase). */
   databaseUrl: string;
+  /** The login each process connects with (provisionDatabaseLogins); the owner's goes to none. */
+  databaseUrls: DatabaseUrls;
   workers?: number;
   gateways?: number;
   /** Ports reserved for this many replicas (>= gateways), so more can be started later. */
@@ -211,7 +214,7 @@ export async function startProcessStack(o: ProcessStackOptions): Promise<Process
   const envFor = (service: Service, workerId?: string) =>
     childEnv(service, {
       config,
-      databaseUrl: o.databaseUrl,
+      databaseUrls: o.databaseUrls,
       secrets,
       dataDir,
       base,

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { DevSecrets } from '../dev-secrets.ts';
+import type { DatabaseUrls } from './database-logins.ts';
 import type { LauncherConfig } from './config.ts';
 
 export type Service = 'idp' | 'downstream' | 'gateway' | 'worker';
@@ -34,7 +35,8 @@ export function childEnv(
   service: Service,
   options: {
     config: LauncherConfig;
-    databaseUrl: string;
+    /** Each database process's own login (database-logins.ts); never the owner's URL. */
+    databaseUrls: DatabaseUrls;
     secrets: DevSecrets;
     /** Resolved DATA_DIR, so every process agrees on it (the IdP keeps its keys there). */
     dataDir: string;
@@ -48,7 +50,6 @@ export function childEnv(
   const urls = stackUrls(config);
   const env: NodeJS.ProcessEnv = {
     ...(options.base ?? process.env),
-    DATABASE_URL: options.databaseUrl,
     DATA_DIR: options.dataDir,
     GATEWAY_PORT: String(config.GATEWAY_PORT),
     IDP_PORT: String(config.IDP_PORT),
@@ -60,6 +61,9 @@ export function childEnv(
   };
   // An operator's own SSF_PUSH_AUTH (inherited above) wins over the derived one.
   const pushAuth = env.SSF_PUSH_AUTH ?? ssfPushAuthorization(secrets);
+  // The launcher's own DATABASE_URL (the owner's, inherited above) goes to no child.
+  delete env.DATABASE_URL;
+  if (service !== 'idp') env.DATABASE_URL = options.databaseUrls[service];
   switch (service) {
     case 'idp':
       env.IDP_CLIENT_SECRETS = JSON.stringify(secrets.clientSecrets);

@@ -6,6 +6,11 @@ import { checkDatabase } from './check-database.ts';
 import { ChildFailedError, describeExit, startChild, type Child } from './child.ts';
 import { childEnv, stackUrls, type Service } from './child-env.ts';
 import type { LauncherConfig } from './config.ts';
+import {
+  provisionDatabaseLogins,
+  STACK_LOGIN_PREFIX,
+  type DatabaseUrls,
+} from './database-logins.ts';
 import { prepareDatabase } from './prepare-database.ts';
 import { recordProcesses, stopStaleProcesses } from './stale-processes.ts';
 
@@ -71,6 +76,7 @@ export function createStack(options: StackOptions) {
   // stop() waits for a start in progress, so that it can shut down what that start brings up.
   let databaseStarting: Promise<EmbeddedPostgres | undefined> = Promise.resolve(undefined);
   let databaseUrl = '';
+  let databaseUrls: DatabaseUrls | undefined;
   let stopping: Promise<number> | undefined;
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((resolve) => (resolveDone = resolve));
@@ -91,7 +97,7 @@ export function createStack(options: StackOptions) {
     const name = workerId ?? service;
     const env = childEnv(service, {
       config,
-      databaseUrl,
+      databaseUrls: databaseUrls!,
       secrets: options.secrets,
       dataDir: options.dataDir,
       workerId,
@@ -196,6 +202,10 @@ export function createStack(options: StackOptions) {
       databaseUrl = (await step(started)).url;
     }
     await step(prepareDatabase(databaseUrl, logger));
+    // The owner URL stops here: every process gets a login of its own.
+    databaseUrls = await step(
+      provisionDatabaseLogins(databaseUrl, STACK_LOGIN_PREFIX, options.secrets.databasePasswords),
+    );
 
     await step(launch('idp').ready);
     await step(launch('downstream').ready);

@@ -11,14 +11,18 @@ import type { TestDatabase } from '../../support/database.ts';
  * started before its tests, stopped and dropped after them. Read `stack` and `db` inside
  * tests (they exist from beforeAll on).
  */
-export function chaosStack(options: Omit<ProcessStackOptions, 'databaseUrl'>): {
+export function chaosStack(options: Omit<ProcessStackOptions, 'databaseUrl' | 'databaseUrls'>): {
   readonly stack: ProcessStack;
   readonly db: TestDatabase;
 } {
   const ctx = {} as { stack: ProcessStack; db: TestDatabase };
   beforeAll(async () => {
     ctx.db = await preparedDatabase();
-    ctx.stack = await startProcessStack({ databaseUrl: ctx.db.url, ...options });
+    ctx.stack = await startProcessStack({
+      databaseUrl: ctx.db.url,
+      databaseUrls: ctx.db.logins,
+      ...options,
+    });
   }, 120_000);
   afterAll(async () => {
     await ctx.stack?.stop();
