@@ -331,6 +331,10 @@ function toolRefusal(error: unknown): { code: string; message: string } | undefi
     return error.retryable ? undefined : { code: error.code, message: error.message };
   }
   const e = error as { code?: unknown; status?: unknown; message?: unknown } | null;
+  // A path that would leave the target's base path is refused before any request: the same
+  // arguments would be refused again.
+  if (e?.code === 'invalid_target_path')
+    return { code: 'invalid_target_path', message: String(e.message) };
   if (
     e?.code === 'downstream_refused' &&
     typeof e.status === 'number' &&

@@ -1,0 +1,143 @@
+import { defineLongTool, definePack, ToolError } from '../../tool-kit/src/index.ts';
+import {
+  createToolHarness,
+  recordingTarget,
+  type ToolHarness,
+} from '../../tool-kit/src/testing/index.ts';
+import { z } from 'zod';
+
+// The runner's own behaviour, through the tool author's harness: real PostgreSQL, real runner.
+let failures = 0;
+const ledger = recordingTarget('ledger');
+const pack = definePack({
+  name: 'runner-probes',
+  version: '0.0.1',
+  targets: ['ledger'],
+  tools: [
+    defineLongTool({
+      name: 'probe_refused',
+      title: 'Refused',
+      description: 'Fails with its own error.',
+      input: z.object({}),
+      scope: 'probe:run',
+      summarize: () => ({}),
+      async execute(ctx) {
+        await ctx.step('look', async () => {
+          throw new ToolError('no_such_account', 'Account 42 does not exist');
+        });
+        return {};
+      },
+    }),
+    defineLongTool({
+      name: 'probe_flaky',
+      title: 'Flaky',
+      description: 'Fails once, retryably, then succeeds.',
+      input: z.object({}),
+      scope: 'probe:run',
+      summarize: () => ({}),
+      async execute(ctx) {
+        const first = await ctx.step('first', async () => ({ ok: true }));
+        await ctx.step('second', async () => {
+          if (failures++ === 0) throw new ToolError('busy', 'ledger busy', { retryable: true });
+          return { ok: true };
+        });
+        return { first };
+      },
+    }),
+    defineLongTool({
+      name: 'probe_big',
+      title: 'Big',
+      description: 'Returns more than its result limit.',
+      input: z.object({}),
+      scope: 'probe:run',
+      limits: { maxResultBytes: 100 },
+      summarize: () => ({}),
+      execute: async () => ({ blob: 'x'.repeat(500) }),
+    }),
+    defineLongTool({
+      name: 'probe_undeclared',
+      title: 'Undeclared',
+      description: 'Asks for a target its pack does not declare.',
+      input: z.object({}),
+      scope: 'probe:run',
+      summarize: () => ({}),
+      async execute(ctx) {
+        await ctx.target('crm').get('/x');
+        return {};
+      },
+    }),
+    defineLongTool({
+      name: 'probe_writes',
+      title: 'Writes',
+      description: 'Writes twice, with progress.',
+      input: z.object({ n: z.number().int().min(1).max(5) }),
+      scope: 'probe:run',
+      summarize: (a) => ({ n: a.n }),
+      async execute(ctx, { n }) {
+        for (let i = 0; i < n; i++) {
+          await ctx.step(`w:${i}`, async (signal) =>
+            ctx
+              .target('ledger')
+              .post('/w', { i }, { idempotencyKey: `${ctx.taskId}:${i}`, signal }),
+          );
+          await ctx.progress(i + 1, n, `wrote ${i + 1}`);
+        }
+        return { n };
+      },
+    }),
+  ],
+});
+
+let harness: ToolHarness;
+beforeAll(async () => {
+  harness = await createToolHarness({ pack, targets: { ledger } });
+});
+afterAll(async () => {
+  await harness?.close();
+});
+
+test("a tool's own error completes the task as the tool's error, with its code, and is not retried", async () => {
+  const { id } = await harness.start('probe_refused', {});
+  expect(await harness.run(id)).toBe('settled');
+  const task = await harness.task(id);
+  expect(task).toMatchObject({ status: 'completed', outcome: 'tool_error' });
+  expect(task.result).toMatchObject({
+    isError: true,
+    content: [{ type: 'text', text: 'Account 42 does not exist' }],
+    _meta: { 'io.mcp-task-gateway/tool-error': { code: 'no_such_account' } },
+  });
+});
+
+test('a retryable tool error retries the attempt from the journal: finished steps do not run again', async () => {
+  const { id } = await harness.start('probe_flaky', {});
+  expect(await harness.run(id)).toBe('retry');
+  expect(await harness.run(id)).toBe('settled');
+  expect((await harness.task(id)).status).toBe('completed');
+  expect(harness.stepRuns(id)).toEqual({ first: 1, second: 2 });
+});
+
+test('a result over the tool limit fails the task, saying so', async () => {
+  const { id } = await harness.start('probe_big', {});
+  expect(await harness.run(id)).toBe('settled');
+  const task = await harness.task(id);
+  expect(task).toMatchObject({ status: 'failed', outcome: 'result_too_large' });
+  expect(task.statusMessage).toMatch(/exceeds the 100-byte limit of probe_big/);
+});
+
+test('a target the pack did not declare is refused to the tool (a programming error: retried, never called)', async () => {
+  const { id } = await harness.start('probe_undeclared', {});
+  expect(await harness.run(id)).toBe('retry');
+  expect((await harness.task(id)).status).toBe('working');
+});
+
+test('progress and writes are recorded; an idempotent start returns the same task', async () => {
+  const { id, created } = await harness.start('probe_writes', { n: 3 });
+  expect(created).toBe(true);
+  expect(await harness.start('probe_writes', { n: 3 })).toEqual({ id, created: false });
+  expect(await harness.run(id)).toBe('settled');
+  const task = await harness.task(id);
+  expect(task.progress).toEqual({ current: 3, total: 3 });
+  expect(task.statusMessage).toBe('Completed');
+  expect(ledger.writes(id).map((w) => w.idempotencyKey)).toEqual([`${id}:0`, `${id}:1`, `${id}:2`]);
+  expect(task.arguments).toEqual({ n: 3 });
+});
