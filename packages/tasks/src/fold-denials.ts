@@ -77,6 +77,9 @@ export function createDenialFold(options: DenialFoldOptions): DenialFold {
         event.data.verb,
         event.reason,
         event.tool ?? null,
+        // A step-up denial is about one of the caller's own tasks, not a probe: each task
+        // keeps its own record (repeats on the same task still fold).
+        event.reason === 'scope_missing' ? (event.taskId ?? null) : null,
       ]);
       const w = open.get(key);
       if (w) {
