@@ -291,6 +291,31 @@ describe('with the default clock tolerance', () => {
       expect(reply.status).toBe(200);
     });
 
+    test.each([
+      'http://localhost:5173',
+      'http://127.0.0.1:8080',
+      'http://[::1]:3000',
+      'http://localhost',
+    ])(
+      'with the gateway on loopback and ALLOWED_ORIGINS unset, a loopback Origin on any port passes (%s)',
+      async (origin) => {
+        const reply = await send(stack, { token: goodToken, headers: { origin } });
+        expect(reply.status).toBe(200);
+      },
+    );
+
+    test.each([
+      'http://localhost.evil.example',
+      'http://evil.example:6274',
+      'http://127.0.0.1.nip.io:3000',
+      'null',
+      'http://localhost:3000/path',
+    ])('a non-loopback or malformed Origin is still refused by default (%s)', async (origin) => {
+      const reply = await send(stack, { token: goodToken, headers: { origin } });
+      expect(reply.status).toBe(403);
+      expect(reply.json.error.message).toMatch(/Origin not allowed/);
+    });
+
     test('a request without Origin (a non-browser client) passes', async () => {
       expect((await send(stack, { token: goodToken })).status).toBe(200);
     });

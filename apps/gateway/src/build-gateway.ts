@@ -174,7 +174,7 @@ export async function buildGateway(
     tasksGetFastPath: config.TASKS_GET_FAST_PATH === 'on',
     logger,
     allowedHosts: config.allowedHosts,
-    allowedOrigins: config.ALLOWED_ORIGINS,
+    allowedOrigins: config.allowedOrigins,
     maxBodyBytes: config.MAX_BODY_BYTES,
     scopesSupported: SCOPES,
     ...(policy ? { policy } : {}),

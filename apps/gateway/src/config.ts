@@ -24,8 +24,12 @@ export const gatewayConfigSchema = z
     AUTH_CLAIM_TENANT: csv().optional(),
     AUTH_CLAIM_CLIENT: csv().optional(),
     AUTH_CLAIM_SCOPES: z.string().optional(),
-    /** Browser origins allowed to call /mcp; requests without Origin always pass. */
-    ALLOWED_ORIGINS: csv().default(['http://localhost:6274', 'http://127.0.0.1:6274']),
+    /**
+     * Browser origins allowed to call /mcp; requests without Origin always pass. An entry may
+     * end in `:*` for any port. Unset: the loopback origins on any port when GATEWAY_HOST is a
+     * loopback address, else MCP Inspector's origins (see defaultOrigins below).
+     */
+    ALLOWED_ORIGINS: csv().optional(),
     /** Host header names served (DNS-rebinding defence); the resource's host is added. */
     ALLOWED_HOSTS: csv().default(['127.0.0.1', 'localhost', '[::1]']),
     MAX_BODY_BYTES: z.coerce
@@ -122,7 +126,31 @@ export const gatewayConfigSchema = z
       resource,
       issuer,
       allowedHosts: [...new Set([...c.ALLOWED_HOSTS, resourceHost])],
+      allowedOrigins: c.ALLOWED_ORIGINS ?? defaultOrigins(c.GATEWAY_HOST),
     };
   });
+
+/** Browser origins of pages served from this machine, on any port and either scheme. */
+export const LOOPBACK_ORIGINS = ['localhost', '127.0.0.1', '[::1]'].flatMap((host) => [
+  `http://${host}:*`,
+  `https://${host}:*`,
+]);
+
+/**
+ * A gateway listening on loopback can only be reached from this machine, so a page of this
+ * machine (MCP Inspector, a local app, the MCP conformance suite) is its natural browser
+ * client, whatever port it picked; every other origin is refused. A gateway listening
+ * beyond loopback admits only MCP Inspector's origins unless ALLOWED_ORIGINS says more.
+ */
+function defaultOrigins(listenHost: string): string[] {
+  return isLoopbackHost(listenHost)
+    ? LOOPBACK_ORIGINS
+    : ['http://localhost:6274', 'http://127.0.0.1:6274'];
+}
+
+function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
+}
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -25,15 +25,35 @@ export function validateHost(allowedHostnames: string[]) {
 
 /**
  * Browser-origin check required by the Streamable HTTP transport: requests without Origin
- * (non-browser clients) pass; a present Origin must be on the allow-list (exact origin, or
- * "*" to allow all — not recommended).
+ * (non-browser clients) pass; a present Origin must be on the allow-list: an exact origin,
+ * `scheme://host:*` for that scheme and host on any port, or "*" to allow all (not
+ * recommended). Origins are compared as URLs (scheme, hostname, port), so
+ * `http://localhost.evil.example` or `http://localhost@evil.example` never match `localhost`.
  */
 export function validateOrigin(allowedOrigins: string[]) {
   const allowAll = allowedOrigins.includes('*');
-  const allowed = new Set(allowedOrigins.map((o) => o.toLowerCase().replace(/\/$/, '')));
+  const exact = new Set<string>();
+  const anyPort = new Set<string>();
+  for (const entry of allowedOrigins) {
+    const o = entry.toLowerCase().replace(/\/$/, '');
+    if (o.endsWith(':*')) anyPort.add(o.slice(0, -2));
+    else exact.add(o);
+  }
+  const admitted = (origin: string): boolean => {
+    if (exact.has(origin.toLowerCase())) return true;
+    let url: URL;
+    try {
+      url = new URL(origin);
+    } catch {
+      return false;
+    }
+    // An origin is scheme://host[:port] and nothing else.
+    if (url.origin === 'null' || url.origin !== origin.toLowerCase()) return false;
+    return anyPort.has(`${url.protocol}//${url.hostname}`);
+  };
   return (req: Request, res: Response, next: NextFunction) => {
     const origin = req.headers.origin;
-    if (origin === undefined || allowAll || allowed.has(origin.toLowerCase())) {
+    if (origin === undefined || allowAll || admitted(origin)) {
       next();
       return;
     }
