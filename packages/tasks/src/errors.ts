@@ -12,7 +12,8 @@ export type TaskErrorCode =
   | 'delegation_refused' // the IdP would not delegate (e.g. the user is disabled)
   | 'delegation_unavailable' // the IdP could not be reached
   | 'rate_limited' // the caller's start or poll rate is over its limit (gateway)
-  | 'unavailable'; // PostgreSQL cannot be reached right now: nothing was done, retry
+  | 'unavailable' // PostgreSQL cannot be reached right now: nothing was done, retry
+  | 'invalid_params'; // a verb's input is malformed (e.g. a forged list cursor): nothing was done
 
 export interface TaskError {
   ok: false;

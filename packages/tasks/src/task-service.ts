@@ -11,7 +11,7 @@ import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
 import { resumeIfPaused } from './resume-task.ts';
 import type { OnTaskEnded } from './settle-task.ts';
-import { listTasks, type TaskPage } from './list-tasks.ts';
+import { isReadableCursor, listTasks, type TaskPage } from './list-tasks.ts';
 import { readResult, type StoredResult } from './read-result.ts';
 import type { TaskEvents } from './task-events.ts';
 import { isTerminal, toView, type TaskRow, type TaskView } from './task-row.ts';
@@ -125,6 +125,11 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
     cancel: (taskId, ctx, options) => cancelTask(deps, scopeOf, taskId, ctx, options ?? {}),
 
     async list(ctx, page) {
+      if (!isReadableCursor(page.cursor))
+        return taskError(
+          'invalid_params',
+          'Invalid cursor: pass a nextCursor this server returned',
+        );
       return { ok: true, ...(await listTasks(deps.pool, ctx.principal, page)) };
     },
   };

@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { RPC, sendRpcError } from './json-rpc-error.ts';
+import { hasUnstorableText } from './storable-text.ts';
 
 /**
  * Deepest JSON nesting accepted in a message. The SDKs walk messages recursively (schema
@@ -80,26 +81,6 @@ function exceedsDepth(value: unknown, maxDepth: number): boolean {
     for (const child of Array.isArray(current) ? current : Object.values(current)) {
       if (typeof child === 'object' && child !== null)
         stack.push({ value: child, depth: depth + 1 });
-    }
-  }
-  return false;
-}
-
-// U+0000, or a UTF-16 surrogate without its pair (valid in JSON text, not in UTF-8).
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** Any string (value or key) in the body that cannot be stored as UTF-8 text. */
-function hasUnstorableText(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const current = stack.pop();
-    if (typeof current === 'string') {
-      if (UNSTORABLE.test(current)) return true;
-    } else if (current && typeof current === 'object') {
-      for (const [key, child] of Object.entries(current)) {
-        if (UNSTORABLE.test(key)) return true;
-        stack.push(child);
-      }
     }
   }
   return false;

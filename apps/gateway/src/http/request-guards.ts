@@ -1,6 +1,9 @@
 import type { NextFunction, Request, Response } from 'express';
 import { RPC, sendRpcError } from './json-rpc-error.ts';
 
+/** RFC 9110 Host: a reg-name, IPv4 or bracketed IPv6 literal, and an optional port. */
+const HOST_HEADER = /^(?:\[[0-9a-f:.]+\]|[a-z0-9._~-]+)(?::\d{1,5})?$/i;
+
 /**
  * DNS-rebinding defence: the Host header's hostname must be one we serve. Port-agnostic,
  * as in the MCP SDK's guard.
@@ -11,7 +14,12 @@ export function validateHost(allowedHostnames: string[]) {
     const host = req.headers.host;
     let hostname: string | undefined;
     try {
-      hostname = host ? new URL(`http://${host}`).hostname.toLowerCase() : undefined;
+      // Only host[:port]: a Host with userinfo, a path or a query (`evil@127.0.0.1`) is
+      // refused here, not parsed into a URL that later code cannot build a request from.
+      hostname =
+        host && HOST_HEADER.test(host)
+          ? new URL(`http://${host}`).hostname.toLowerCase()
+          : undefined;
     } catch {
       hostname = undefined;
     }

@@ -67,6 +67,13 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const ctx = callContextFrom(extra.authInfo, request.params._meta, WIRE);
     const task = request.params.task;
+    if (task?.ttl !== undefined && !(Number.isInteger(task.ttl) && task.ttl > 0)) {
+      // Refused before any token exchange or row: the store keeps whole positive milliseconds.
+      throw new McpError(
+        -32602,
+        'Invalid params: task.ttl must be a positive integer number of milliseconds',
+      );
+    }
     const mode = task
       ? ({ kind: 'core-task', ...(task.ttl ? { ttlMs: task.ttl } : {}) } as const)
       : ({ kind: 'plain' } as const);
