@@ -361,6 +361,77 @@ describe('with the default clock tolerance', () => {
       expect(reply.json).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
     });
 
+    const PING = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' });
+    test.each(['2025-06-18', '2025-11-25'])(
+      'a JSON-RPC batch under MCP-Protocol-Version %s (batches were removed in 2025-06-18) gets 400 -32600',
+      async (version) => {
+        const reply = await send(stack, {
+          token: goodToken,
+          body: [PING(1), PING(2)],
+          headers: { 'mcp-protocol-version': version },
+        });
+        expect(reply.status).toBe(400);
+        expect(reply.json).toMatchObject({
+          jsonrpc: '2.0',
+          id: null,
+          error: {
+            code: -32600,
+            message: expect.stringMatching(
+              new RegExp(`batches are not part of MCP ${version} \\(removed in 2025-06-18\\)`),
+            ),
+          },
+        });
+      },
+    );
+
+    test('a batch of 2026-07-28 requests gets 400 -32600, by header or by envelope alone', async () => {
+      const modern = (id: number) => ({ ...PING(id), params: { _meta: MODERN_META } });
+      for (const headers of [
+        { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'ping' },
+        {} as Record<string, string>,
+      ]) {
+        const reply = await send(stack, {
+          token: goodToken,
+          body: [modern(1), modern(2)],
+          headers,
+        });
+        expect(reply.status).toBe(400);
+        expect(reply.json.error).toMatchObject({
+          code: -32600,
+          message: expect.stringMatching(/batches are not part of MCP 2026-07-28/),
+        });
+      }
+    });
+
+    test('initialize inside a batch gets 400 -32600 even on 2025-03-26', async () => {
+      const reply = await send(stack, {
+        token: goodToken,
+        body: [INITIALIZE, PING(2)],
+        headers: { 'mcp-protocol-version': '2025-03-26' },
+      });
+      expect(reply.status).toBe(400);
+      expect(reply.json.error).toMatchObject({
+        code: -32600,
+        message: expect.stringMatching(/initialize must not be part of a JSON-RPC batch/),
+      });
+    });
+
+    test.each([
+      ['MCP-Protocol-Version 2025-03-26', { 'mcp-protocol-version': '2025-03-26' }],
+      ['no MCP-Protocol-Version (2025-03-26 assumed)', {}],
+    ])('a batch under %s is answered element by element', async (_name, headers) => {
+      const reply = await send(stack, {
+        token: goodToken,
+        body: [PING(1), { jsonrpc: '2.0', id: 2, method: 'tools/list' }],
+        headers,
+      });
+      expect(reply.status).toBe(200);
+      expect(Array.isArray(reply.json)).toBe(true);
+      const byId = Object.fromEntries((reply.json as any[]).map((m) => [m.id, m]));
+      expect(byId[1]).toMatchObject({ result: {} });
+      expect(byId[2].result.tools.map((t: { name: string }) => t.name)).toContain('whoami');
+    });
+
     test.each([
       ['text/plain', { 'content-type': 'text/plain' }],
       [
