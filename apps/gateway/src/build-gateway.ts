@@ -31,6 +31,7 @@ import {
   withRateLimits,
   withToolPolicy,
 } from './mcp/task-service-guards.ts';
+import { withResultWaitCap } from './mcp/result-wait-cap.ts';
 import { loadTls } from './tls.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
@@ -142,7 +143,14 @@ export async function buildGateway(
   // Every wire and the job tools go through the limits and the tool policy, a database
   // outage is answered as such, and every denial is counted.
   const limited = withDenialCounts(
-    withDatabaseOutage(withRateLimits(service, rateLimits, pool), logger),
+    withDatabaseOutage(
+      withRateLimits(
+        withResultWaitCap(service, { maxPerCaller: config.TASK_RESULT_WAITS_PER_CALLER, pool }),
+        rateLimits,
+        pool,
+      ),
+      logger,
+    ),
     (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
   );
   const tasks = policy ? withToolPolicy(limited, policy) : limited;

@@ -54,6 +54,8 @@ export const gatewayConfigSchema = z
     CANCEL_ACK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
     /** How long a blocking tasks/result waits before asking the client to call again. */
     TASK_RESULT_WAIT_MS: z.coerce.number().int().min(1000).default(300_000),
+    /** Blocking tasks/result calls one caller may hold open at once on a replica. */
+    TASK_RESULT_WAITS_PER_CALLER: z.coerce.number().int().min(1).default(8),
     /** Per-tool limit overrides (JSON): retention, deadlines, delete-on-read, result size. */
     TOOL_LIMITS: toolLimitsOverrides.default({}),
     // --- Identity over time (docs/identity.md) ---

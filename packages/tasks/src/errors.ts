@@ -12,6 +12,7 @@ export type TaskErrorCode =
   | 'delegation_refused' // the IdP would not delegate (e.g. the user is disabled)
   | 'delegation_unavailable' // the IdP could not be reached
   | 'rate_limited' // the caller's start or poll rate is over its limit (gateway)
+  | 'result_wait_limit' // the caller already holds its cap of blocking result reads (gateway)
   | 'unavailable' // PostgreSQL cannot be reached right now: nothing was done, retry
   | 'invalid_params'; // a verb's input is malformed (e.g. a forged list cursor): nothing was done
 

@@ -92,6 +92,7 @@ const DENIALS = new Set<TaskErrorCode>([
   'principal_revoked',
   'delegation_refused',
   'rate_limited',
+  'result_wait_limit',
 ]);
 
 /** Counts every denied task verb by its reason code (for mtg_denials_total). */
