@@ -36,3 +36,9 @@ export function taskError(
 
 /** The single answer for a task the caller may not see, whatever the reason. */
 export const NOT_FOUND = taskError('task_not_found', 'Task not found');
+
+/** A completed task whose result retention passed or a delete-on-read retrieval took. */
+export const RESULT_GONE = taskError(
+  'result_gone',
+  'The result is no longer stored (retention passed or it was already retrieved)',
+);

@@ -4,6 +4,7 @@ export {
   type TaskService,
   type TaskServiceDeps,
   type ResultOutcome,
+  type TaskReading,
 } from './task-service.ts';
 export { createTaskEvents, type TaskEvents } from './task-events.ts';
 export {
@@ -19,6 +20,7 @@ export type { StartInput, StartLimits, StartOutcome } from './create-task.ts';
 export type { VerbContext } from './authorize-task.ts';
 export {
   NOT_FOUND,
+  RESULT_GONE,
   taskError,
   type TaskError,
   type TaskErrorCode,

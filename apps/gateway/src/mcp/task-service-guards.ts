@@ -70,6 +70,11 @@ export function withRateLimits(tasks: TaskService, limits: RateLimits, pool: Poo
       const d = await limits.poll(ctx.principal);
       return d.ok ? tasks.get(taskId, ctx) : refuse(d, ctx, 'get', taskId);
     },
+    // A status read with its result is one read: one point, not one for each half.
+    async read(taskId, ctx, options) {
+      const d = await limits.poll(ctx.principal);
+      return d.ok ? tasks.read(taskId, ctx, options) : refuse(d, ctx, 'get', taskId);
+    },
     async result(taskId, ctx) {
       const d = await limits.poll(ctx.principal);
       return d.ok ? tasks.result(taskId, ctx) : refuse(d, ctx, 'result', taskId);
@@ -106,6 +111,11 @@ export function withDenialCounts(tasks: TaskService, count: (reason: string) => 
     ...tasks,
     start: async (input) => counted(await tasks.start(input)),
     get: async (taskId, ctx) => counted(await tasks.get(taskId, ctx)),
+    read: async (taskId, ctx, options) => {
+      const outcome = counted(await tasks.read(taskId, ctx, options));
+      if (outcome.ok && outcome.result === 'gone') count('result_gone');
+      return outcome;
+    },
     result: async (taskId, ctx) => counted(await tasks.result(taskId, ctx)),
     awaitResult: async (taskId, ctx, waitMs) =>
       counted(await tasks.awaitResult(taskId, ctx, waitMs)),
@@ -133,6 +143,7 @@ export function withToolPolicy(tasks: TaskService, policy: Policy): TaskService 
   return {
     ...tasks,
     get: (taskId, ctx) => tasks.get(taskId, gated(ctx)),
+    read: (taskId, ctx, options) => tasks.read(taskId, gated(ctx), options),
     result: (taskId, ctx) => tasks.result(taskId, gated(ctx)),
     awaitResult: (taskId, ctx, waitMs) => tasks.awaitResult(taskId, gated(ctx), waitMs),
     cancel: (taskId, ctx, options) => tasks.cancel(taskId, gated(ctx), options),
@@ -166,6 +177,7 @@ export function withDatabaseOutage(tasks: TaskService, logger: Logger): TaskServ
     ...tasks,
     start: (input) => guard('start', () => tasks.start(input)),
     get: (taskId, ctx) => guard('get', () => tasks.get(taskId, ctx)),
+    read: (taskId, ctx, options) => guard('get', () => tasks.read(taskId, ctx, options)),
     result: (taskId, ctx) => guard('result', () => tasks.result(taskId, ctx)),
     awaitResult: (taskId, ctx, waitMs) =>
       guard('result', () => tasks.awaitResult(taskId, ctx, waitMs)),
