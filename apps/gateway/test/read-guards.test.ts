@@ -85,3 +85,26 @@ test('read answers a database outage as unavailable, and its denials are counted
   await counted.read('a'.repeat(32), ctx, { withResult: true });
   expect(counts).toEqual(['result_gone']);
 });
+
+test('a PostgreSQL error other than an outage reaches the wire without its driver text', async () => {
+  const logged: unknown[] = [];
+  const logger = {
+    ...createLogger('test', { silent: true }),
+    error: (...a: unknown[]) => logged.push(a),
+  };
+  const guarded = withDatabaseOutage(
+    serviceReading(async () => {
+      throw Object.assign(new Error('invalid input syntax for type bigint: "0.5"'), {
+        code: '22P02',
+        severity: 'ERROR',
+      });
+    }),
+    logger as never,
+  );
+  const thrown = await guarded
+    .read('a'.repeat(32), ctx, { withResult: true })
+    .catch((e: Error) => e);
+  expect(thrown).toBeInstanceOf(Error);
+  expect((thrown as Error).message).toBe('Internal error');
+  expect(JSON.stringify(logged)).toMatch(/invalid input syntax/);
+});

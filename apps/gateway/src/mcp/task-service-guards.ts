@@ -161,7 +161,7 @@ export function withDatabaseOutage(tasks: TaskService, logger: Logger): TaskServ
     try {
       return await run();
     } catch (error) {
-      if (!isDatabaseUnavailable(error)) throw error;
+      if (!isDatabaseUnavailable(error)) throw withoutDriverText(error, verb, logger);
       logger.warn('task verb refused: database unavailable', {
         verb,
         error: (error as Error).message,
@@ -184,4 +184,21 @@ export function withDatabaseOutage(tasks: TaskService, logger: Logger): TaskServ
     cancel: (taskId, ctx, options) => guard('cancel', () => tasks.cancel(taskId, ctx, options)),
     list: (ctx, page) => guard('list', () => tasks.list(ctx, page)),
   };
+}
+
+/**
+ * Any other PostgreSQL error is a bug, but the SDKs put a handler's error message on the
+ * wire (-32603): its text (constraint names, input echoed back) goes to the log only.
+ */
+function withoutDriverText(error: unknown, verb: string, logger: Logger): unknown {
+  const e = error as { code?: unknown; severity?: unknown; message?: unknown };
+  const fromDriver =
+    typeof e === 'object' &&
+    e !== null &&
+    typeof e.code === 'string' &&
+    /^[0-9A-Z]{5}$/.test(e.code) &&
+    typeof e.severity === 'string';
+  if (!fromDriver) return error;
+  logger.error('task verb failed in the database', { verb, code: e.code, error: e.message });
+  return new Error('Internal error');
 }
