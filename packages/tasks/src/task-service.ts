@@ -153,6 +153,7 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
       return { ok: true, ...(await listTasks(deps.pool, ctx.principal, page)) };
     },
   };
+
   /**
    * A completed task's stored result (deleted by the same read if delete-on-read), audited
    * as `task.result_read`; undefined, audited as the `result_gone` denial, once it is not
