@@ -16,7 +16,10 @@ let bob: string;
 const ids: Record<string, string> = {};
 
 beforeAll(async () => {
-  stack = await startStack({ workers: 1 });
+  stack = await startStack({
+    workers: 1,
+    env: { TOOL_LIMITS: JSON.stringify({ bulk_update_records: { deleteResultOnRead: true } }) },
+  });
   alice = await stack.token('alice', 'acme');
   bob = await stack.token('bob', 'acme');
   const start = async (report: string) =>
@@ -30,11 +33,22 @@ beforeAll(async () => {
       )
     ).body.result.taskId as string;
   ids.completed = await start('done');
-  await pollUntil(
-    async () =>
-      (await sql(stack.db.url, 'SELECT status FROM app.tasks WHERE id = $1', [ids.completed]))[0],
-    (r) => r?.status === 'completed',
-  );
+  ids.gone = (
+    await rpc2026(
+      stack.mcpUrl,
+      alice,
+      'tools/call',
+      { name: 'bulk_update_records', arguments: { collection: 'once', count: 1, patch: { a: 1 } } },
+      { tasksExtension: true },
+    )
+  ).body.result.taskId as string;
+  for (const id of [ids.completed, ids.gone])
+    await pollUntil(
+      async () => (await sql(stack.db.url, 'SELECT status FROM app.tasks WHERE id = $1', [id]))[0],
+      (r) => r?.status === 'completed',
+    );
+  // Its result is deleted on this first read: both paths then see a completed task without it.
+  await rpc2026(stack.mcpUrl, alice, 'tasks/get', { taskId: ids.gone }, { tasksExtension: true });
   // With no worker left, new tasks stay `working` (queued) and unchanged while we compare.
   for (const w of stack.workers) await w.stop();
   ids.working = await start('queued');
@@ -79,6 +93,13 @@ const CASES: Case[] = [
     taskId: () => ids.completed,
   },
   { name: 'cancelled task', fast: true, token: () => alice, id: 3, taskId: () => ids.cancelled },
+  {
+    name: 'completed task whose result is gone',
+    fast: true,
+    token: () => alice,
+    id: 12,
+    taskId: () => ids.gone,
+  },
   { name: 'unknown task', fast: true, token: () => alice, id: 4, taskId: () => 'a'.repeat(32) },
   { name: "another user's task", fast: true, token: () => bob, id: 5, taskId: () => ids.working },
   { name: 'malformed task id', fast: true, token: () => alice, id: 6, taskId: () => 'nope' },
@@ -212,8 +233,12 @@ test('answers and audit events are the same with and without the fast path', asy
     expect(fast.answers[2]).toMatchObject({
       body: { result: { status: 'completed', result: { resultType: 'complete' } } },
     });
-    expect(fast.answers[5]).toMatchObject({ body: { error: { code: -32602 } } });
-    expect(fast.audits[5]).toEqual({ 'task.denied/other_subject': 1 });
+    expect(fast.answers[4]).toMatchObject({
+      body: { result: { status: 'completed', result: { isError: true } } },
+    });
+    expect(fast.audits[4]).toEqual({ 'task.status_read/': 1, 'task.denied/result_gone': 1 });
+    expect(fast.answers[6]).toMatchObject({ body: { error: { code: -32602 } } });
+    expect(fast.audits[6]).toEqual({ 'task.denied/other_subject': 1 });
   } finally {
     stack.env.TASKS_GET_FAST_PATH = 'on';
     await stack.restartGateway();

@@ -10,6 +10,7 @@ import {
   userClaims,
   type SigningKey,
 } from '../support/forge-token.ts';
+import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 
 // Issue: "every bad token and bad request gets its specific error, never a 500". Raw HTTP
@@ -291,6 +292,31 @@ describe('with the default clock tolerance', () => {
       expect(reply.status).toBe(200);
     });
 
+    test.each([
+      'http://localhost:5173',
+      'http://127.0.0.1:8080',
+      'http://[::1]:3000',
+      'http://localhost',
+    ])(
+      'with the gateway on loopback and ALLOWED_ORIGINS unset, a loopback Origin on any port passes (%s)',
+      async (origin) => {
+        const reply = await send(stack, { token: goodToken, headers: { origin } });
+        expect(reply.status).toBe(200);
+      },
+    );
+
+    test.each([
+      'http://localhost.evil.example',
+      'http://evil.example:6274',
+      'http://127.0.0.1.nip.io:3000',
+      'null',
+      'http://localhost:3000/path',
+    ])('a non-loopback or malformed Origin is still refused by default (%s)', async (origin) => {
+      const reply = await send(stack, { token: goodToken, headers: { origin } });
+      expect(reply.status).toBe(403);
+      expect(reply.json.error.message).toMatch(/Origin not allowed/);
+    });
+
     test('a request without Origin (a non-browser client) passes', async () => {
       expect((await send(stack, { token: goodToken })).status).toBe(200);
     });
@@ -333,6 +359,77 @@ describe('with the default clock tolerance', () => {
       const reply = await send(stack, { token: goodToken, body });
       expect(reply.status).toBe(400);
       expect(reply.json).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+    });
+
+    const PING = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' });
+    test.each(['2025-06-18', '2025-11-25'])(
+      'a JSON-RPC batch under MCP-Protocol-Version %s (batches were removed in 2025-06-18) gets 400 -32600',
+      async (version) => {
+        const reply = await send(stack, {
+          token: goodToken,
+          body: [PING(1), PING(2)],
+          headers: { 'mcp-protocol-version': version },
+        });
+        expect(reply.status).toBe(400);
+        expect(reply.json).toMatchObject({
+          jsonrpc: '2.0',
+          id: null,
+          error: {
+            code: -32600,
+            message: expect.stringMatching(
+              new RegExp(`batches are not part of MCP ${version} \\(removed in 2025-06-18\\)`),
+            ),
+          },
+        });
+      },
+    );
+
+    test('a batch of 2026-07-28 requests gets 400 -32600, by header or by envelope alone', async () => {
+      const modern = (id: number) => ({ ...PING(id), params: { _meta: MODERN_META } });
+      for (const headers of [
+        { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'ping' },
+        {} as Record<string, string>,
+      ]) {
+        const reply = await send(stack, {
+          token: goodToken,
+          body: [modern(1), modern(2)],
+          headers,
+        });
+        expect(reply.status).toBe(400);
+        expect(reply.json.error).toMatchObject({
+          code: -32600,
+          message: expect.stringMatching(/batches are not part of MCP 2026-07-28/),
+        });
+      }
+    });
+
+    test('initialize inside a batch gets 400 -32600 even on 2025-03-26', async () => {
+      const reply = await send(stack, {
+        token: goodToken,
+        body: [INITIALIZE, PING(2)],
+        headers: { 'mcp-protocol-version': '2025-03-26' },
+      });
+      expect(reply.status).toBe(400);
+      expect(reply.json.error).toMatchObject({
+        code: -32600,
+        message: expect.stringMatching(/initialize must not be part of a JSON-RPC batch/),
+      });
+    });
+
+    test.each([
+      ['MCP-Protocol-Version 2025-03-26', { 'mcp-protocol-version': '2025-03-26' }],
+      ['no MCP-Protocol-Version (2025-03-26 assumed)', {}],
+    ])('a batch under %s is answered element by element', async (_name, headers) => {
+      const reply = await send(stack, {
+        token: goodToken,
+        body: [PING(1), { jsonrpc: '2.0', id: 2, method: 'tools/list' }],
+        headers,
+      });
+      expect(reply.status).toBe(200);
+      expect(Array.isArray(reply.json)).toBe(true);
+      const byId = Object.fromEntries((reply.json as any[]).map((m) => [m.id, m]));
+      expect(byId[1]).toMatchObject({ result: {} });
+      expect(byId[2].result.tools.map((t: { name: string }) => t.name)).toContain('whoami');
     });
 
     test.each([
@@ -449,6 +546,109 @@ describe('with the default clock tolerance', () => {
       expect(reply.headers.get('allow')).toBe('POST');
       expect(reply.json.error.code).toBe(-32600);
     });
+  });
+
+  describe('input that would reach PostgreSQL malformed', () => {
+    const cursorOf = (c: unknown) => Buffer.from(JSON.stringify(c)).toString('base64url');
+    const noDriverText = (text: string) =>
+      expect(text).not.toMatch(/syntax|timestamp|constraint|bigint|out of range|violates/i);
+
+    test.each([
+      ['a date PostgreSQL cannot read', cursorOf({ at: '1 1', id: 'a'.repeat(32) })],
+      ['a year out of range', cursorOf({ at: '+275760-09-13T00:00:00.000Z', id: 'a'.repeat(32) })],
+      ['a task id that is none', cursorOf({ at: new Date().toISOString(), id: 'x' })],
+      ['not base64 JSON', 'not-a-cursor!'],
+    ])(
+      'a forged tasks/list cursor (%s) gets -32602 Invalid cursor, never driver text',
+      async (_n, cursor) => {
+        const reply = await send(stack, {
+          token: goodToken,
+          body: { jsonrpc: '2.0', id: 1, method: 'tasks/list', params: { cursor } },
+        });
+        expect(reply.status).toBe(200);
+        expect(reply.json.error).toMatchObject({
+          code: -32602,
+          message: expect.stringMatching(/Invalid cursor/),
+        });
+        noDriverText(reply.text);
+        const jobs = await send(stack, {
+          token: goodToken,
+          body: {
+            jsonrpc: '2.0',
+            id: 2,
+            method: 'tools/call',
+            params: { name: 'list_jobs', arguments: { cursor } },
+          },
+        });
+        expect(jobs.json.result).toMatchObject({
+          isError: true,
+          structuredContent: { error: 'invalid_params' },
+        });
+        noDriverText(jobs.text);
+      },
+    );
+
+    test.each([-5, 0.5, 0, 1.0000001])(
+      'a 2025-11-25 task.ttl of %s gets -32602 naming the rule, before any task or token exchange',
+      async (ttl) => {
+        const before = await sql(stack.db.url, 'SELECT count(*)::int AS n FROM app.tasks');
+        const reply = await send(stack, {
+          token: goodToken,
+          body: {
+            jsonrpc: '2.0',
+            id: 3,
+            method: 'tools/call',
+            params: {
+              name: 'generate_report',
+              arguments: { report: `ttl-${ttl}`, rows: 1 },
+              task: { ttl },
+            },
+          },
+        });
+        expect(reply.json.error).toMatchObject({
+          code: -32602,
+          message: expect.stringMatching(/task\.ttl must be a positive integer/),
+        });
+        noDriverText(reply.text);
+        expect(await sql(stack.db.url, 'SELECT count(*)::int AS n FROM app.tasks')).toEqual(before);
+      },
+    );
+
+    test.each(['evil@127.0.0.1', 'evil@127.0.0.1:1234', '127.0.0.1/x', '127.0.0.1?x', 'a b'])(
+      'a Host header that is not host[:port] (%s) gets 403, not a 500',
+      async (host) => {
+        const reply = await sendWithHost(stack.mcpUrl, host, {
+          authorization: `Bearer ${goodToken}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        });
+        expect(reply.status).toBe(403);
+        expect(reply.body).toMatch(/Host header not allowed/);
+      },
+    );
+
+    test.each([
+      ['a NUL', '{"subject":"a\\u0000b"}'],
+      ['a lone surrogate', '{"subject":"\\ud800"}'],
+      ['a lone surrogate in the reason', '{"subject":"carl","reason":"x\\udc00"}'],
+    ])(
+      'the admin API answers a subject or reason with %s 400 invalid_request, not a 500',
+      async (_n, body) => {
+        const admin = await stack.token('ada', 'acme', { scope: 'tasks:admin' });
+        for (const action of ['revoke', 'restore']) {
+          const r = await fetch(`${stack.gatewayUrl}/admin/principals/${action}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+            body,
+          });
+          expect(r.status).toBe(400);
+          expect(await r.json()).toMatchObject({
+            error: 'invalid_request',
+            error_description: expect.stringMatching(/U\+0000 or unpaired surrogates/),
+          });
+        }
+      },
+    );
   });
 
   describe('scopes', () => {

@@ -270,6 +270,42 @@ export async function buildCorpus(env: CorpusEnv): Promise<FuzzCase[]> {
     invalid(`2026 wire: ${name}`, modern(t, method, params as Record<string, unknown>));
     invalid(`legacy wire: ${name}`, legacy(t, method, params as Record<string, unknown>));
   }
+  // Input that once reached PostgreSQL as it came: driver text (-32603) or a 500.
+  const cursor = (c: unknown) => Buffer.from(JSON.stringify(c)).toString('base64url');
+  for (const [name, c] of [
+    ['a date PostgreSQL cannot read', { at: '1 1', id: '0'.repeat(32) }],
+    ['a year out of range', { at: '+275760-09-13T00:00:00.000Z', id: '0'.repeat(32) }],
+  ] as const)
+    invalid(
+      `legacy wire: tasks/list with a cursor holding ${name}`,
+      legacy(t, 'tasks/list', { cursor: cursor(c) }),
+    );
+  for (const ttl of [-5, 0.5])
+    invalid(
+      `legacy wire: task-augmented tools/call with task.ttl ${ttl}`,
+      legacy(t, 'tools/call', {
+        name: 'generate_report',
+        arguments: { report: `ttl-${String(ttl).replace('.', '-')}` },
+        task: { ttl },
+      }),
+    );
+  invalid('host: userinfo before a served host', {
+    ...legacy(t, 'tools/list', {}),
+    headers: { ...legacy(t, 'tools/list', {}).headers, host: 'evil@127.0.0.1' },
+  });
+  // Batches were removed in 2025-06-18: refused whole, so none of these starts a task.
+  for (const version of ['2025-06-18', '2025-11-25'])
+    invalid(`batch under ${version} of task starts`, {
+      headers: headers(t, { 'mcp-protocol-version': version }),
+      body: JSON.stringify(
+        [1, 2].map((i) => ({
+          jsonrpc: '2.0',
+          id: i,
+          method: 'tools/call',
+          params: { name: 'generate_report', arguments: { report: `batch-${version}-${i}` } },
+        })),
+      ),
+    });
   invalid(
     'legacy wire: initialize with an unknown version',
     legacy(t, 'initialize', { ...INITIALIZE, protocolVersion: '1999-01-01' }),

@@ -34,6 +34,7 @@ import {
   withRateLimits,
   withToolPolicy,
 } from './mcp/task-service-guards.ts';
+import { withResultWaitCap } from './mcp/result-wait-cap.ts';
 import { loadTls } from './tls.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
@@ -192,7 +193,14 @@ export async function buildGateway(
   // Every wire and the job tools go through the limits and the tool policy, a database
   // outage is answered as such, and every denial is counted.
   const limited = withDenialCounts(
-    withDatabaseOutage(withRateLimits(service, rateLimits, pool), logger),
+    withDatabaseOutage(
+      withRateLimits(
+        withResultWaitCap(service, { maxPerCaller: config.TASK_RESULT_WAITS_PER_CALLER, pool }),
+        rateLimits,
+        pool,
+      ),
+      logger,
+    ),
     (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
   );
   const tasks = policy ? withToolPolicy(limited, policy) : limited;
@@ -233,7 +241,7 @@ export async function buildGateway(
     tasksGetFastPath: config.TASKS_GET_FAST_PATH === 'on',
     logger,
     allowedHosts: config.allowedHosts,
-    allowedOrigins: config.ALLOWED_ORIGINS,
+    allowedOrigins: config.allowedOrigins,
     maxBodyBytes: config.MAX_BODY_BYTES,
     scopesSupported: [...new Set([...tools.scopes(), ...ADMIN_SCOPES])],
     ...(policy ? { policy } : {}),

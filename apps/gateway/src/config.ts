@@ -35,8 +35,12 @@ export const gatewayConfigSchema = z
     AUTH_SERVICE_CLIENTS: csv().default(['mcp-gateway', 'mcp-worker']),
     /** `refuse`: tokens with an RFC 8693 `act` claim (delegated to a service) get 401. */
     AUTH_DELEGATED_TOKENS: z.enum(['refuse', 'accept']).default('refuse'),
-    /** Browser origins allowed to call /mcp; requests without Origin always pass. */
-    ALLOWED_ORIGINS: csv().default(['http://localhost:6274', 'http://127.0.0.1:6274']),
+    /**
+     * Browser origins allowed to call /mcp; requests without Origin always pass. An entry may
+     * end in `:*` for any port. Unset: the loopback origins on any port when GATEWAY_HOST is a
+     * loopback address, else MCP Inspector's origins (see defaultOrigins below).
+     */
+    ALLOWED_ORIGINS: csv().optional(),
     /** Host header names served (DNS-rebinding defence); the resource's host is added. */
     ALLOWED_HOSTS: csv().default(['127.0.0.1', 'localhost', '[::1]']),
     MAX_BODY_BYTES: z.coerce
@@ -61,6 +65,8 @@ export const gatewayConfigSchema = z
     CANCEL_ACK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
     /** How long a blocking tasks/result waits before asking the client to call again. */
     TASK_RESULT_WAIT_MS: z.coerce.number().int().min(1000).default(300_000),
+    /** Blocking tasks/result calls one caller may hold open at once on a replica. */
+    TASK_RESULT_WAITS_PER_CALLER: z.coerce.number().int().min(1).default(8),
     /** Per-tool limit overrides (JSON): retention, deadlines, delete-on-read, result size. */
     TOOL_LIMITS: toolLimitsOverrides.default({}),
     /** Tool packs to load (package names or paths); the same value for gateway and workers. */
@@ -139,7 +145,31 @@ export const gatewayConfigSchema = z
       serviceClients: [...new Set([...c.AUTH_SERVICE_CLIENTS, c.CLIENT_ID])],
       credentialKeys: credentialKeysFromConfig(c),
       claims: claimMappingFromConfig(c),
+      allowedOrigins: c.ALLOWED_ORIGINS ?? defaultOrigins(c.GATEWAY_HOST),
     };
   });
+
+/** Browser origins of pages served from this machine, on any port and either scheme. */
+export const LOOPBACK_ORIGINS = ['localhost', '127.0.0.1', '[::1]'].flatMap((host) => [
+  `http://${host}:*`,
+  `https://${host}:*`,
+]);
+
+/**
+ * A gateway listening on loopback can only be reached from this machine, so a page of this
+ * machine (MCP Inspector, a local app, the MCP conformance suite) is its natural browser
+ * client, whatever port it picked; every other origin is refused. A gateway listening
+ * beyond loopback admits only MCP Inspector's origins unless ALLOWED_ORIGINS says more.
+ */
+function defaultOrigins(listenHost: string): string[] {
+  return isLoopbackHost(listenHost)
+    ? LOOPBACK_ORIGINS
+    : ['http://localhost:6274', 'http://127.0.0.1:6274'];
+}
+
+function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
+}
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

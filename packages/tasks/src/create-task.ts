@@ -18,7 +18,7 @@ import { taskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
 import { revocationInTransaction } from './revoke-principal.ts';
 import { newTaskId } from './task-id.ts';
-import { TASK_SELECT, type TaskRow } from './task-row.ts';
+import { RETAINED, TASK_SELECT, type TaskRow } from './task-row.ts';
 
 export interface StartLimits {
   maxActivePerUser: number;
@@ -64,7 +64,8 @@ RETURNING ${TASK_SELECT}`);
 const LIVE_REPEAT = prepared(
   `SELECT ${TASK_SELECT} FROM app.tasks
     WHERE tenant = $1 AND subject = $2 AND client = $3 AND dedupe_key = $4
-      AND (dedupe_until IS NULL OR dedupe_until > now()) AND argument_hash = $5`,
+      AND (dedupe_until IS NULL OR dedupe_until > now()) AND argument_hash = $5
+      AND ${RETAINED}`,
 );
 const NOTIFY = prepared('SELECT pg_notify($1, $2)');
 const REVOKED_MESSAGE = 'Access for this principal has been revoked';
@@ -280,7 +281,9 @@ async function reuseExisting(
   audit: Record<string, string>,
 ): Promise<StartOutcome | 'retry'> {
   const found = await client.query<TaskRow & { window_passed: boolean }>(
-    `SELECT *, dedupe_until IS NOT NULL AND dedupe_until <= now() AS window_passed
+    // A task past its retention is gone for every verb, so it deduplicates nothing either.
+    `SELECT *, (dedupe_until IS NOT NULL AND dedupe_until <= now()) OR NOT ${RETAINED}
+            AS window_passed
        FROM app.tasks WHERE tenant = $1 AND subject = $2 AND client = $3 AND dedupe_key = $4`,
     [owner.tenant, owner.subject, owner.client, key],
   );
@@ -289,7 +292,8 @@ async function reuseExisting(
   if (existing.window_passed) {
     // The earlier task ended long enough ago: free the key so this start creates a new task.
     await client.query(
-      `UPDATE app.tasks SET dedupe_key = NULL WHERE id = $1 AND dedupe_until <= now()`,
+      `UPDATE app.tasks SET dedupe_key = NULL
+        WHERE id = $1 AND (dedupe_until <= now() OR NOT ${RETAINED})`,
       [existing.id],
     );
     await client.query('COMMIT');

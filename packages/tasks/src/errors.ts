@@ -12,7 +12,9 @@ export type TaskErrorCode =
   | 'delegation_refused' // the IdP would not delegate (e.g. the user is disabled)
   | 'delegation_unavailable' // the IdP could not be reached
   | 'rate_limited' // the caller's start or poll rate is over its limit (gateway)
-  | 'unavailable'; // PostgreSQL cannot be reached right now: nothing was done, retry
+  | 'result_wait_limit' // the caller already holds its cap of blocking result reads (gateway)
+  | 'unavailable' // PostgreSQL cannot be reached right now: nothing was done, retry
+  | 'invalid_params'; // a verb's input is malformed (e.g. a forged list cursor): nothing was done
 
 export interface TaskError {
   ok: false;
@@ -34,3 +36,9 @@ export function taskError(
 
 /** The single answer for a task the caller may not see, whatever the reason. */
 export const NOT_FOUND = taskError('task_not_found', 'Task not found');
+
+/** A completed task whose result retention passed or a delete-on-read retrieval took. */
+export const RESULT_GONE = taskError(
+  'result_gone',
+  'The result is no longer stored (retention passed or it was already retrieved)',
+);

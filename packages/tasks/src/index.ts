@@ -4,6 +4,7 @@ export {
   type TaskService,
   type TaskServiceDeps,
   type ResultOutcome,
+  type TaskReading,
 } from './task-service.ts';
 export { createTaskEvents, type TaskEvents } from './task-events.ts';
 export {
@@ -21,6 +22,7 @@ export type { VerbContext } from './authorize-task.ts';
 export { stepUpScope } from './step-up-scope.ts';
 export {
   NOT_FOUND,
+  RESULT_GONE,
   taskError,
   type TaskError,
   type TaskErrorCode,

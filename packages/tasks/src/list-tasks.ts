@@ -1,5 +1,6 @@
 import type { Queryable } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
+import { TASK_ID } from './task-id.ts';
 import { RETAINED, toView, type TaskRow, type TaskView } from './task-row.ts';
 
 export interface TaskPage {
@@ -45,6 +46,11 @@ function encodeCursor(c: { at: string; id: string }): string {
   return Buffer.from(JSON.stringify(c)).toString('base64url');
 }
 
+/**
+ * A cursor this service issued, or undefined. Only the exact form encodeCursor writes is
+ * read back (a canonical ISO instant and a task id), so a forged cursor never reaches
+ * PostgreSQL's own timestamp parser; the service refuses it (isReadableCursor).
+ */
 function decodeCursor(cursor: string | undefined): { at: string; id: string } | undefined {
   if (!cursor) return undefined;
   try {
@@ -52,11 +58,23 @@ function decodeCursor(cursor: string | undefined): { at: string; id: string } | 
       at?: unknown;
       id?: unknown;
     };
-    if (typeof c.at === 'string' && !Number.isNaN(Date.parse(c.at)) && typeof c.id === 'string') {
+    if (
+      typeof c.at === 'string' &&
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(c.at) &&
+      !Number.isNaN(Date.parse(c.at)) &&
+      new Date(c.at).toISOString() === c.at &&
+      typeof c.id === 'string' &&
+      TASK_ID.test(c.id)
+    ) {
       return { at: c.at, id: c.id };
     }
   } catch {
-    // fall through: an unreadable cursor starts from the top rather than failing
+    // not JSON: unreadable
   }
   return undefined;
+}
+
+/** Whether a client's cursor is one this service issued (an absent one is the first page). */
+export function isReadableCursor(cursor: string | undefined): boolean {
+  return !cursor || decodeCursor(cursor) !== undefined;
 }

@@ -13,13 +13,13 @@ import {
   type StartOutcome,
   type ToolPlacement,
 } from './create-task.ts';
-import { taskError, type TaskError, type TaskOutcome } from './errors.ts';
+import { RESULT_GONE, taskError, type TaskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
 import { createDenialFold } from './fold-denials.ts';
 import { resumeIfPaused } from './resume-task.ts';
 import type { OnTaskEnded } from './settle-task.ts';
-import { listTasks, type TaskPage } from './list-tasks.ts';
+import { isReadableCursor, listTasks, type TaskPage } from './list-tasks.ts';
 import { readResult, type StoredResult } from './read-result.ts';
 import type { TaskEvents } from './task-events.ts';
 import { isTerminal, toView, type TaskRow, type TaskView } from './task-row.ts';
@@ -56,10 +56,33 @@ export interface TaskServiceDeps {
 
 export type ResultOutcome = TaskOutcome<{ task: TaskView; row: TaskRow; result?: StoredResult }>;
 
+/**
+ * A task as its owner may see it now. With `withResult`, a completed task also brings its
+ * stored result, or `'gone'` once that result's retention passed or a delete-on-read
+ * retrieval took it; the task's status is the row's either way (a terminal task never changes
+ * status, whatever became of its result).
+ */
+export interface TaskReading {
+  task: TaskView;
+  row: TaskRow;
+  result?: StoredResult | 'gone';
+}
+
 /** The one task service every wire calls. Each verb authorizes the caller itself. */
 export interface TaskService {
   start(input: StartInput): Promise<StartOutcome>;
   get(taskId: string, ctx: VerbContext): Promise<TaskOutcome<{ task: TaskView; row: TaskRow }>>;
+  /**
+   * get(), and with `withResult` an ended task's result, in one verb: one authorization, one
+   * rate-limit point, one audit pair (`task.status_read`, sampled as for get(); then, for an
+   * ended task, `task.result_read` or the `result_gone` denial, always). For answers that
+   * carry status and result together (2026 tasks/get, get_job_result).
+   */
+  read(
+    taskId: string,
+    ctx: VerbContext,
+    options: { withResult: boolean },
+  ): Promise<TaskOutcome<TaskReading>>;
   /** The stored result of a terminal task; `result_not_ready` while it runs. */
   result(taskId: string, ctx: VerbContext): Promise<ResultOutcome>;
   /** Like result(), but waits (up to waitMs) for the task to end first. */
@@ -107,20 +130,31 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     start: (input) => createTask(deps, input),
 
     async get(taskId, ctx) {
+      const r = await service.read(taskId, ctx, { withResult: false });
+      return r.ok ? { ok: true, task: r.task, row: r.row } : r;
+    },
+
+    async read(taskId, ctx, options) {
       const auth = await authorizeTask(deps, taskId, 'get', ctx, scopeOf);
       if (!auth.ok) return auth;
-      auth.task = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
+      const row = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (random() < deps.statusReadSampleRate) {
         await appendAudit(deps.pool, {
           type: 'task.status_read',
           taskId,
           ...owner(ctx.principal),
-          tool: auth.task.tool,
+          tool: row.tool,
           correlationId: ctx.correlationId,
-          data: { wire: ctx.wire, status: auth.task.status },
+          data: { wire: ctx.wire, status: row.status },
         });
       }
-      return { ok: true, task: await viewOf(auth.task), row: auth.task };
+      const reading: TaskReading = { task: await viewOf(row), row };
+      // Asked for the result of an ended task: always audited, as result() is.
+      if (options.withResult && row.status === 'completed')
+        reading.result = (await takeResult(row, ctx, 'get')) ?? 'gone';
+      else if (options.withResult && isTerminal(row.status))
+        await auditResultRead(row, ctx, undefined);
+      return { ok: true, ...reading };
     },
 
     async result(taskId, ctx) {
@@ -130,27 +164,13 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       if (!isTerminal(task.status)) {
         return taskError('result_not_ready', `Task is ${task.status}; its result is not ready yet`);
       }
-      const stored = task.status === 'completed' ? await readResult(deps.pool, taskId) : undefined;
-      if (task.status === 'completed' && !stored) {
-        await deny(deps, ctx, 'result', taskId, 'result_gone', task.tool);
-        return taskError(
-          'result_gone',
-          'The result is no longer stored (retention passed or it was already retrieved)',
-        );
+      if (task.status !== 'completed') {
+        await auditResultRead(task, ctx, undefined);
+        return { ok: true, task: toView(task), row: task };
       }
-      await appendAudit(deps.pool, {
-        type: 'task.result_read',
-        taskId,
-        ...owner(ctx.principal),
-        tool: task.tool,
-        correlationId: ctx.correlationId,
-        data: {
-          wire: ctx.wire,
-          status: task.status,
-          ...(stored ? { sizeBytes: stored.sizeBytes, deletedOnRead: stored.deletedOnRead } : {}),
-        },
-      });
-      return { ok: true, task: toView(task), row: task, ...(stored ? { result: stored } : {}) };
+      const stored = await takeResult(task, ctx, 'result');
+      if (!stored) return RESULT_GONE;
+      return { ok: true, task: toView(task), row: task, result: stored };
     },
 
     async awaitResult(taskId, ctx, waitMs) {
@@ -170,6 +190,11 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     cancel: (taskId, ctx, options) => cancelTask(deps, scopeOf, taskId, ctx, options ?? {}),
 
     async list(ctx, page) {
+      if (!isReadableCursor(page.cursor))
+        return taskError(
+          'invalid_params',
+          'Invalid cursor: pass a nextCursor this server returned',
+        );
       // As the other verbs: a task of a tool whose scope the token lacks is not the caller's
       // to see (a tool no longer served needs no scope, as in authorizeTask).
       const withheld = [...deps.tools.values()]
@@ -178,7 +203,37 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       return { ok: true, ...(await listTasks(deps.pool, ctx.principal, page, withheld)) };
     },
   };
+
+  /**
+   * A completed task's stored result (deleted by the same read if delete-on-read), audited
+   * as `task.result_read`; undefined, audited as the `result_gone` denial, once it is not
+   * stored any more.
+   */
+  async function takeResult(
+    task: TaskRow,
+    ctx: VerbContext,
+    verb: string,
+  ): Promise<StoredResult | undefined> {
+    const stored = await readResult(deps.pool, task.id);
+    if (stored) await auditResultRead(task, ctx, stored);
+    else await deny(deps, ctx, verb, task.id, 'result_gone', task.tool);
+    return stored;
+  }
+
+  async function auditResultRead(task: TaskRow, ctx: VerbContext, stored?: StoredResult) {
+    await appendAudit(deps.pool, {
+      type: 'task.result_read',
+      taskId: task.id,
+      ...owner(ctx.principal),
+      tool: task.tool,
+      correlationId: ctx.correlationId,
+      data: {
+        wire: ctx.wire,
+        status: task.status,
+        ...(stored ? { sizeBytes: stored.sizeBytes, deletedOnRead: stored.deletedOnRead } : {}),
+      },
+    });
+  }
+
   return service;
 }
-
-export type { TaskError };

@@ -11,11 +11,14 @@ import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { ADMIN_SCOPE, restorePrincipal, revokePrincipal, type OnTaskEnded } from '@mtg/tasks';
 import { principalOf, refuseScope } from './authenticate.ts';
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.ts';
 
+// Text PostgreSQL cannot store is the caller's mistake (400), not a driver error (500).
+const storable = (s: z.ZodString) => s.refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
 const PrincipalBody = z
   .object({
-    subject: z.string().min(1).max(256),
-    reason: z.string().min(1).max(500).optional(),
+    subject: storable(z.string().min(1).max(256)),
+    reason: storable(z.string().min(1).max(500)).optional(),
   })
   .strict();
 

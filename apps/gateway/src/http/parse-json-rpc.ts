@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { RPC, sendRpcError } from './json-rpc-error.ts';
+import { hasUnstorableText } from './storable-text.ts';
 
 /**
  * Deepest JSON nesting accepted in a message. The SDKs walk messages recursively (schema
@@ -52,6 +53,11 @@ export function parseJsonRpc(limitBytes: number) {
         sendRpcError(res, 400, RPC.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
         return;
       }
+      const batchRefusal = Array.isArray(req.body) ? whyNoBatch(req) : undefined;
+      if (batchRefusal) {
+        sendRpcError(res, 400, RPC.invalidRequest, `Invalid Request: ${batchRefusal}`);
+        return;
+      }
       if (hasUnstorableText(req.body)) {
         // Valid JSON, but not text PostgreSQL (or most downstream systems) can store: refuse
         // it as invalid params rather than fail deep inside with a database error.
@@ -85,24 +91,32 @@ function exceedsDepth(value: unknown, maxDepth: number): boolean {
   return false;
 }
 
-// U+0000, or a UTF-16 surrogate without its pair (valid in JSON text, not in UTF-8).
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** The one revision whose transport has JSON-RPC batches (2025-06-18 removed them). */
+const BATCH_REVISION = '2025-03-26';
+const ENVELOPE_VERSION = 'io.modelcontextprotocol/protocolVersion';
 
-/** Any string (value or key) in the body that cannot be stored as UTF-8 text. */
-function hasUnstorableText(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const current = stack.pop();
-    if (typeof current === 'string') {
-      if (UNSTORABLE.test(current)) return true;
-    } else if (current && typeof current === 'object') {
-      for (const [key, child] of Object.entries(current)) {
-        if (UNSTORABLE.test(key)) return true;
-        stack.push(child);
-      }
-    }
+/**
+ * Why a batch is refused, or undefined for one 2025-03-26 allows. Its revision is the
+ * MCP-Protocol-Version header, or 2025-03-26 when there is none (as the transport spec says
+ * a server should assume); a 2026-07-28 envelope in any element also names its revision.
+ * `initialize` may never be batched. An admitted batch is answered element by element: each
+ * passes the scope check, the task service's authorization, rate limits and audit on its own.
+ */
+function whyNoBatch(req: Request): string | undefined {
+  const header = req.headers['mcp-protocol-version'];
+  const versions = new Set<string>([typeof header === 'string' ? header : BATCH_REVISION]);
+  for (const m of req.body as Array<{ method?: unknown; params?: { _meta?: unknown } }>) {
+    if (m.method === 'initialize') return 'initialize must not be part of a JSON-RPC batch';
+    const meta = m.params?._meta;
+    if (meta && typeof meta === 'object' && ENVELOPE_VERSION in meta)
+      versions.add(String((meta as Record<string, unknown>)[ENVELOPE_VERSION]));
   }
-  return false;
+  for (const v of versions) {
+    if (v === BATCH_REVISION) continue;
+    const named = /^\d{4}-\d{2}-\d{2}$/.test(v) ? `MCP ${v}` : 'this protocol version';
+    return `JSON-RPC batches are not part of ${named} (removed in 2025-06-18); send one message per request`;
+  }
+  return undefined;
 }
 
 function isJsonRpcMessage(m: unknown): boolean {

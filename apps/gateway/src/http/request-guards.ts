@@ -6,6 +6,8 @@ export type OnGuardDenied = (
   res: Response,
   reason: 'host_not_allowed' | 'origin_not_allowed',
 ) => void;
+/** RFC 9110 Host: a reg-name, IPv4 or bracketed IPv6 literal, and an optional port. */
+const HOST_HEADER = /^(?:\[[0-9a-f:.]+\]|[a-z0-9._~-]+)(?::\d{1,5})?$/i;
 
 /**
  * DNS-rebinding defence: the Host header's hostname must be one we serve. Port-agnostic,
@@ -17,7 +19,12 @@ export function validateHost(allowedHostnames: string[], onDenied?: OnGuardDenie
     const host = req.headers.host;
     let hostname: string | undefined;
     try {
-      hostname = host ? new URL(`http://${host}`).hostname.toLowerCase() : undefined;
+      // Only host[:port]: a Host with userinfo, a path or a query (`evil@127.0.0.1`) is
+      // refused here, not parsed into a URL that later code cannot build a request from.
+      hostname =
+        host && HOST_HEADER.test(host)
+          ? new URL(`http://${host}`).hostname.toLowerCase()
+          : undefined;
     } catch {
       hostname = undefined;
     }
@@ -32,15 +39,35 @@ export function validateHost(allowedHostnames: string[], onDenied?: OnGuardDenie
 
 /**
  * Browser-origin check required by the Streamable HTTP transport: requests without Origin
- * (non-browser clients) pass; a present Origin must be on the allow-list (exact origin, or
- * "*" to allow all — not recommended).
+ * (non-browser clients) pass; a present Origin must be on the allow-list: an exact origin,
+ * `scheme://host:*` for that scheme and host on any port, or "*" to allow all (not
+ * recommended). Origins are compared as URLs (scheme, hostname, port), so
+ * `http://localhost.evil.example` or `http://localhost@evil.example` never match `localhost`.
  */
 export function validateOrigin(allowedOrigins: string[], onDenied?: OnGuardDenied) {
   const allowAll = allowedOrigins.includes('*');
-  const allowed = new Set(allowedOrigins.map((o) => o.toLowerCase().replace(/\/$/, '')));
+  const exact = new Set<string>();
+  const anyPort = new Set<string>();
+  for (const entry of allowedOrigins) {
+    const o = entry.toLowerCase().replace(/\/$/, '');
+    if (o.endsWith(':*')) anyPort.add(o.slice(0, -2));
+    else exact.add(o);
+  }
+  const admitted = (origin: string): boolean => {
+    if (exact.has(origin.toLowerCase())) return true;
+    let url: URL;
+    try {
+      url = new URL(origin);
+    } catch {
+      return false;
+    }
+    // An origin is scheme://host[:port] and nothing else.
+    if (url.origin === 'null' || url.origin !== origin.toLowerCase()) return false;
+    return anyPort.has(`${url.protocol}//${url.hostname}`);
+  };
   return (req: Request, res: Response, next: NextFunction) => {
     const origin = req.headers.origin;
-    if (origin === undefined || allowAll || allowed.has(origin.toLowerCase())) {
+    if (origin === undefined || allowAll || admitted(origin)) {
       next();
       return;
     }

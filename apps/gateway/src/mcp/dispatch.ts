@@ -23,6 +23,8 @@ export interface CallContext {
   token?: string;
   correlationId: string;
   idempotencyKey?: string;
+  /** Why the explicit idempotency key given is unusable; a start is then refused (-32602). */
+  idempotencyKeyRefusal?: string;
   deadlineMs?: number;
   wire: string;
   /** The calling workload (http/workload-identity.ts); the per-tool policy decides on it. */
@@ -111,6 +113,15 @@ export function createDispatch(
       if (!ctx.principal.scopes.includes(long.scope)) {
         return { kind: 'error', code: -32602, message: `Unknown tool: ${params.name}` };
       }
+      if (ctx.idempotencyKeyRefusal !== undefined) {
+        // Never replaced by the derived key: the caller asked for a key it did not get.
+        return {
+          kind: 'error',
+          code: -32602,
+          message: ctx.idempotencyKeyRefusal,
+          data: { reason: 'invalid_idempotency_key', maxLength: MAX_IDEMPOTENCY_KEY_LENGTH },
+        };
+      }
       const parsed = long.inputSchema.safeParse(params.arguments ?? {});
       if (!parsed.success) {
         return invalid(
@@ -187,10 +198,7 @@ export function callContextFrom(
   if (!principal) throw new Error('MCP request reached a handler without a verified principal');
   const token = (authInfo as { token?: unknown } | undefined)?.token;
   const workload = authInfo?.extra?.workload as Workload | undefined;
-  const metaKey = meta?.[IDEMPOTENCY_META_KEY];
-  const headerKey = authInfo?.extra?.idempotencyKey;
-  const key =
-    typeof metaKey === 'string' ? metaKey : typeof headerKey === 'string' ? headerKey : undefined;
+  const key = explicitKey(meta, authInfo?.extra?.idempotencyKey);
   const deadline = meta?.[DEADLINE_META_KEY];
   return {
     principal,
@@ -198,7 +206,11 @@ export function callContextFrom(
     wire,
     ...(typeof token === 'string' ? { token } : {}),
     ...(workload ? { workload } : {}),
-    ...(key && key.length <= 200 ? { idempotencyKey: key } : {}),
+    ...(key === undefined
+      ? {}
+      : typeof key === 'string'
+        ? { idempotencyKey: key }
+        : { idempotencyKeyRefusal: key.refusal }),
     ...(typeof deadline === 'number' && Number.isFinite(deadline) && deadline > 0
       ? { deadlineMs: deadline }
       : {}),
@@ -207,5 +219,31 @@ export function callContextFrom(
 
 /** Where a client puts an explicit idempotency key (or the `Idempotency-Key` header). */
 export const IDEMPOTENCY_META_KEY = 'io.mcp-task-gateway/idempotency-key';
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
+
+/**
+ * The explicit idempotency key of a request: `_meta[IDEMPOTENCY_META_KEY]` if the request
+ * has one, else the `Idempotency-Key` header; undefined if neither. A key present but not a
+ * string of 1 to MAX_IDEMPOTENCY_KEY_LENGTH characters is refused, never ignored.
+ */
+function explicitKey(
+  meta: Record<string, unknown> | undefined,
+  header: unknown,
+): string | { refusal: string } | undefined {
+  const fromMeta = meta !== undefined && Object.hasOwn(meta, IDEMPOTENCY_META_KEY);
+  const key = fromMeta ? meta[IDEMPOTENCY_META_KEY] : header;
+  if (key === undefined) return undefined;
+  if (typeof key === 'string' && key.length >= 1 && key.length <= MAX_IDEMPOTENCY_KEY_LENGTH)
+    return key;
+  const where = fromMeta ? `_meta["${IDEMPOTENCY_META_KEY}"]` : 'the Idempotency-Key header';
+  const got = typeof key === 'string' ? `${key.length} characters` : `a ${kindOf(key)}`;
+  return {
+    refusal:
+      `Invalid params: the idempotency key in ${where} must be a string of 1 to ` +
+      `${MAX_IDEMPOTENCY_KEY_LENGTH} characters (got ${got})`,
+  };
+}
+
+const kindOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
 /** Where a client asks for a deadline (ms from now; capped per tool). */
 export const DEADLINE_META_KEY = 'io.mcp-task-gateway/deadline-ms';

@@ -1,8 +1,9 @@
 import type { Request, Response } from 'express';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
-import { detailedTask, TASKS_EXTENSION, WIRE_2026 } from './modern-server.ts';
+import { TASKS_EXTENSION, WIRE_2026 } from './modern-server.ts';
 import { SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
+import { detailedExtTask } from './task-shapes.ts';
 
 const REVISION = '2026-07-28';
 const PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
@@ -46,8 +47,8 @@ export function plainTasksGet(req: Request): { id: string | number; taskId: stri
  * `tasks/get` on the 2026-07-28 wire without the SDK's per-request server: polling is the
  * hottest call a gateway of long tasks serves, and the same verb through the SDK costs a
  * server instance, web Request/Response objects and schema validation each time. The verb
- * itself is the same (`dispatch.tasks.get`, authorization, audit and rate limits included)
- * and so is the answer, byte for byte in content: test/e2e/fast-tasks-get.test.ts compares
+ * itself is the same (`dispatch.tasks.read`, authorization, audit and rate limits included)
+ * and so is the answer (`detailedExtTask`), byte for byte in content: test/e2e/fast-tasks-get.test.ts compares
  * the two paths. Returns false, having done nothing, for any request it does not take.
  */
 export function fastTasksGet(dispatch: Dispatch) {
@@ -56,12 +57,14 @@ export function fastTasksGet(dispatch: Dispatch) {
     if (!call) return false;
     const auth = (req as Request & { auth?: { extra?: Obj } }).auth;
     const ctx = callContextFrom(auth, undefined, WIRE_2026);
-    const r = await dispatch.tasks.get(call.taskId, ctx);
+    const r = await dispatch.tasks.read(call.taskId, ctx, { withResult: true });
     let message: Obj;
     if (r.ok) {
-      const result = await detailedTask(dispatch, r.task, ctx);
       message = {
-        result: { ...result, _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO } },
+        result: {
+          ...detailedExtTask(r),
+          _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
+        },
         jsonrpc: '2.0',
         id: call.id,
       };

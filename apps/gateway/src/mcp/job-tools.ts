@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import type { TaskError, TaskService, TaskView } from '@mtg/tasks';
+import { RESULT_GONE, type TaskError, type TaskService, type TaskView } from '@mtg/tasks';
 import type { ToolContext, ToolDefinition, ToolResult } from '@mtg/tools';
 import { toolErrorFor } from './dispatch.ts';
+import { jobView } from './task-shapes.ts';
 
 /** The job tools that act on one job, and the task verb each one is. */
 export const JOB_TOOL_VERBS: Readonly<Record<string, 'get' | 'result' | 'cancel'>> = {
@@ -23,7 +24,7 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
   const err = (e: TaskError): ToolResult => toolErrorFor(e);
   const view = (t: TaskView, text: string): ToolResult => ({
     content: [{ type: 'text', text }],
-    structuredContent: { ...t, jobId: t.taskId },
+    structuredContent: jobView(t),
   });
 
   const getJobStatus: ToolDefinition<{ jobId: string }> = {
@@ -54,34 +55,26 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
     description: 'The result of a finished job; says so when the job is still running.',
     inputSchema: jobId,
     async run(c, { jobId }) {
-      const r = await tasks.result(jobId, ctxOf(c));
-      if (!r.ok) {
-        if (r.code === 'result_not_ready') {
-          const s = await tasks.get(jobId, ctxOf(c));
-          if (s.ok)
-            return view(
-              s.task,
-              `Job ${jobId} is still ${s.task.status}; poll get_job_status and ask again later.`,
-            );
-        }
-        return err(r);
-      }
-      if (r.result)
+      // One read for status and result: one authorization, one rate-limit point.
+      const r = await tasks.read(jobId, ctxOf(c), { withResult: true });
+      if (!r.ok) return err(r);
+      const t = r.task;
+      if (t.status === 'working' || t.status === 'input_required')
+        return view(
+          t,
+          `Job ${jobId} is still ${t.status}; poll get_job_status and ask again later.`,
+        );
+      if (t.status === 'completed') {
+        if (r.result === 'gone' || r.result === undefined) return err(RESULT_GONE);
         return {
           ...r.result.result,
           _meta: { 'io.modelcontextprotocol/related-task': { taskId: jobId } },
         } as ToolResult;
+      }
       return {
         isError: true,
-        content: [
-          { type: 'text', text: `Job ${jobId} ${r.task.status}: ${r.task.statusMessage ?? ''}` },
-        ],
-        structuredContent: {
-          jobId,
-          status: r.task.status,
-          outcome: r.task.outcome,
-          endedBy: r.task.endedBy,
-        },
+        content: [{ type: 'text', text: `Job ${jobId} ${t.status}: ${t.statusMessage ?? ''}` }],
+        structuredContent: { jobId, status: t.status, outcome: t.outcome, endedBy: t.endedBy },
       };
     },
   };
@@ -108,7 +101,7 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
     async run(c, { cursor }) {
       const r = await tasks.list(ctxOf(c), cursor ? { cursor } : {});
       if (!r.ok) return err(r);
-      const jobs = r.tasks.map((t) => ({ ...t, jobId: t.taskId }));
+      const jobs = r.tasks.map(jobView);
       return {
         content: [
           {

@@ -11,11 +11,12 @@ import {
   McpError,
   PingRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { TaskError, TaskRow, TaskView } from '@mtg/tasks';
+import { toView, type TaskError } from '@mtg/tasks';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
 import { refuseInvalidParams } from './refuse-invalid-params.ts';
 import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
+import { coreTask } from './task-shapes.ts';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const WIRE = 'core-2025';
@@ -67,6 +68,13 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const ctx = callContextFrom(extra.authInfo, request.params._meta, WIRE);
     const task = request.params.task;
+    if (task?.ttl !== undefined && !(Number.isInteger(task.ttl) && task.ttl > 0)) {
+      // Refused before any token exchange or row: the store keeps whole positive milliseconds.
+      throw new McpError(
+        -32602,
+        'Invalid params: task.ttl must be a positive integer number of milliseconds',
+      );
+    }
     const mode = task
       ? ({ kind: 'core-task', ...(task.ttl ? { ttlMs: task.ttl } : {}) } as const)
       : ({ kind: 'plain' } as const);
@@ -85,7 +93,7 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
       wire: task ? WIRE : 'plain-2025',
     });
     if (outcome.kind === 'error') throw new McpError(outcome.code, outcome.message, outcome.data);
-    if (outcome.kind === 'task') return { task: coreTask(outcome.task) } as never;
+    if (outcome.kind === 'task') return { task: coreTask(toView(outcome.task)) } as never;
     if (task && outcome.result.isError) {
       // A task-augmented call must answer CreateTaskResult or a JSON-RPC error; invalid
       // arguments (nothing was created) are the latter.
@@ -101,7 +109,7 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
       callContextFrom(extra.authInfo, undefined, WIRE),
     );
     if (!r.ok) return fail(r);
-    return coreTask(r.row) as never;
+    return coreTask(r.task) as never;
   });
 
   server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {
@@ -144,7 +152,7 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
     });
     if (!r.ok) return fail(r);
     return {
-      tasks: r.tasks.map(coreTaskFromView),
+      tasks: r.tasks.map(coreTask),
       ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}),
     } as never;
   });
@@ -155,33 +163,8 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
       callContextFrom(extra.authInfo, undefined, WIRE),
     );
     if (!r.ok) return fail(r);
-    return coreTaskFromView(r.task) as never;
+    return coreTask(r.task) as never;
   });
 
   return server;
-}
-
-/** The 2025-11-25 Task object. */
-function coreTask(row: TaskRow) {
-  return {
-    taskId: row.id,
-    status: row.status,
-    ttl: row.ttl_ms,
-    createdAt: row.created_at.toISOString(),
-    lastUpdatedAt: row.updated_at.toISOString(),
-    pollInterval: row.poll_interval_ms,
-    ...(row.status_message ? { statusMessage: row.status_message } : {}),
-  };
-}
-
-function coreTaskFromView(v: TaskView) {
-  return {
-    taskId: v.taskId,
-    status: v.status,
-    ttl: v.ttlMs,
-    createdAt: v.createdAt,
-    lastUpdatedAt: v.lastUpdatedAt,
-    pollInterval: v.pollIntervalMs,
-    ...(v.statusMessage ? { statusMessage: v.statusMessage } : {}),
-  };
 }

@@ -4,10 +4,11 @@ import {
   Server,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { TaskError, TaskView } from '@mtg/tasks';
+import { toView, type TaskError } from '@mtg/tasks';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
 import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
+import { createdExtTask, detailedExtTask } from './task-shapes.ts';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
@@ -65,20 +66,8 @@ export function createModernServer(dispatch: Dispatch): Server {
     });
     if (outcome.kind === 'error')
       throw new ProtocolError(outcome.code, outcome.message, outcome.data);
-    if (outcome.kind === 'task') {
-      // Only now, with the row committed, does the client learn the task exists.
-      const t = outcome.task;
-      return {
-        resultType: 'task',
-        taskId: t.id,
-        status: t.status,
-        ...(t.status_message ? { statusMessage: t.status_message } : {}),
-        createdAt: t.created_at.toISOString(),
-        lastUpdatedAt: t.updated_at.toISOString(),
-        ttlMs: t.ttl_ms,
-        pollIntervalMs: t.poll_interval_ms,
-      } as never;
-    }
+    // Only now, with the row committed, does the client learn the task exists.
+    if (outcome.kind === 'task') return createdExtTask(toView(outcome.task)) as never;
     return outcome.result as never;
   });
 
@@ -86,9 +75,9 @@ export function createModernServer(dispatch: Dispatch): Server {
     const c = ctx as unknown as Ctx;
     requireExtension(c);
     const call = callContextFrom(c.http?.authInfo, undefined, WIRE);
-    const r = await dispatch.tasks.get(params.taskId, call);
+    const r = await dispatch.tasks.read(params.taskId, call, { withResult: true });
     if (!r.ok) return fail(r);
-    return (await detailedTask(dispatch, r.task, call)) as never;
+    return detailedExtTask(r) as never;
   });
 
   server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params, ctx) => {
@@ -116,44 +105,4 @@ export function createModernServer(dispatch: Dispatch): Server {
   });
 
   return server;
-}
-
-/** A 2026 `tasks/get` answer: the task, with the final result or error inlined. */
-export async function detailedTask(
-  dispatch: Dispatch,
-  task: TaskView,
-  call: ReturnType<typeof callContextFrom>,
-) {
-  const base = {
-    resultType: 'complete',
-    taskId: task.taskId,
-    status: task.status,
-    ...(task.statusMessage ? { statusMessage: task.statusMessage } : {}),
-    createdAt: task.createdAt,
-    lastUpdatedAt: task.lastUpdatedAt,
-    ttlMs: task.ttlMs,
-    pollIntervalMs: task.pollIntervalMs,
-  };
-  if (task.status === 'completed') {
-    const r = await dispatch.tasks.result(task.taskId, call);
-    if (r.ok && r.result)
-      return { ...base, result: { resultType: 'complete', ...r.result.result } };
-    return {
-      ...base,
-      status: 'failed',
-      error: { code: -32603, message: 'The result is no longer stored' },
-    };
-  }
-  if (task.status === 'failed') {
-    return {
-      ...base,
-      error: {
-        code: -32603,
-        message: task.statusMessage ?? 'Task failed',
-        data: { outcome: task.outcome },
-      },
-    };
-  }
-  if (task.status === 'input_required') return { ...base, inputRequests: {} };
-  return base;
 }

@@ -11,6 +11,7 @@ export function rpcErrorFor(error: TaskError): {
     case 'tenant_limit':
     case 'delegation_unavailable':
     case 'rate_limited':
+    case 'result_wait_limit':
     case 'unavailable':
       // Implementation-defined server error: a limit, with when to retry.
       return {

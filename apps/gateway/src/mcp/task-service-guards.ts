@@ -73,6 +73,11 @@ export function withRateLimits(tasks: TaskService, limits: RateLimits, pool: Poo
       const d = await limits.poll(ctx.principal);
       return d.ok ? tasks.get(taskId, ctx) : refuse(d, ctx, 'get', taskId);
     },
+    // A status read with its result is one read: one point, not one for each half.
+    async read(taskId, ctx, options) {
+      const d = await limits.poll(ctx.principal);
+      return d.ok ? tasks.read(taskId, ctx, options) : refuse(d, ctx, 'get', taskId);
+    },
     async result(taskId, ctx) {
       const d = await limits.poll(ctx.principal);
       return d.ok ? tasks.result(taskId, ctx) : refuse(d, ctx, 'result', taskId);
@@ -104,6 +109,7 @@ const DENIALS = new Set<TaskErrorCode>([
   'principal_revoked',
   'delegation_refused',
   'rate_limited',
+  'result_wait_limit',
 ]);
 
 /** Counts every denied task verb by its reason code (for mtg_denials_total). */
@@ -117,6 +123,11 @@ export function withDenialCounts(tasks: TaskService, count: (reason: string) => 
     ...tasks,
     start: async (input) => counted(await tasks.start(input)),
     get: async (taskId, ctx) => counted(await tasks.get(taskId, ctx)),
+    read: async (taskId, ctx, options) => {
+      const outcome = counted(await tasks.read(taskId, ctx, options));
+      if (outcome.ok && outcome.result === 'gone') count('result_gone');
+      return outcome;
+    },
     result: async (taskId, ctx) => counted(await tasks.result(taskId, ctx)),
     awaitResult: async (taskId, ctx, waitMs) =>
       counted(await tasks.awaitResult(taskId, ctx, waitMs)),
@@ -144,6 +155,7 @@ export function withToolPolicy(tasks: TaskService, policy: Policy): TaskService 
   return {
     ...tasks,
     get: (taskId, ctx) => tasks.get(taskId, gated(ctx)),
+    read: (taskId, ctx, options) => tasks.read(taskId, gated(ctx), options),
     result: (taskId, ctx) => tasks.result(taskId, gated(ctx)),
     awaitResult: (taskId, ctx, waitMs) => tasks.awaitResult(taskId, gated(ctx), waitMs),
     cancel: (taskId, ctx, options) => tasks.cancel(taskId, gated(ctx), options),
@@ -161,7 +173,7 @@ export function withDatabaseOutage(tasks: TaskService, logger: Logger): TaskServ
     try {
       return await run();
     } catch (error) {
-      if (!isDatabaseUnavailable(error)) throw error;
+      if (!isDatabaseUnavailable(error)) throw withoutDriverText(error, verb, logger);
       logger.warn('task verb refused: database unavailable', {
         verb,
         error: (error as Error).message,
@@ -177,10 +189,28 @@ export function withDatabaseOutage(tasks: TaskService, logger: Logger): TaskServ
     ...tasks,
     start: (input) => guard('start', () => tasks.start(input)),
     get: (taskId, ctx) => guard('get', () => tasks.get(taskId, ctx)),
+    read: (taskId, ctx, options) => guard('get', () => tasks.read(taskId, ctx, options)),
     result: (taskId, ctx) => guard('result', () => tasks.result(taskId, ctx)),
     awaitResult: (taskId, ctx, waitMs) =>
       guard('result', () => tasks.awaitResult(taskId, ctx, waitMs)),
     cancel: (taskId, ctx, options) => guard('cancel', () => tasks.cancel(taskId, ctx, options)),
     list: (ctx, page) => guard('list', () => tasks.list(ctx, page)),
   };
+}
+
+/**
+ * Any other PostgreSQL error is a bug, but the SDKs put a handler's error message on the
+ * wire (-32603): its text (constraint names, input echoed back) goes to the log only.
+ */
+function withoutDriverText(error: unknown, verb: string, logger: Logger): unknown {
+  const e = error as { code?: unknown; severity?: unknown; message?: unknown };
+  const fromDriver =
+    typeof e === 'object' &&
+    e !== null &&
+    typeof e.code === 'string' &&
+    /^[0-9A-Z]{5}$/.test(e.code) &&
+    typeof e.severity === 'string';
+  if (!fromDriver) return error;
+  logger.error('task verb failed in the database', { verb, code: e.code, error: e.message });
+  return new Error('Internal error');
 }

@@ -1,0 +1,97 @@
+// A blocking 2025-11-25 tasks/result may hold a connection for TASK_RESULT_WAIT_MS: one
+// caller may hold only TASK_RESULT_WAITS_PER_CALLER of them at once.
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { connectV1 } from '../support/clients.ts';
+import { pollUntil } from '../support/poll.ts';
+import { sql } from '../support/sql.ts';
+import { startStack, type Stack } from '../support/stack.ts';
+import { coreWire } from '../support/wires.ts';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({
+    workers: 1,
+    env: { TASK_RESULT_WAITS_PER_CALLER: '2', TASK_RESULT_WAIT_MS: '4000' },
+  });
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+type Outcome = { ok: true; value: any } | { ok: false; code: number; message: string; data: any };
+
+test('past its cap of held blocking results a caller is refused at once with a clear -32000, audited once; others and ended tasks are unaffected', async () => {
+  const token = await stack.token('holder', 'acme');
+  const wire = coreWire(stack.mcpUrl);
+  const done = await wire.start(token, 'generate_report', { report: 'done', rows: 1 });
+  await pollUntil(
+    async () => (await sql(stack.db.url, 'SELECT status FROM app.tasks WHERE id = $1', [done]))[0],
+    (r) => r?.status === 'completed',
+  );
+  // No worker from here on: new tasks stay working, so their results block.
+  for (const w of stack.workers) await w.stop();
+  const running = await wire.start(token, 'generate_report', { report: 'running' });
+
+  const client = await connectV1(stack.mcpUrl, token);
+  const result = (taskId: string): Promise<Outcome> =>
+    client
+      .request({ method: 'tasks/result', params: { taskId } }, CallToolResultSchema, {
+        timeout: 20_000,
+      })
+      .then(
+        (value) => ({ ok: true as const, value }),
+        (e: { code: number; message: string; data: unknown }) => ({
+          ok: false as const,
+          code: e.code,
+          message: e.message,
+          data: e.data,
+        }),
+      );
+  const started = Date.now();
+  const holds = [result(running), result(running)];
+  await new Promise((r) => setTimeout(r, 500));
+
+  // The third and fourth are refused at once, naming the limit.
+  for (let i = 0; i < 2; i++) {
+    const t0 = Date.now();
+    const third = await result(running);
+    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(third).toMatchObject({
+      ok: false,
+      code: -32000,
+      message: expect.stringMatching(/Too many blocking tasks\/result calls .*\(limit 2\)/),
+      data: { reason: 'result_wait_limit', retryAfterSeconds: expect.any(Number) },
+    });
+  }
+  // An ended task's result needs no hold: it is answered even past the cap.
+  expect(await result(done)).toMatchObject({ ok: true, value: { content: expect.any(Array) } });
+  // Another caller has caps of its own.
+  const other = await connectV1(stack.mcpUrl, await stack.token('other-holder', 'acme'));
+  const otherRunning = await wire.start(
+    await stack.token('other-holder', 'acme'),
+    'generate_report',
+    { report: 'theirs' },
+  );
+  const theirs = other
+    .request({ method: 'tasks/result', params: { taskId: otherRunning } }, CallToolResultSchema)
+    .catch((e: { message: string }) => e.message);
+
+  // The held ones wait their full time and say the task is still running.
+  for (const h of await Promise.all(holds))
+    expect(h).toMatchObject({ ok: false, message: expect.stringMatching(/still running after/) });
+  expect(Date.now() - started).toBeGreaterThanOrEqual(3500);
+  expect(await theirs).toMatch(/still running after/);
+  // With the holds released, the caller may hold again.
+  const again = result(running);
+  await new Promise((r) => setTimeout(r, 500));
+  await expect(Promise.race([again, Promise.resolve('holding')])).resolves.toBe('holding');
+  await again;
+  await client.close();
+  await other.close();
+
+  const denials = await sql(
+    stack.db.url,
+    `SELECT reason FROM audit.events WHERE subject = 'holder' AND type = 'task.denied'`,
+  );
+  expect(denials).toEqual([{ reason: 'result_wait_limit' }]);
+}, 60_000);
