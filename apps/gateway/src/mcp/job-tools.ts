@@ -56,7 +56,7 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
     inputSchema: jobId,
     async run(c, { jobId }) {
       // One read for status and result: one authorization, one rate-limit point.
-      const r = await tasks.read(jobId, ctxOf(c), { withResult: true });
+      const r = await tasks.read(jobId, ctxOf(c), { withResult: true, verb: 'result' });
       if (!r.ok) return err(r);
       const t = r.task;
       if (t.status === 'working' || t.status === 'input_required')
