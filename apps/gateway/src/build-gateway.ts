@@ -143,15 +143,7 @@ export async function buildGateway(
     queue: createJobQueue(boss),
     events,
     tools: longTools,
-    placement: (name) => {
-      const entry = tools.entry(name)!;
-      return {
-        queue: entry.queue!,
-        version: entry.version,
-        fingerprint: entry.fingerprint,
-        registryFingerprint: tools.fingerprint,
-      };
-    },
+    placement: (name) => tools.placement(name),
     queueServed: createQueueServed(pool),
     delegation,
     limits: {

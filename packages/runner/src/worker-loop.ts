@@ -138,13 +138,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
         o.events.on(CHANNELS.control, (payload) => {
           const entry = running.get(String(payload.taskId));
           if (!entry) return;
-          const reason =
-            payload.action === 'deadline'
-              ? 'deadline'
-              : payload.action === 'revoke'
-                ? 'revoked'
-                : 'cancel';
-          entry.stop.abort(new StopRun(reason));
+          entry.stop.abort(new StopRun(stopReasonOf(payload)));
         }),
       );
       poller = setInterval(() => void kick(), o.pollMs);
@@ -169,4 +163,11 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       clearTimeout(timer);
     },
   };
+}
+
+/** What a control notification (`{ taskId, action }`) asks of the running task. */
+export function stopReasonOf(payload: Record<string, unknown>): 'deadline' | 'revoked' | 'cancel' {
+  if (payload.action === 'deadline') return 'deadline';
+  if (payload.action === 'revoke') return 'revoked';
+  return 'cancel';
 }
