@@ -1,4 +1,5 @@
 import { ConfigError, parseConfig } from '@mtg/config';
+import { checkSchemaVersion, SchemaNotMigratedError } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { PolicyFileError } from '@mtg/policy';
 import { loadToolRegistry, RegistryError } from '@mtg/tools';
@@ -23,6 +24,7 @@ async function main() {
     env: process.env,
     limits: config.TOOL_LIMITS,
   });
+  await checkSchemaVersion(config.DATABASE_URL);
   const gateway = await buildGateway(config, process.env, logger, { registry });
   await serveUntilSignalled(gateway.app, {
     port: config.GATEWAY_PORT,
@@ -38,7 +40,8 @@ main().catch((error) => {
   if (
     error instanceof ConfigError ||
     error instanceof PolicyFileError ||
-    error instanceof RegistryError
+    error instanceof RegistryError ||
+    error instanceof SchemaNotMigratedError
   ) {
     // Found while reading the files and packs the config names: no stack trace needed.
     process.stderr.write(`gateway: ${error.message}\n`);

@@ -30,6 +30,7 @@ import {
   type ToolRegistry,
 } from '@mtg/tools';
 import { createTaskTargets } from './task-targets.ts';
+import { serveHealth, type HealthServer } from './serve-health.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
 import type { WorkerConfig } from './worker-config.ts';
 
@@ -40,6 +41,8 @@ export interface Worker {
   running(): number;
   /** Its Prometheus endpoint once started, when WORKER_METRICS_PORT is set. */
   metricsUrl(): string | undefined;
+  /** Its probes (`/healthz`, `/readyz`) once started: always served (WORKER_HEALTH_PORT). */
+  healthUrl(): string | undefined;
 }
 
 /**
@@ -177,11 +180,30 @@ export async function buildWorker(
   let metricsServer: MetricsServer | undefined;
   let metricsUrl: string | undefined;
   let announcer: NodeJS.Timeout | undefined;
+  let health: HealthServer | undefined;
+  let healthUrl: string | undefined;
+  let subscribed = false;
+  let draining = false;
 
   return {
     running: loop.running,
     metricsUrl: () => metricsUrl,
+    healthUrl: () => healthUrl,
     async start() {
+      // First, so a probe can tell "starting" (503) from "gone" (no answer).
+      health = await serveHealth({
+        port: config.WORKER_HEALTH_PORT,
+        host: config.WORKER_HEALTH_HOST,
+        checks: {
+          database: async () => {
+            await pool.query('SELECT 1');
+            return true;
+          },
+          subscribed: () => subscribed,
+          draining: () => draining,
+        },
+      });
+      healthUrl = `http://${config.WORKER_HEALTH_HOST}:${health.port}`;
       if (observe) {
         metricsServer = await serveMetrics({
           registry: observe.registry,
@@ -200,18 +222,22 @@ export async function buildWorker(
       }, 5000);
       announcer.unref();
       await loop.start();
+      subscribed = true;
       maintenance.start();
       logger.info('serving', { tools: [...served.keys()], queues });
     },
     async stop() {
+      draining = true;
       clearInterval(announcer);
       maintenance.stop();
       await metricsServer?.close();
       await loop.stop(config.SHUTDOWN_GRACE_MS);
+      subscribed = false;
       await retireWorker(pool, config.workerId).catch(() => {});
       await events.close();
       await boss.stop({ graceful: false, close: false }).catch(() => {});
       await pool.end();
+      await health?.close();
     },
   };
 }

@@ -1,5 +1,5 @@
 import { ConfigError, parseConfig } from '@mtg/config';
-import { createPool } from '@mtg/db';
+import { checkSchemaVersion, createPool, SchemaNotMigratedError } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { loadToolRegistry, RegistryError, TargetConfigError } from '@mtg/tools';
 import { buildWorker, servedTools } from './build-worker.ts';
@@ -39,7 +39,16 @@ async function main() {
     throw error;
   }
 
-  // Fail at start, with the reason, when the database or the role is not there.
+  // Fail at start, with the reason, when the database is not migrated or the role is not there.
+  try {
+    await checkSchemaVersion(config.DATABASE_URL);
+  } catch (error) {
+    if (error instanceof SchemaNotMigratedError) {
+      process.stderr.write(`worker: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
   const probe = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
@@ -77,12 +86,13 @@ async function main() {
   process.on('disconnect', () => void stop('launcher gone'));
 
   await worker.start();
-  logger.info('worker started');
   const metricsUrl = worker.metricsUrl();
+  logger.info('worker started', { health: worker.healthUrl() });
   process.send?.({
     type: 'ready',
     service: 'worker',
     workerId: config.workerId,
+    healthUrl: worker.healthUrl(),
     ...(metricsUrl ? { url: metricsUrl } : {}),
   });
 }
