@@ -9,6 +9,7 @@ import type { Policy } from '@mtg/policy';
 import type { TaskService } from '@mtg/tasks';
 import type { Catalogue, LongToolDefinition } from '@mtg/tools';
 import { authenticate } from './http/authenticate.ts';
+import { recordClientOrigin } from './http/client-origin.ts';
 import { correlateAndLog } from './http/correlation.ts';
 import { healthRoutes } from './http/health.ts';
 import { RPC, sendRpcError, sendUnavailable } from './http/json-rpc-error.ts';
@@ -144,6 +145,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   ];
 
   if (deps.metrics) app.use(recordRequestDurations(deps.metrics.gateway));
+  app.use(recordClientOrigin(deps.workloads.trustedProxies));
   app.use(correlateAndLog(deps.logger));
   app.use(validateHost(deps.allowedHosts, onGuardDenied));
   app.use(healthRoutes({ pool: deps.pool, keysReady: deps.keysReady }));

@@ -1,6 +1,7 @@
 import { runPrepared, type Queryable } from '@mtg/db';
 import { canonicalJson } from './canonical-json.ts';
 import { APPEND, APPEND_MANY, createGroupCommit } from './group-commit.ts';
+import { currentRequestOrigin, type RequestOrigin } from './request-origin.ts';
 
 export type AuditEventType =
   | 'task.created'
@@ -41,7 +42,18 @@ export interface AuditEvent {
   reason?: string;
   correlationId?: string;
   actor?: { subject: string; client?: string; kind: 'user' | 'admin' | 'worker' | 'system' };
+  /** Denials only: the refused request's client address and user agent (request-origin.ts). */
+  origin?: RequestOrigin;
   data?: Record<string, unknown>;
+}
+
+const DENIALS: ReadonlySet<AuditEventType> = new Set(['auth.denied', 'task.denied']);
+
+/** A denial written while a request is handled names where that request came from. */
+function withOrigin(event: AuditEvent): AuditEvent {
+  if (event.origin || !DENIALS.has(event.type)) return event;
+  const origin = currentRequestOrigin();
+  return origin && (origin.ip || origin.userAgent) ? { ...event, origin } : event;
 }
 
 const groups = new WeakMap<object, (type: string, body: string) => Promise<number>>();
@@ -63,7 +75,7 @@ function isPool(db: Queryable): boolean {
  * settles only after the event is durable.
  */
 export async function appendAudit(db: Queryable, event: AuditEvent): Promise<number> {
-  const { type, ...body } = event;
+  const { type, ...body } = withOrigin(event);
   const text = canonicalJson(body);
   if (isPool(db)) {
     let group = groups.get(db);
@@ -86,7 +98,10 @@ export async function appendAuditEvents(
   if (isPool(db)) return Promise.all(events.map((e) => appendAudit(db, e)));
   if (events.length === 0) return [];
   const types = events.map((e) => e.type);
-  const bodies = events.map(({ type: _type, ...body }) => canonicalJson(body));
+  const bodies = events.map((e) => {
+    const { type: _type, ...body } = withOrigin(e);
+    return canonicalJson(body);
+  });
   const result = await runPrepared<{ seqs: unknown[] }>(db, APPEND_MANY, [types, bodies]);
   return result.rows[0]!.seqs.map(Number);
 }

@@ -6,6 +6,11 @@ export {
 } from './append-audit.ts';
 export { canonicalJson } from './canonical-json.ts';
 export {
+  runWithRequestOrigin,
+  currentRequestOrigin,
+  type RequestOrigin,
+} from './request-origin.ts';
+export {
   eventHash,
   hashInput,
   canonicalTimestamp,

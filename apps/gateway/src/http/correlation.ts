@@ -29,6 +29,8 @@ export function correlateAndLog(logger: Logger) {
         subject: principal?.subject,
         tenant: principal?.tenant,
         client: principal?.client,
+        clientIp: res.locals.clientIp,
+        userAgent: res.locals.userAgent,
       });
     });
     next();
