@@ -103,7 +103,7 @@ test('a 401 names the client address its trusted proxy forwarded and the user ag
   const event = await denial('auth.denied', 'token_missing');
   expect(event.origin).toEqual({ ip: '203.0.113.7', userAgent: 'origin-probe/1.0' });
   const line = await pollUntil(
-    () => lines.find((l) => l.message === 'request' && l.correlationId === correlationId),
+    async () => lines.find((l) => l.message === 'request' && l.correlationId === correlationId),
     (l) => l !== undefined,
     5000,
     20,
