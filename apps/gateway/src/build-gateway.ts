@@ -9,7 +9,18 @@ import {
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
-import { createGatewayMetrics, createRegistry, registerClusterGauges } from '@mtg/metrics';
+import { observeAuditAppends } from '@mtg/audit';
+import {
+  createAuditAppendMetrics,
+  createExchangeMetrics,
+  createGatewayMetrics,
+  createRegistry,
+  instrumentExchanger,
+  registerAuditGauges,
+  registerClusterGauges,
+  registerPoolGauges,
+  registerQueueDepthGauges,
+} from '@mtg/metrics';
 import {
   CHANNELS,
   countUnservedTasks,
@@ -135,6 +146,19 @@ export async function buildGateway(
   };
   const registry = createRegistry('gateway');
   const gatewayMetrics = createGatewayMetrics(registry);
+  // Read when scraped, or observed where the work happens: nothing on the request path waits.
+  registerPoolGauges(registry, pool);
+  registerAuditGauges(registry, { db: pool });
+  registerQueueDepthGauges(registry, {
+    queues: tools.queues(),
+    depth: (queue) =>
+      boss
+        .getQueue(queue)
+        .then((q) => (q ? { queued: q.queuedCount, active: q.activeCount } : undefined)),
+  });
+  const appendSeconds = createAuditAppendMetrics(registry);
+  observeAuditAppends(pool, (seconds) => appendSeconds.observe(seconds));
+  delegation.exchanger = instrumentExchanger(delegation.exchanger, createExchangeMetrics(registry));
   const service = createTaskService({
     pool,
     queue: createJobQueue(boss),

@@ -7,9 +7,16 @@ import {
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import {
+  createExchangeMetrics,
   createRegistry,
+  createTargetCallMetrics,
   createWorkerMetrics,
+  instrumentExchanger,
+  instrumentFetch,
   registerClusterGauges,
+  registerPoolGauges,
+  registerQueueDepthGauges,
+  registerSlotGauges,
   serveMetrics,
   CIRCUIT_STATE_VALUE,
   type MetricsServer,
@@ -141,8 +148,13 @@ export async function buildWorker(
   }
   const observe =
     config.WORKER_METRICS_PORT > 0
-      ? workerObservability(pool, boss, [...resilience.values()], config.workerId, queues)
+      ? workerObservability(pool, boss, [...resilience.values()], config.workerId, queues, {
+          served: new Map([...served.keys()].map((name) => [name, registry.entry(name)!.queue!])),
+          slots: { busy: () => loop.running(), total: config.WORKER_CONCURRENCY },
+        })
       : undefined;
+  if (observe)
+    credentialDeps.exchanger = instrumentExchanger(credentialDeps.exchanger, observe.exchanges);
   const announce = () =>
     announceWorker(pool, {
       id: config.workerId,
@@ -165,7 +177,12 @@ export async function buildWorker(
       maxAttempts: config.WORKER_MAX_ATTEMPTS,
       logger,
       ...(observe ? { onTaskEnded: observe.taskEnded } : {}),
-      targetsFor: createTaskTargets({ credentials: credentialDeps, targets, resilience }),
+      targetsFor: createTaskTargets({
+        credentials: credentialDeps,
+        targets,
+        resilience,
+        ...(observe ? { fetchFor: observe.fetchFor } : {}),
+      }),
     },
   });
   const maintenance = createMaintenance({
@@ -273,9 +290,25 @@ function workerObservability(
   resilience: DownstreamResilience[],
   workerId: string,
   queues: string[],
+  own: {
+    served: ReadonlyMap<string, string>;
+    slots: { busy: () => number; total: number };
+  },
 ) {
   const registry = createRegistry('worker', { worker: workerId });
   const metrics = createWorkerMetrics(registry);
+  registerPoolGauges(registry, pool);
+  registerSlotGauges(registry, own.slots);
+  registerQueueDepthGauges(registry, {
+    queues: own.served,
+    depth: (queue) =>
+      boss
+        .getQueue(queue)
+        .then((q) => (q ? { queued: q.queuedCount, active: q.activeCount } : undefined)),
+  });
+  const exchanges = createExchangeMetrics(registry);
+  const targetCalls = createTargetCallMetrics(registry);
+  const fetchFor = (target: string) => instrumentFetch(fetch, targetCalls, target);
   registerClusterGauges(registry, {
     db: pool,
     queueDepth: async () => {
@@ -298,5 +331,5 @@ function workerObservability(
   // A run's result says how it ended, not whether this worker ended the task (another
   // process may have first): durations come from where the settlement commits, taskEnded.
   const runEnded = (_taskId: string, result: RunResult) => metrics.runs.inc({ result });
-  return { registry, runEnded, taskEnded: metrics.taskEnded };
+  return { registry, runEnded, taskEnded: metrics.taskEnded, exchanges, fetchFor };
 }

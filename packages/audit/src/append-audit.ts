@@ -57,6 +57,16 @@ function withOrigin(event: AuditEvent): AuditEvent {
 }
 
 const groups = new WeakMap<object, (type: string, body: string) => Promise<number>>();
+const observers = new WeakMap<object, (seconds: number) => void>();
+
+/**
+ * Reports how long each append through `pool` takes, from the call until its group has
+ * committed (the append latency metric). Appends inside a caller's transaction are part of
+ * that transaction's time and are not reported.
+ */
+export function observeAuditAppends(pool: Queryable, observe: (seconds: number) => void): void {
+  observers.set(pool, observe);
+}
 
 /** A pool (each query its own autocommit transaction), not one client's session. */
 function isPool(db: Queryable): boolean {
@@ -80,7 +90,13 @@ export async function appendAudit(db: Queryable, event: AuditEvent): Promise<num
   if (isPool(db)) {
     let group = groups.get(db);
     if (!group) groups.set(db, (group = createGroupCommit(db)));
-    return group(type, text);
+    const observe = observers.get(db);
+    if (!observe) return group(type, text);
+    const started = performance.now();
+    return group(type, text).then((seq) => {
+      observe((performance.now() - started) / 1000);
+      return seq;
+    });
   }
   const result = await runPrepared<{ seq: string }>(db, APPEND, [type, text]);
   return Number(result.rows[0]!.seq);

@@ -1,6 +1,7 @@
 export {
   appendAudit,
   appendAuditEvents,
+  observeAuditAppends,
   type AuditEvent,
   type AuditEventType,
 } from './append-audit.ts';
