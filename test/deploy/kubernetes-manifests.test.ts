@@ -252,7 +252,10 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
         ]) {
           expect(c.command.join(' ')).not.toContain('apps/idp');
           for (const e of c.env ?? []) {
-            if (/SECRET|KEY|TOKEN|PASSWORD|DATABASE_URL|AUTH$/.test(e.name)) {
+            if (
+              /SECRET|KEY|TOKEN|PASSWORD|DATABASE_URL|AUTH$/.test(e.name) &&
+              !e.name.endsWith('_FILE')
+            ) {
               expect([c.name, e.name, e.valueFrom?.secretKeyRef?.name]).toEqual([
                 c.name,
                 e.name,
@@ -267,6 +270,39 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
           Object.keys(cm.data).filter((k) => /SECRET|PASSWORD|TOKEN|DATABASE_URL/.test(k)),
         ).toEqual([]);
       }
+    });
+
+    test('every pod may reach DNS and PostgreSQL past the default deny', () => {
+      const egress = ofKind('NetworkPolicy').filter((p) => p.spec.policyTypes.includes('Egress'));
+      const allows = (labels: Record<string, string>, port: number) =>
+        egress.some(
+          (p) =>
+            Object.keys(p.spec.podSelector).length > 0 &&
+            matches(p.spec.podSelector.matchLabels ?? {}, labels) &&
+            (p.spec.egress ?? []).some((rule: any) =>
+              (rule.ports ?? []).some((x: any) => x.port === port),
+            ),
+        );
+      for (const w of workloads()) {
+        const labels = podTemplate(w).metadata.labels;
+        expect([w.metadata.name, allows(labels, 53), allows(labels, 5432)]).toEqual([
+          w.metadata.name,
+          true,
+          true,
+        ]);
+      }
+    });
+
+    test('the audit CronJobs sign and verify hourly and archive monthly', () => {
+      const jobs = Object.fromEntries(ofKind('CronJob').map((c) => [c.metadata.name, c]));
+      const command = (name: string) =>
+        jobs[name]!.spec.jobTemplate.spec.template.spec.containers[0].command.join(' ');
+      expect(command('mtg-audit-checkpoint')).toContain('scripts/audit-checkpoint.ts');
+      expect(command('mtg-audit-checkpoint')).toContain(
+        'scripts/audit-verify.ts --from-checkpoint latest --record',
+      );
+      expect(command('mtg-audit-archive')).toContain('scripts/audit-archive.ts --out /archive');
+      expect(jobs['mtg-audit-archive']!.spec.concurrencyPolicy).toBe('Forbid');
     });
 
     test('a default-deny NetworkPolicy and ServiceMonitors for the gateways and the workers', () => {

@@ -67,3 +67,15 @@ export {
   type CreateCheckpointResult,
 } from './create-checkpoint.ts';
 export { ensurePartitions } from './ensure-partitions.ts';
+export {
+  ARCHIVE_KIND,
+  ARCHIVE_VERSION,
+  type ArchiveHeader,
+  type ArchiveLine,
+} from './archive/archive-format.ts';
+export {
+  verifyArchive,
+  type ArchiveVerification,
+  type ArchiveFailureCode,
+} from './archive/verify-archive.ts';
+export { exportMonth, type MonthBounds } from './archive/export-month.ts';
