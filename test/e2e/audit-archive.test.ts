@@ -111,7 +111,9 @@ test('the job archives every closed month, oldest first, and detaches each after
     ...env(),
     DATABASE_ROLE: 'mtg_audit_signer',
   });
-  expect(rest.stdout).toMatch(/^audit chain intact: 3 events \(seq 13\.\.15\), from the checkpoint at event 12/);
+  expect(rest.stdout).toMatch(
+    /^audit chain intact: 3 events \(seq 13\.\.15\), from the checkpoint at event 12/,
+  );
   expect(rest.code).toBe(0);
   expect(
     (await sql(db.url, `SELECT kind, ok FROM audit.verifications ORDER BY id DESC LIMIT 1`))[0],
