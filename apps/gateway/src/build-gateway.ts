@@ -10,6 +10,7 @@ import {
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
 import { observeAuditAppends } from '@mtg/audit';
+import { withTaskSpans } from './mcp/trace-task-service.ts';
 import {
   createAuditAppendMetrics,
   createExchangeMetrics,
@@ -217,7 +218,7 @@ export async function buildGateway(
     withDatabaseOutage(withRateLimits(service, rateLimits, pool), logger),
     (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
   );
-  const tasks = policy ? withToolPolicy(limited, policy) : limited;
+  const tasks = withTaskSpans(policy ? withToolPolicy(limited, policy) : limited);
 
   const app = createApp({
     resource: config.resource,

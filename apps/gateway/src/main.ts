@@ -2,6 +2,7 @@ import { ConfigError, parseConfig } from '@mtg/config';
 import { checkSchemaVersion, SchemaNotMigratedError } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { PolicyFileError } from '@mtg/policy';
+import { startTracingFromEnv } from '@mtg/telemetry';
 import { loadToolRegistry, RegistryError } from '@mtg/tools';
 import { buildGateway } from './build-gateway.ts';
 import { gatewayConfigSchema } from './config.ts';
@@ -25,13 +26,18 @@ async function main() {
     limits: config.TOOL_LIMITS,
   });
   await checkSchemaVersion(config.DATABASE_URL);
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md, "Tracing").
+  const tracing = await startTracingFromEnv(process.env, 'gateway');
   const gateway = await buildGateway(config, process.env, logger, { registry });
   await serveUntilSignalled(gateway.app, {
     port: config.GATEWAY_PORT,
     host: config.GATEWAY_HOST,
     logger,
     ready: { service: 'gateway', url: config.resource },
-    onClose: () => gateway.close(),
+    onClose: async () => {
+      await gateway.close();
+      await tracing?.shutdown();
+    },
     ...(gateway.tls ? { tls: gateway.tls } : {}),
   });
 }

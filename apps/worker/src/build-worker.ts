@@ -36,6 +36,7 @@ import {
   type DownstreamResilience,
   type ToolRegistry,
 } from '@mtg/tools';
+import { inSpan } from '@mtg/telemetry';
 import { createTaskTargets } from './task-targets.ts';
 import { serveHealth, type HealthServer } from './serve-health.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
@@ -155,6 +156,12 @@ export async function buildWorker(
       : undefined;
   if (observe)
     credentialDeps.exchanger = instrumentExchanger(credentialDeps.exchanger, observe.exchanges);
+  // Each exchange a span of the task's trace (a no-op span when tracing is off).
+  const exchanger = credentialDeps.exchanger;
+  credentialDeps.exchanger = {
+    ...exchanger,
+    exchange: (request) => inSpan('token.exchange', {}, () => exchanger.exchange(request)),
+  };
   const announce = () =>
     announceWorker(pool, {
       id: config.workerId,

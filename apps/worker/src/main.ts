@@ -1,6 +1,7 @@
 import { ConfigError, parseConfig } from '@mtg/config';
 import { checkSchemaVersion, createPool, SchemaNotMigratedError } from '@mtg/db';
 import { createLogger } from '@mtg/log';
+import { startTracingFromEnv } from '@mtg/telemetry';
 import { loadToolRegistry, RegistryError, TargetConfigError } from '@mtg/tools';
 import { buildWorker, servedTools } from './build-worker.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
@@ -61,6 +62,18 @@ async function main() {
     await probe.end();
   }
 
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; before the worker, so its fetch is traced.
+  let tracing;
+  try {
+    tracing = await startTracingFromEnv(process.env, 'worker', config.workerId);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`worker: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+
   let worker;
   try {
     worker = await buildWorker(config, registry, logger);
@@ -77,6 +90,7 @@ async function main() {
     stopping = true;
     logger.info('stopping', { reason });
     await worker.stop();
+    await tracing?.shutdown();
     logger.info('stopped');
     process.exit(0);
   };

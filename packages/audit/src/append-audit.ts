@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import { runPrepared, type Queryable } from '@mtg/db';
 import { canonicalJson } from './canonical-json.ts';
 import { APPEND, APPEND_MANY, createGroupCommit } from './group-commit.ts';
@@ -44,6 +45,8 @@ export interface AuditEvent {
   actor?: { subject: string; client?: string; kind: 'user' | 'admin' | 'worker' | 'system' };
   /** Denials only: the refused request's client address and user agent (request-origin.ts). */
   origin?: RequestOrigin;
+  /** The trace the event was written in, when tracing is on (docs/operations.md, "Tracing"). */
+  traceId?: string;
   data?: Record<string, unknown>;
 }
 
@@ -51,6 +54,8 @@ const DENIALS: ReadonlySet<AuditEventType> = new Set(['auth.denied', 'task.denie
 
 /** A denial written while a request is handled names where that request came from. */
 function withOrigin(event: AuditEvent): AuditEvent {
+  const sc = event.traceId ? undefined : trace.getActiveSpan()?.spanContext();
+  if (sc && trace.isSpanContextValid(sc)) event = { ...event, traceId: sc.traceId };
   if (event.origin || !DENIALS.has(event.type)) return event;
   const origin = currentRequestOrigin();
   return origin && (origin.ip || origin.userAgent) ? { ...event, origin } : event;
