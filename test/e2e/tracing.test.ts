@@ -28,6 +28,7 @@ interface Span {
   spanId: string;
   parentSpanId: string;
   name: string;
+  links: string[];
   attributes: Record<string, unknown>;
 }
 
@@ -64,6 +65,7 @@ async function startReceiver() {
               spanId: hex(s.spanId),
               parentSpanId: hex(s.parentSpanId),
               name: s.name,
+              links: (s.links ?? []).map((l: any) => hex(l.traceId)),
               attributes: Object.fromEntries(
                 (s.attributes ?? []).map((a: any) => [a.key, value(a.value)]),
               ),
@@ -172,6 +174,10 @@ test("one trace from the agent's request to the downstream write, across the gat
   let ancestor: Span | undefined = write;
   while (ancestor && ancestor !== run) ancestor = byId.get(ancestor.parentSpanId);
   expect(ancestor).toBe(run);
+  // Polls are spans of their own requests' traces, linked to the task's.
+  const polls = receiver.spans.filter((s) => s.name === 'task.get' && s.traceId !== traceId);
+  expect(polls.length).toBeGreaterThan(0);
+  for (const p of polls) expect(p.links).toEqual([traceId]);
   // OTLP JSON, as the receiver decoded it.
   expect([...receiver.contentTypes]).toEqual(['application/json']);
 

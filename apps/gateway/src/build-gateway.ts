@@ -218,7 +218,13 @@ export async function buildGateway(
     withDatabaseOutage(withRateLimits(service, rateLimits, pool), logger),
     (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
   );
-  const tasks = withTaskSpans(policy ? withToolPolicy(limited, policy) : limited);
+  const tasks = withTaskSpans(policy ? withToolPolicy(limited, policy) : limited, async (jobId) => {
+    const r = await pool.query<{ traceparent: string | null }>(
+      `SELECT data->>'traceparent' AS traceparent FROM pgboss.job WHERE id = $1`,
+      [jobId],
+    );
+    return r.rows[0]?.traceparent ?? undefined;
+  });
 
   const app = createApp({
     resource: config.resource,
