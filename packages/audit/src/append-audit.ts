@@ -52,7 +52,10 @@ export interface AuditEvent {
 
 const DENIALS: ReadonlySet<AuditEventType> = new Set(['auth.denied', 'task.denied']);
 
-/** A denial written while a request is handled names where that request came from. */
+/**
+ * What the context adds: the trace id of the span the event is written in (tracing on), and
+ * for a denial written while a request is handled, where that request came from.
+ */
 function withOrigin(event: AuditEvent): AuditEvent {
   const sc = event.traceId ? undefined : trace.getActiveSpan()?.spanContext();
   if (sc && trace.isSpanContextValid(sc)) event = { ...event, traceId: sc.traceId };
