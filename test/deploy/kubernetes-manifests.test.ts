@@ -178,6 +178,20 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       }
     });
 
+    test("the gateway's Host check lets the probes and scrapes in (they send the pod IP as Host)", () => {
+      const gateway = ofKind('Deployment').find((d) => d.metadata.name === 'mtg-gateway')!;
+      const env = podTemplate(gateway).spec.containers[0].env as Array<Record<string, any>>;
+      const podIp = env.findIndex((e) => e.valueFrom?.fieldRef?.fieldPath === 'status.podIP');
+      const allowed = env.findIndex((e) => e.name === 'ALLOWED_HOSTS');
+      expect(podIp).toBeGreaterThanOrEqual(0);
+      // A $(VAR) reference expands only variables defined before it.
+      expect(allowed).toBeGreaterThan(podIp);
+      expect(env[allowed]!.value).toBe(`$(PUBLIC_HOSTS),$(${env[podIp]!.name})`);
+      const config = ofKind('ConfigMap')[0]!;
+      expect(config.data.PUBLIC_HOSTS).toEqual(expect.any(String));
+      expect(config.data.ALLOWED_HOSTS).toBeUndefined();
+    });
+
     test('the gateway has several replicas, an HPA on CPU, a PodDisruptionBudget and a Service', () => {
       const gateway = ofKind('Deployment').find((d) => d.metadata.name === 'mtg-gateway')!;
       expect(gateway.spec.replicas).toBeGreaterThan(1);
