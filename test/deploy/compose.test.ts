@@ -35,6 +35,9 @@ const SECRETS = {
   MCP_WORKER_SECRET: 'w',
   IDP_ADMIN_TOKEN: 't'.repeat(16),
   CREDENTIAL_KEY: 'k',
+  GATEWAY_DATABASE_PASSWORD: 'dg',
+  WORKER_DATABASE_PASSWORD: 'dw',
+  DOWNSTREAM_DATABASE_PASSWORD: 'dd',
 };
 type Service = {
   image?: string;

@@ -175,7 +175,9 @@ test("one trace from the agent's request to the downstream write, across the gat
   while (ancestor && ancestor !== run) ancestor = byId.get(ancestor.parentSpanId);
   expect(ancestor).toBe(run);
   // Polls are spans of their own requests' traces, linked to the task's.
-  const polls = receiver.spans.filter((s) => s.name === 'task.get' && s.traceId !== traceId);
+  const polls = receiver.spans.filter(
+    (s) => (s.name === 'task.get' || s.name === 'task.read') && s.traceId !== traceId,
+  );
   expect(polls.length).toBeGreaterThan(0);
   for (const p of polls) expect(p.links).toEqual([traceId]);
   // OTLP JSON, as the receiver decoded it.
