@@ -28,13 +28,7 @@ import { createApp } from './create-app.ts';
 import { discoverJwksUri } from './discover-jwks-uri.ts';
 import { createRateLimits } from './http/rate-limit.ts';
 import { jobTools } from './mcp/job-tools.ts';
-import {
-  withDatabaseOutage,
-  withDenialCounts,
-  withRateLimits,
-  withToolPolicy,
-} from './mcp/task-service-guards.ts';
-import { withResultWaitCap } from './mcp/result-wait-cap.ts';
+import { guardTaskService, taskServiceGuards } from './mcp/task-service-guards.ts';
 import { loadTls } from './tls.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
@@ -190,20 +184,19 @@ export async function buildGateway(
       pollsPerSecond: config.RATE_LIMIT_POLLS_PER_SECOND,
     },
   });
-  // Every wire and the job tools go through the limits and the tool policy, a database
-  // outage is answered as such, and every denial is counted.
-  const limited = withDenialCounts(
-    withDatabaseOutage(
-      withRateLimits(
-        withResultWaitCap(service, { maxPerCaller: config.TASK_RESULT_WAITS_PER_CALLER, pool }),
-        rateLimits,
-        pool,
-      ),
+  // Every wire and the job tools reach the service through one list of guards: the tool
+  // policy, denial counts, the database outage answer, the rate limits, the result-wait cap.
+  const tasks = guardTaskService(
+    service,
+    taskServiceGuards({
+      pool,
       logger,
-    ),
-    (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
+      rateLimits,
+      countDenial: (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
+      maxResultWaitsPerCaller: config.TASK_RESULT_WAITS_PER_CALLER,
+      ...(policy ? { policy } : {}),
+    }),
   );
-  const tasks = policy ? withToolPolicy(limited, policy) : limited;
 
   const app = createApp({
     resource: config.resource,

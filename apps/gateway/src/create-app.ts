@@ -1,7 +1,7 @@
 import type { X509Certificate } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { appendAudit } from '@mtg/audit';
-import { isDatabaseUnavailable, type Pool } from '@mtg/db';
+import { appendAuditGrouped } from '@mtg/audit';
+import { databaseFailureOf, type Pool } from '@mtg/db';
 import type { VerifyOptions } from '@mtg/identity';
 import { metadataUrlsFor } from '@mtg/identity';
 import { clipEveryField, clipInput, type Logger } from '@mtg/log';
@@ -29,6 +29,7 @@ import {
   type SecurityEventReceiverOptions,
 } from './ssf/security-event-routes.ts';
 import { workloadIdentity } from './http/workload-identity.ts';
+import { requestContextOf } from './http/request-context.ts';
 import { createDispatch } from './mcp/dispatch.ts';
 import { createToolPolicy } from './mcp/tool-policy.ts';
 import { mcpEndpoint } from './mcp/mcp-endpoint.ts';
@@ -109,8 +110,8 @@ export function createApp(deps: GatewayDeps): express.Express {
     logger: deps.logger,
     onDenied: (res, reason) => {
       countAuthDenial(reason);
-      const p = res.locals.principal as { tenant: string; subject: string; client: string };
-      return appendAudit(deps.pool, {
+      const p = requestContextOf(res).principal;
+      return appendAuditGrouped(deps.pool, {
         type: 'auth.denied',
         tenant: p.tenant,
         subject: p.subject,
@@ -191,7 +192,7 @@ export function createApp(deps: GatewayDeps): express.Express {
       resourceMetadataUrl,
       (_req, code, tool, res) => {
         countAuthDenial(code);
-        denials.principal(res, res.locals.principal, code, tool);
+        denials.principal(res, requestContextOf(res).principal, code, tool);
       },
     ),
     requireTaskScope({
@@ -221,7 +222,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   // Last resort: a bug must not leak a stack trace or kill the process. A database outage
   // (e.g. the revocation check could not run) is not a bug: 503 + Retry-After.
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    const outage = isDatabaseUnavailable(error);
+    const outage = databaseFailureOf(error)?.code === 'database_unavailable';
     deps.logger[outage ? 'warn' : 'error'](outage ? 'database unavailable' : 'unhandled', {
       correlationId: res.locals.correlationId,
       error: clipInput(error instanceof Error ? error.message : String(error)),

@@ -1,4 +1,5 @@
-import { runPrepared, type Queryable } from '@mtg/db';
+import type { ClientBase, Pool } from 'pg';
+import { runPrepared } from '@mtg/db';
 import { canonicalJson } from './canonical-json.ts';
 import { APPEND, APPEND_MANY, createGroupCommit } from './group-commit.ts';
 
@@ -44,49 +45,58 @@ export interface AuditEvent {
   data?: Record<string, unknown>;
 }
 
-const groups = new WeakMap<object, (type: string, body: string) => Promise<number>>();
-
-/** A pool (each query its own autocommit transaction), not one client's session. */
-function isPool(db: Queryable): boolean {
-  return 'totalCount' in db && 'idleCount' in db;
-}
+const groups = new WeakMap<Pool, (type: string, body: string) => Promise<number>>();
 
 /**
- * Appends an event and resolves with its sequence number once it is committed.
- *
- * On a client inside the caller's transaction, the event commits (or rolls back) with that
- * transaction. Call it as the LAST statement there: audit.append() holds the chain lock until
- * commit, and taking it last keeps that hold short and the lock order acyclic.
- *
- * On a pool, the event is its own transaction, and events appended on the same pool while
- * another commits share the next commit (group commit, ./group-commit.ts): the promise still
- * settles only after the event is durable.
+ * A client inside a transaction the caller opened (BEGIN … COMMIT): a pooled client or a
+ * dedicated one, never a pool. (A pool has no `escapeLiteral`; a client has no
+ * `totalCount`: passing one for the other does not compile.)
  */
-export async function appendAudit(db: Queryable, event: AuditEvent): Promise<number> {
+export type AuditTransaction = Pick<ClientBase, 'query' | 'escapeLiteral'>;
+
+/** A pool: each statement its own autocommit transaction. */
+export type AuditPool = Pick<Pool, 'query' | 'totalCount'>;
+
+/**
+ * Appends an event inside the caller's transaction: it commits (or rolls back) with the
+ * change it records. Call it as the LAST statement there: audit.append() holds the chain lock
+ * until commit, and taking it last keeps that hold short and the lock order acyclic.
+ * Resolves with the event's sequence number (durable once the caller commits).
+ */
+export async function appendAuditInTransaction(
+  tx: AuditTransaction,
+  event: AuditEvent,
+): Promise<number> {
   const { type, ...body } = event;
-  const text = canonicalJson(body);
-  if (isPool(db)) {
-    let group = groups.get(db);
-    if (!group) groups.set(db, (group = createGroupCommit(db)));
-    return group(type, text);
-  }
-  const result = await runPrepared<{ seq: string }>(db, APPEND, [type, text]);
+  const result = await runPrepared<{ seq: string }>(tx, APPEND, [type, canonicalJson(body)]);
   return Number(result.rows[0]!.seq);
 }
 
 /**
- * Appends several events in order, committed together: in the caller's transaction on a
- * client (one statement, so the chain lock is taken one round trip later than with one
- * appendAudit() per event), or through the pool's group commit.
+ * Appends several events in order inside the caller's transaction, in one statement (the
+ * chain lock is taken one round trip later than with one append per event).
  */
-export async function appendAuditEvents(
-  db: Queryable,
+export async function appendAuditEventsInTransaction(
+  tx: AuditTransaction,
   events: readonly AuditEvent[],
 ): Promise<number[]> {
-  if (isPool(db)) return Promise.all(events.map((e) => appendAudit(db, e)));
   if (events.length === 0) return [];
   const types = events.map((e) => e.type);
   const bodies = events.map(({ type: _type, ...body }) => canonicalJson(body));
-  const result = await runPrepared<{ seqs: unknown[] }>(db, APPEND_MANY, [types, bodies]);
+  const result = await runPrepared<{ seqs: unknown[] }>(tx, APPEND_MANY, [types, bodies]);
   return result.rows[0]!.seqs.map(Number);
+}
+
+/**
+ * Appends an event that records no change of the caller's (a read, a denial, a token
+ * refresh) as its own transaction: events appended on the same pool while another commits
+ * share the next commit (group commit, ./group-commit.ts). Resolves with the event's
+ * sequence number once it is durable.
+ */
+export async function appendAuditGrouped(pool: AuditPool, event: AuditEvent): Promise<number> {
+  const { type, ...body } = event;
+  const key = pool as Pool;
+  let group = groups.get(key);
+  if (!group) groups.set(key, (group = createGroupCommit(pool)));
+  return group(type, canonicalJson(body));
 }

@@ -1,6 +1,9 @@
 export {
-  appendAudit,
-  appendAuditEvents,
+  appendAuditGrouped,
+  appendAuditInTransaction,
+  appendAuditEventsInTransaction,
+  type AuditPool,
+  type AuditTransaction,
   type AuditEvent,
   type AuditEventType,
 } from './append-audit.ts';

@@ -1,7 +1,11 @@
 export { createPool, type Pool, type PoolOptions } from './create-pool.ts';
 export { migrate, type MigrateResult } from './migrate.ts';
 export { withTransaction, type Queryable } from './with-transaction.ts';
-export { isDatabaseUnavailable } from './unavailable.ts';
+export {
+  databaseFailureOf,
+  type DatabaseFailure,
+  type DatabaseFailureCode,
+} from './database-failure.ts';
 export { prepared, runPrepared, queryMaybePrepared, type PreparedStatement } from './prepared.ts';
 export { databaseUrlFor, recreateDatabase } from './admin.ts';
 export { ROLES, type AppRole } from './roles.ts';

@@ -66,6 +66,7 @@ export {
   type ExchangeRequest,
   type ExchangedToken,
   type ExchangeOutcome,
+  type ExchangeRefusalCode,
   type TokenExchanger,
 } from './exchange-token.ts';
 export { acceptableAlgorithms, screenCompactJws } from './screen-compact-jws.ts';

@@ -15,9 +15,38 @@ export {
   HEARTBEAT_SECONDS,
   type JobQueue,
 } from './job-queue.ts';
-export { settleTask, type OnTaskEnded, type Settlement } from './settle-task.ts';
-export { appendCancelled, ADMIN_SCOPE } from './cancel-task.ts';
-export type { StartInput, StartLimits, StartOutcome, ToolPlacement } from './create-task.ts';
+export { ADMIN_SCOPE } from './cancel-task.ts';
+export {
+  aboutTask,
+  cancelTaskNow,
+  claimTask,
+  completeTask,
+  expireTask,
+  failTask,
+  journalStep,
+  lateTasks,
+  loadJournal,
+  noteWaitingForWorker,
+  pauseTask,
+  placementOf,
+  purgeExpired,
+  reapExpiredLeases,
+  recordProgress,
+  recordStatusMessage,
+  releaseLease,
+  renewLease,
+  signalDeadline,
+  takeStageGrant,
+  type Boundary,
+  type CancelledBy,
+  type ClaimOutcome,
+  type Lease,
+  type OnTaskEnded,
+  type StartInput,
+  type StartLimits,
+  type StartOutcome,
+  type ToolPlacement,
+} from './task-state/index.ts';
 export type { VerbContext } from './authorize-task.ts';
 export { stepUpScope } from './step-up-scope.ts';
 export {
@@ -29,14 +58,7 @@ export {
   type TaskOutcome,
 } from './errors.ts';
 export { TASK_ID, newTaskId } from './task-id.ts';
-export {
-  ACTIVE,
-  isTerminal,
-  toView,
-  type TaskRow,
-  type TaskStatus,
-  type TaskView,
-} from './task-row.ts';
+export { isTerminal, toView, type TaskRow, type TaskStatus, type TaskView } from './task-row.ts';
 export type { StoredResult } from './read-result.ts';
 export type { TaskPage } from './list-tasks.ts';
 export {

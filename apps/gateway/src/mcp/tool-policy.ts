@@ -1,5 +1,5 @@
-import { appendAudit } from '@mtg/audit';
-import type { Queryable } from '@mtg/db';
+import { appendAuditGrouped } from '@mtg/audit';
+import type { Pool } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 import type { Policy, Workload } from '@mtg/policy';
 
@@ -21,7 +21,7 @@ export interface ToolPolicy {
   }): Promise<boolean>;
 }
 
-export function createToolPolicy(policy: Policy, db: Queryable): ToolPolicy {
+export function createToolPolicy(policy: Policy, db: Pool): ToolPolicy {
   return {
     permits(principal, workload, tool) {
       return workload !== undefined && policy.decide(workload, tool, principal.scopes).allowed;
@@ -33,7 +33,7 @@ export function createToolPolicy(policy: Policy, db: Queryable): ToolPolicy {
       if (decision.allowed) return true;
       // A long tool's refusal is a refused task start (as a cap or scope refusal would be);
       // any other tool's is a plain authorization refusal.
-      await appendAudit(db, {
+      await appendAuditGrouped(db, {
         type: long ? 'task.denied' : 'auth.denied',
         tenant: principal.tenant,
         subject: principal.subject,
