@@ -20,13 +20,3 @@ export {
   loginUrl,
   type LoginRole,
 } from './provision-login-roles.ts';
-export {
-  startEmbeddedPostgres,
-  EmbeddedPostgresError,
-  DEFAULT_EMBEDDED_PORT,
-  type EmbeddedPostgres,
-  type EmbeddedPostgresOptions,
-  type EmbeddedPostgresExit,
-  type EmbeddedPostgresErrorCode,
-  type EmbeddedPostgresLogger,
-} from './embedded-postgres.ts';
