@@ -28,7 +28,6 @@ export {
 export {
   readChain,
   readChainSession,
-  streamChain,
   type ReadChainOptions,
 } from './chain/read-chain.ts';
 export {
@@ -36,12 +35,10 @@ export {
   loadSigningKey,
   publicJwkOf,
   SigningKeyError,
-  CHECKPOINT_ALG,
   type SigningKey,
 } from './checkpoint/signing-key.ts';
 export {
   signCheckpoint,
-  CHECKPOINT_TYP,
   type CheckpointPayload,
   type SignedCheckpoint,
 } from './checkpoint/sign-checkpoint.ts';

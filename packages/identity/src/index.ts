@@ -18,7 +18,6 @@ export {
   type VerifyAccessTokenResult,
 } from './verify-access-token.ts';
 export {
-  CLAIM_PRESETS,
   resolveClaimMapping,
   mapClaims,
   type ClaimMapping,
