@@ -3,7 +3,7 @@
 // face, so widening one is a visible decision: export the name, then add it here, in the same
 // commit. Types named by an exported function's parameters or result stay exported with it
 // (a caller must be able to name them).
-import { importedNames, readSurfaces } from './read-surfaces.ts';
+import { importedNames, readSurfaces, sourcesMatching } from './read-surfaces.ts';
 
 const PINNED: Record<string, { values: string[]; types: string[] }> = {
   '@mtg/audit': {
@@ -406,4 +406,17 @@ test('every value a package exports is imported by something outside its own sou
       .filter(([, names]) => names.length > 0),
   );
   expect(unused).toEqual({});
+});
+
+/**
+ * The task state machine (packages/tasks/src/task-state) is the only writer of a task's rows:
+ * no other source of the product updates, inserts or deletes app.tasks or app.task_steps.
+ * (Tests and the benchmark fixtures move rows on purpose, e.g. a deadline to now().)
+ */
+test('only the task state machine writes app.tasks and app.task_steps', () => {
+  const writers = sourcesMatching(
+    /\b(UPDATE|INSERT\s+INTO|DELETE\s+FROM)\s+app\.(tasks|task_steps)\b/,
+  );
+  expect(writers.filter((f) => !f.startsWith('packages/tasks/src/task-state/'))).toEqual([]);
+  expect(writers.length).toBeGreaterThan(5);
 });

@@ -105,3 +105,19 @@ export function importedNames(): Record<string, Set<string>> {
   }
   return used;
 }
+
+/** Product sources (apps, packages, scripts; not tests or bench fixtures) whose text matches. */
+export function sourcesMatching(pattern: RegExp): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (e.name === 'node_modules' || e.name.startsWith('.') || e.name === 'test') continue;
+      const f = path.join(dir, e.name);
+      if (e.isDirectory()) walk(f);
+      else if (f.endsWith('.ts') && pattern.test(fs.readFileSync(f, 'utf8')))
+        found.push(path.relative(root, f));
+    }
+  };
+  for (const d of ['apps', 'packages', 'scripts']) walk(path.join(root, d));
+  return found.filter((f) => !f.startsWith('scripts/bench/')).sort();
+}

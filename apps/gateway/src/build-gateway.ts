@@ -29,6 +29,7 @@ import { discoverJwksUri } from './discover-jwks-uri.ts';
 import { createRateLimits } from './http/rate-limit.ts';
 import { jobTools } from './mcp/job-tools.ts';
 import { guardTaskService, taskServiceGuards } from './mcp/task-service-guards.ts';
+import { createToolPolicy } from './mcp/tool-policy.ts';
 import { loadTls } from './tls.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
@@ -184,6 +185,8 @@ export async function buildGateway(
       pollsPerSecond: config.RATE_LIMIT_POLLS_PER_SECOND,
     },
   });
+  // The policy, wired once: dispatch, the task-scope step-up and the task verbs ask this object.
+  const toolPolicy = policy && createToolPolicy(policy, pool);
   // Every wire and the job tools reach the service through one list of guards: the tool
   // policy, denial counts, the database outage answer, the rate limits, the result-wait cap.
   const tasks = guardTaskService(
@@ -194,7 +197,7 @@ export async function buildGateway(
       rateLimits,
       countDenial: (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
       maxResultWaitsPerCaller: config.TASK_RESULT_WAITS_PER_CALLER,
-      ...(policy ? { policy } : {}),
+      ...(toolPolicy ? { toolPolicy } : {}),
     }),
   );
 
@@ -237,7 +240,7 @@ export async function buildGateway(
     allowedOrigins: config.allowedOrigins,
     maxBodyBytes: config.MAX_BODY_BYTES,
     scopesSupported: [...new Set([...tools.scopes(), ...ADMIN_SCOPES])],
-    ...(policy ? { policy } : {}),
+    ...(toolPolicy ? { toolPolicy } : {}),
     workloads: {
       trustedProxies: config.TRUSTED_PROXIES,
       forwardedCertHeader: config.FORWARDED_CERT_HEADER,

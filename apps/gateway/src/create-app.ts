@@ -5,7 +5,6 @@ import { databaseFailureOf, type Pool } from '@mtg/db';
 import type { VerifyOptions } from '@mtg/identity';
 import { metadataUrlsFor } from '@mtg/identity';
 import { clipEveryField, clipInput, type Logger } from '@mtg/log';
-import type { Policy } from '@mtg/policy';
 import type { TaskService } from '@mtg/tasks';
 import type { Catalogue, LongToolDefinition } from '@mtg/tools';
 import { authenticate } from './http/authenticate.ts';
@@ -31,7 +30,7 @@ import {
 import { workloadIdentity } from './http/workload-identity.ts';
 import { requestContextOf } from './http/request-context.ts';
 import { createDispatch } from './mcp/dispatch.ts';
-import { createToolPolicy } from './mcp/tool-policy.ts';
+import type { ToolPolicy } from './mcp/tool-policy.ts';
 import { mcpEndpoint } from './mcp/mcp-endpoint.ts';
 import type { GatewayMetrics, Registry } from '@mtg/metrics';
 import { metricsRoute, recordRequestDurations } from './http/metrics-route.ts';
@@ -57,8 +56,11 @@ export interface GatewayDeps {
   allowedOrigins: string[];
   maxBodyBytes: number;
   scopesSupported: string[];
-  /** Per-tool policy from POLICY_FILE; undefined: every tool the token's scopes allow. */
-  policy?: Policy;
+  /**
+   * Per-tool policy from POLICY_FILE (the one object build-gateway.ts also hands the task
+   * verbs' guard); undefined: every tool the token's scopes allow.
+   */
+  toolPolicy?: ToolPolicy;
   /** Where the caller's workload identity may come from (docs/identity.md). */
   workloads: {
     trustedProxies: string[];
@@ -82,7 +84,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   const countAuthDenial = (reason: string) =>
     deps.metrics?.gateway.denials.inc({ layer: 'auth', reason });
   const denials = createDenialAuditor({ pool: deps.pool, logger: deps.logger });
-  const toolPolicy = deps.policy && createToolPolicy(deps.policy, deps.pool);
+  const toolPolicy = deps.toolPolicy;
   // Tasks a revocation ends here, for the task duration histogram (the task service is
   // wired in build-gateway.ts for cancels).
   const onTaskEnded = deps.metrics ? { onTaskEnded: deps.metrics.gateway.taskEnded } : {};

@@ -18,6 +18,7 @@ import {
   type TaskGuard,
   type TaskVerb,
 } from '../src/mcp/task-service-guards.ts';
+import { createToolPolicy } from '../src/mcp/tool-policy.ts';
 
 const TASK = 'a'.repeat(32);
 const principal = { tenant: 't', subject: 's', client: 'c', scopes: ['reports:run'] };
@@ -88,7 +89,7 @@ const theList = (
     rateLimits: o.limits ?? passingLimits,
     countDenial: o.count ?? (() => {}),
     maxResultWaitsPerCaller: o.maxWaits ?? 1,
-    policy: denyingPolicy,
+    toolPolicy: createToolPolicy(denyingPolicy, auditPool),
   });
 
 test('the guards know every verb the task service has, and the guarded service has no other', () => {

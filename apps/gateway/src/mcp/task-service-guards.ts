@@ -13,6 +13,7 @@ import {
 import { UNAVAILABLE_RETRY_SECONDS } from '../http/json-rpc-error.ts';
 import type { LimitName, RateDecision, RateLimits } from '../http/rate-limit.ts';
 import { resultWaitCap } from './result-wait-cap.ts';
+import { policyPermits, type ToolPolicy } from './tool-policy.ts';
 
 /**
  * Glossary
@@ -105,7 +106,8 @@ export interface TaskGuardDeps {
   rateLimits: RateLimits;
   countDenial: (reason: string) => void;
   maxResultWaitsPerCaller: number;
-  policy?: Policy;
+  /** The deployment's tool policy (POLICY_FILE), the same object dispatch asks. */
+  toolPolicy?: Pick<ToolPolicy, 'permits'>;
 }
 
 /**
@@ -115,7 +117,7 @@ export interface TaskGuardDeps {
  */
 export function taskServiceGuards(deps: TaskGuardDeps): TaskGuard[] {
   return [
-    ...(deps.policy ? [toolPolicyGuard(deps.policy)] : []),
+    ...(deps.toolPolicy ? [toolPolicyGuard(deps.toolPolicy)] : []),
     denialCountGuard(deps.countDenial),
     databaseOutageGuard(deps.logger),
     rateLimitGuard(deps.rateLimits, deps.pool),
@@ -245,18 +247,16 @@ const POLICY_GATED: Record<TaskVerb, boolean> = {
  * answers exactly as for a missing task. No workload identity: nothing is admitted (as for
  * tools/call).
  */
-export function toolPolicyGuard(policy: Policy): TaskGuard {
+export function toolPolicyGuard(policy: Pick<ToolPolicy, 'permits'>): TaskGuard {
   return {
     name: 'tool policy',
     around(call, next) {
       if (!POLICY_GATED[call.verb]) return next(call);
       const ctx = callerOf(call) as VerbContext;
-      const workload = ctx.workload;
       return next(
         withCaller(call, {
           ...ctx,
-          admitTool: (tool: string) =>
-            workload !== undefined && policy.decide(workload, tool, ctx.principal.scopes).allowed,
+          admitTool: (tool: string) => policy.permits(ctx.principal, ctx.workload, tool),
         }),
       );
     },
@@ -311,6 +311,6 @@ export const withRateLimits = (tasks: TaskService, limits: RateLimits, pool: Poo
 export const withDenialCounts = (tasks: TaskService, count: (reason: string) => void) =>
   guardTaskService(tasks, [denialCountGuard(count)]);
 export const withToolPolicy = (tasks: TaskService, policy: Policy) =>
-  guardTaskService(tasks, [toolPolicyGuard(policy)]);
+  guardTaskService(tasks, [toolPolicyGuard({ permits: policyPermits(policy) })]);
 export const withDatabaseOutage = (tasks: TaskService, logger: Logger) =>
   guardTaskService(tasks, [databaseOutageGuard(logger)]);

@@ -21,11 +21,19 @@ export interface ToolPolicy {
   }): Promise<boolean>;
 }
 
+/** Whether the policy lets `workload` use `tool` for `principal`; no workload: never. */
+export function policyPermits(policy: Policy): ToolPolicy['permits'] {
+  return (principal, workload, tool) =>
+    workload !== undefined && policy.decide(workload, tool, principal.scopes).allowed;
+}
+
+/**
+ * The deployment's one tool policy object (build-gateway.ts): dispatch's filter and gate, the
+ * task-scope step-up and the task verbs' guard all ask it.
+ */
 export function createToolPolicy(policy: Policy, db: Pool): ToolPolicy {
   return {
-    permits(principal, workload, tool) {
-      return workload !== undefined && policy.decide(workload, tool, principal.scopes).allowed;
-    },
+    permits: policyPermits(policy),
     async admit({ tool, long, principal, workload, correlationId, wire }) {
       const decision = workload
         ? policy.decide(workload, tool, principal.scopes)
