@@ -25,11 +25,7 @@ export {
   type ChainVerifierOptions,
   type EventColumns,
 } from './chain/chain-verifier.ts';
-export {
-  readChain,
-  readChainSession,
-  type ReadChainOptions,
-} from './chain/read-chain.ts';
+export { readChain, readChainSession, type ReadChainOptions } from './chain/read-chain.ts';
 export {
   generateSigningJwk,
   loadSigningKey,
