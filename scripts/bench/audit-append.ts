@@ -4,10 +4,10 @@
 //           per commit);
 //   nosync: the same with synchronous_commit=off (a diagnostic: how much of the cost is
 //           waiting for each commit's WAL flush; never a setting for the real trail);
-//   pool:   `writers` concurrent writers calling appendAudit() on one pool, which is how the
+//   pool:   `writers` concurrent writers calling appendAuditGrouped() on one pool, which is how the
 //           gateway and workers append outside a transaction (group commit).
 import pg from 'pg';
-import { appendAudit, canonicalJson, type AuditEvent } from '@mtg/audit';
+import { appendAuditGrouped, canonicalJson, type AuditEvent } from '@mtg/audit';
 import { createPool } from '@mtg/db';
 
 const [url, writersArg, durationArg, mode = 'sql'] = process.argv.slice(2);
@@ -32,7 +32,7 @@ let appenders: Append[];
 let close: () => Promise<void>;
 if (mode === 'pool') {
   const pool = createPool({ connectionString: url!, role: 'mtg_worker', max: 4 });
-  appenders = Array.from({ length: writers }, () => (e: AuditEvent) => appendAudit(pool, e));
+  appenders = Array.from({ length: writers }, () => (e: AuditEvent) => appendAuditGrouped(pool, e));
   close = () => pool.end();
 } else {
   const clients = await Promise.all(

@@ -1,7 +1,11 @@
 // The database itself keeps the audit trail append-only: privileges for the application
 // roles, triggers for everyone else, audit.append() as the only way in.
 import pg from 'pg';
-import { appendAudit, eventHash, canonicalTimestamp } from '../../packages/audit/src/index.ts';
+import {
+  appendAuditInTransaction,
+  eventHash,
+  canonicalTimestamp,
+} from '../../packages/audit/src/index.ts';
 import { appendSamples } from '../../packages/audit/test/support/events.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
@@ -75,7 +79,11 @@ test.each(APP_ROLES)('%s cannot change or remove signed checkpoints', async (rol
 test('the application roles can only append; the auditor and the signer cannot append at all', async () => {
   for (const role of ['mtg_gateway', 'mtg_worker']) {
     const seq = await as(role, () =>
-      appendAudit(client, { type: 'task.status_read', tenant: 'acme', subject: 'nia' }),
+      appendAuditInTransaction(client, {
+        type: 'task.status_read',
+        tenant: 'acme',
+        subject: 'nia',
+      }),
     );
     expect(seq).toBeGreaterThan(5);
   }

@@ -2,7 +2,11 @@
 // durable before its promise settles, in one gapless valid chain; a bad event fails alone.
 import pg from 'pg';
 import { createPool, type Pool } from '../../packages/db/src/index.ts';
-import { appendAudit, verifyAuditTrail, type AuditEvent } from '../../packages/audit/src/index.ts';
+import {
+  appendAuditGrouped,
+  verifyAuditTrail,
+  type AuditEvent,
+} from '../../packages/audit/src/index.ts';
 import { sampleEvent } from '../../packages/audit/test/support/events.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { sql } from '../support/sql.ts';
@@ -24,7 +28,7 @@ test('300 concurrent appends commit in a few transactions, each caller getting i
     ...sampleEvent(i, 'group'),
     correlationId: `group-${i}`,
   }));
-  const seqs = await Promise.all(events.map((e) => appendAudit(pool, e)));
+  const seqs = await Promise.all(events.map((e) => appendAuditGrouped(pool, e)));
 
   expect(new Set(seqs).size).toBe(300);
   const rows = await sql<{ seq: string; correlation_id: string; tx: string }>(
@@ -56,9 +60,9 @@ test('an event the database refuses fails its own caller only', async () => {
   }));
   const bad = { ...good[0]!, type: 'Not A Type' } as unknown as AuditEvent;
   const outcomes = await Promise.allSettled([
-    ...good.slice(0, 10).map((e) => appendAudit(pool, e)),
-    appendAudit(pool, bad),
-    ...good.slice(10).map((e) => appendAudit(pool, e)),
+    ...good.slice(0, 10).map((e) => appendAuditGrouped(pool, e)),
+    appendAuditGrouped(pool, bad),
+    ...good.slice(10).map((e) => appendAuditGrouped(pool, e)),
   ]);
   expect(outcomes.filter((o) => o.status === 'rejected')).toHaveLength(1);
   expect(outcomes[10]).toMatchObject({ status: 'rejected', reason: { code: '23514' } });

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { appendAudit } from '../../packages/audit/src/index.ts';
+import { appendAuditInTransaction } from '../../packages/audit/src/index.ts';
 import { appendSamples } from '../../packages/audit/test/support/events.ts';
 import { checkpointScript, verifyScript } from '../../packages/audit/test/support/run-script.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -173,10 +173,18 @@ test('append() creates the month it needs when nobody created it in advance', as
     await client.connect();
     try {
       expect(
-        await appendAudit(client, { type: 'task.status_read', tenant: 'acme', subject: 'nia' }),
+        await appendAuditInTransaction(client, {
+          type: 'task.status_read',
+          tenant: 'acme',
+          subject: 'nia',
+        }),
       ).toBe(1);
       expect(
-        await appendAudit(client, { type: 'task.status_read', tenant: 'acme', subject: 'nia' }),
+        await appendAuditInTransaction(client, {
+          type: 'task.status_read',
+          tenant: 'acme',
+          subject: 'nia',
+        }),
       ).toBe(2);
       const name = (
         await sql(db.url, `SELECT tableoid::regclass::text AS p FROM audit.events LIMIT 1`)

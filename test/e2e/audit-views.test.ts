@@ -2,7 +2,7 @@
 // real product wrote (plus a principal revocation, written the way the identity code
 // writes it). The queries are the ones docs/audit.md gives.
 import pg from 'pg';
-import { appendAudit } from '../../packages/audit/src/index.ts';
+import { appendAuditInTransaction } from '../../packages/audit/src/index.ts';
 import { pollUntil } from '../support/poll.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { jobToolsWire } from '../support/wires.ts';
@@ -35,7 +35,7 @@ beforeAll(async () => {
   // The identity provider disables nia (as packages/tasks' revocation records it) …
   const gateway = new pg.Client({ connectionString: stack.db.url, options: '-c role=mtg_gateway' });
   await gateway.connect();
-  await appendAudit(gateway, {
+  await appendAuditInTransaction(gateway, {
     type: 'principal.revoked',
     tenant: 'acme',
     subject: 'nia',

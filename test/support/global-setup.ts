@@ -5,7 +5,7 @@ import {
   EmbeddedPostgresError,
   startEmbeddedPostgres,
   type EmbeddedPostgres,
-} from '../../packages/db/src/index.ts';
+} from '../../packages/dev-postgres/src/index.ts';
 
 /** What global-teardown.ts must undo (jest runs both in its main process). */
 export const EMBEDDED_HANDLE = Symbol.for('mtg.test.embeddedPostgres');

@@ -40,13 +40,8 @@ import { createApp } from './create-app.ts';
 import { discoverJwksUri } from './discover-jwks-uri.ts';
 import { createRateLimits } from './http/rate-limit.ts';
 import { jobTools } from './mcp/job-tools.ts';
-import {
-  withDatabaseOutage,
-  withDenialCounts,
-  withRateLimits,
-  withToolPolicy,
-} from './mcp/task-service-guards.ts';
-import { withResultWaitCap } from './mcp/result-wait-cap.ts';
+import { guardTaskService, taskServiceGuards } from './mcp/task-service-guards.ts';
+import { createToolPolicy } from './mcp/tool-policy.ts';
 import { loadTls } from './tls.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
@@ -207,20 +202,23 @@ export async function buildGateway(
       pollsPerSecond: config.RATE_LIMIT_POLLS_PER_SECOND,
     },
   });
-  // Every wire and the job tools go through the limits and the tool policy, a database
-  // outage is answered as such, and every denial is counted.
-  const limited = withDenialCounts(
-    withDatabaseOutage(
-      withRateLimits(
-        withResultWaitCap(service, { maxPerCaller: config.TASK_RESULT_WAITS_PER_CALLER, pool }),
-        rateLimits,
-        pool,
-      ),
+  // The policy, wired once: dispatch, the task-scope step-up and the task verbs ask this object.
+  const toolPolicy = policy && createToolPolicy(policy, pool);
+  // Every wire and the job tools reach the service through one list of guards: the tool
+  // policy, denial counts, the database outage answer, the rate limits, the result-wait cap.
+  const guarded = guardTaskService(
+    service,
+    taskServiceGuards({
+      pool,
       logger,
-    ),
-    (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
+      rateLimits,
+      countDenial: (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
+      maxResultWaitsPerCaller: config.TASK_RESULT_WAITS_PER_CALLER,
+      ...(toolPolicy ? { toolPolicy } : {}),
+    }),
   );
-  const tasks = withTaskSpans(policy ? withToolPolicy(limited, policy) : limited, async (jobId) => {
+  // Each verb a span (tracing on), a task's poll linked to the trace that started it.
+  const tasks = withTaskSpans(guarded, async (jobId) => {
     const r = await pool.query<{ traceparent: string | null }>(
       `SELECT data->>'traceparent' AS traceparent FROM pgboss.job WHERE id = $1`,
       [jobId],
@@ -267,7 +265,7 @@ export async function buildGateway(
     allowedOrigins: config.allowedOrigins,
     maxBodyBytes: config.MAX_BODY_BYTES,
     scopesSupported: [...new Set([...tools.scopes(), ...ADMIN_SCOPES])],
-    ...(policy ? { policy } : {}),
+    ...(toolPolicy ? { toolPolicy } : {}),
     workloads: {
       trustedProxies: config.TRUSTED_PROXIES,
       forwardedCertHeader: config.FORWARDED_CERT_HEADER,

@@ -1,11 +1,10 @@
 import type { X509Certificate } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { appendAudit } from '@mtg/audit';
-import { isDatabaseUnavailable, type Pool } from '@mtg/db';
+import { appendAuditGrouped } from '@mtg/audit';
+import { databaseFailureOf, type Pool } from '@mtg/db';
 import type { VerifyOptions } from '@mtg/identity';
 import { metadataUrlsFor } from '@mtg/identity';
 import { clipEveryField, clipInput, type Logger } from '@mtg/log';
-import type { Policy } from '@mtg/policy';
 import type { TaskService } from '@mtg/tasks';
 import type { Catalogue, LongToolDefinition } from '@mtg/tools';
 import { authenticate } from './http/authenticate.ts';
@@ -31,8 +30,9 @@ import {
   type SecurityEventReceiverOptions,
 } from './ssf/security-event-routes.ts';
 import { workloadIdentity } from './http/workload-identity.ts';
+import { requestContextOf } from './http/request-context.ts';
 import { createDispatch } from './mcp/dispatch.ts';
-import { createToolPolicy } from './mcp/tool-policy.ts';
+import type { ToolPolicy } from './mcp/tool-policy.ts';
 import { mcpEndpoint } from './mcp/mcp-endpoint.ts';
 import type { GatewayMetrics, Registry } from '@mtg/metrics';
 import { metricsRoute, recordRequestDurations } from './http/metrics-route.ts';
@@ -58,8 +58,11 @@ export interface GatewayDeps {
   allowedOrigins: string[];
   maxBodyBytes: number;
   scopesSupported: string[];
-  /** Per-tool policy from POLICY_FILE; undefined: every tool the token's scopes allow. */
-  policy?: Policy;
+  /**
+   * Per-tool policy from POLICY_FILE (the one object build-gateway.ts also hands the task
+   * verbs' guard); undefined: every tool the token's scopes allow.
+   */
+  toolPolicy?: ToolPolicy;
   /** Where the caller's workload identity may come from (docs/identity.md). */
   workloads: {
     trustedProxies: string[];
@@ -83,7 +86,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   const countAuthDenial = (reason: string) =>
     deps.metrics?.gateway.denials.inc({ layer: 'auth', reason });
   const denials = createDenialAuditor({ pool: deps.pool, logger: deps.logger });
-  const toolPolicy = deps.policy && createToolPolicy(deps.policy, deps.pool);
+  const toolPolicy = deps.toolPolicy;
   // Tasks a revocation ends here, for the task duration histogram (the task service is
   // wired in build-gateway.ts for cancels).
   const onTaskEnded = deps.metrics ? { onTaskEnded: deps.metrics.gateway.taskEnded } : {};
@@ -111,8 +114,8 @@ export function createApp(deps: GatewayDeps): express.Express {
     logger: deps.logger,
     onDenied: (res, reason) => {
       countAuthDenial(reason);
-      const p = res.locals.principal as { tenant: string; subject: string; client: string };
-      return appendAudit(deps.pool, {
+      const p = requestContextOf(res).principal;
+      return appendAuditGrouped(deps.pool, {
         type: 'auth.denied',
         tenant: p.tenant,
         subject: p.subject,
@@ -198,7 +201,7 @@ export function createApp(deps: GatewayDeps): express.Express {
       resourceMetadataUrl,
       (_req, code, tool, res) => {
         countAuthDenial(code);
-        denials.principal(res, res.locals.principal, code, tool);
+        denials.principal(res, requestContextOf(res).principal, code, tool);
       },
     ),
     requireTaskScope({
@@ -228,7 +231,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   // Last resort: a bug must not leak a stack trace or kill the process. A database outage
   // (e.g. the revocation check could not run) is not a bug: 503 + Retry-After.
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    const outage = isDatabaseUnavailable(error);
+    const outage = databaseFailureOf(error)?.code === 'database_unavailable';
     deps.logger[outage ? 'warn' : 'error'](outage ? 'database unavailable' : 'unhandled', {
       correlationId: res.locals.correlationId,
       error: clipInput(error instanceof Error ? error.message : String(error)),

@@ -1,5 +1,6 @@
 import { trace } from '@opentelemetry/api';
-import { runPrepared, type Queryable } from '@mtg/db';
+import type { ClientBase, Pool } from 'pg';
+import { runPrepared } from '@mtg/db';
 import { canonicalJson } from './canonical-json.ts';
 import { APPEND, APPEND_MANY, createGroupCommit } from './group-commit.ts';
 import { currentRequestOrigin, type RequestOrigin } from './request-origin.ts';
@@ -56,7 +57,7 @@ const DENIALS: ReadonlySet<AuditEventType> = new Set(['auth.denied', 'task.denie
  * What the context adds: the trace id of the span the event is written in (tracing on), and
  * for a denial written while a request is handled, where that request came from.
  */
-function withOrigin(event: AuditEvent): AuditEvent {
+function withContext(event: AuditEvent): AuditEvent {
   const sc = event.traceId ? undefined : trace.getActiveSpan()?.spanContext();
   if (sc && trace.isSpanContextValid(sc)) event = { ...event, traceId: sc.traceId };
   if (event.origin || !DENIALS.has(event.type)) return event;
@@ -64,68 +65,77 @@ function withOrigin(event: AuditEvent): AuditEvent {
   return origin && (origin.ip || origin.userAgent) ? { ...event, origin } : event;
 }
 
-const groups = new WeakMap<object, (type: string, body: string) => Promise<number>>();
+const groups = new WeakMap<Pool, (type: string, body: string) => Promise<number>>();
 const observers = new WeakMap<object, (seconds: number) => void>();
 
 /**
- * Reports how long each append through `pool` takes, from the call until its group has
- * committed (the append latency metric). Appends inside a caller's transaction are part of
- * that transaction's time and are not reported.
+ * Reports how long each grouped append through `pool` takes, from the call until its group
+ * has committed (the append latency metric). Appends inside a caller's transaction are part
+ * of that transaction's time and are not reported.
  */
-export function observeAuditAppends(pool: Queryable, observe: (seconds: number) => void): void {
+export function observeAuditAppends(pool: AuditPool, observe: (seconds: number) => void): void {
   observers.set(pool, observe);
 }
 
-/** A pool (each query its own autocommit transaction), not one client's session. */
-function isPool(db: Queryable): boolean {
-  return 'totalCount' in db && 'idleCount' in db;
-}
+/**
+ * A client inside a transaction the caller opened (BEGIN … COMMIT): a pooled client or a
+ * dedicated one, never a pool. (A pool has no `escapeLiteral`; a client has no
+ * `totalCount`: passing one for the other does not compile.)
+ */
+export type AuditTransaction = Pick<ClientBase, 'query' | 'escapeLiteral'>;
+
+/** A pool: each statement its own autocommit transaction. */
+export type AuditPool = Pick<Pool, 'query' | 'totalCount'>;
 
 /**
- * Appends an event and resolves with its sequence number once it is committed.
- *
- * On a client inside the caller's transaction, the event commits (or rolls back) with that
- * transaction. Call it as the LAST statement there: audit.append() holds the chain lock until
- * commit, and taking it last keeps that hold short and the lock order acyclic.
- *
- * On a pool, the event is its own transaction, and events appended on the same pool while
- * another commits share the next commit (group commit, ./group-commit.ts): the promise still
- * settles only after the event is durable.
+ * Appends an event inside the caller's transaction: it commits (or rolls back) with the
+ * change it records. Call it as the LAST statement there: audit.append() holds the chain lock
+ * until commit, and taking it last keeps that hold short and the lock order acyclic.
+ * Resolves with the event's sequence number (durable once the caller commits).
  */
-export async function appendAudit(db: Queryable, event: AuditEvent): Promise<number> {
-  const { type, ...body } = withOrigin(event);
-  const text = canonicalJson(body);
-  if (isPool(db)) {
-    let group = groups.get(db);
-    if (!group) groups.set(db, (group = createGroupCommit(db)));
-    const observe = observers.get(db);
-    if (!observe) return group(type, text);
-    const started = performance.now();
-    return group(type, text).then((seq) => {
-      observe((performance.now() - started) / 1000);
-      return seq;
-    });
-  }
-  const result = await runPrepared<{ seq: string }>(db, APPEND, [type, text]);
+export async function appendAuditInTransaction(
+  tx: AuditTransaction,
+  event: AuditEvent,
+): Promise<number> {
+  const { type, ...body } = withContext(event);
+  const result = await runPrepared<{ seq: string }>(tx, APPEND, [type, canonicalJson(body)]);
   return Number(result.rows[0]!.seq);
 }
 
 /**
- * Appends several events in order, committed together: in the caller's transaction on a
- * client (one statement, so the chain lock is taken one round trip later than with one
- * appendAudit() per event), or through the pool's group commit.
+ * Appends several events in order inside the caller's transaction, in one statement (the
+ * chain lock is taken one round trip later than with one append per event).
  */
-export async function appendAuditEvents(
-  db: Queryable,
+export async function appendAuditEventsInTransaction(
+  tx: AuditTransaction,
   events: readonly AuditEvent[],
 ): Promise<number[]> {
-  if (isPool(db)) return Promise.all(events.map((e) => appendAudit(db, e)));
   if (events.length === 0) return [];
   const types = events.map((e) => e.type);
   const bodies = events.map((e) => {
-    const { type: _type, ...body } = withOrigin(e);
+    const { type: _type, ...body } = withContext(e);
     return canonicalJson(body);
   });
-  const result = await runPrepared<{ seqs: unknown[] }>(db, APPEND_MANY, [types, bodies]);
+  const result = await runPrepared<{ seqs: unknown[] }>(tx, APPEND_MANY, [types, bodies]);
   return result.rows[0]!.seqs.map(Number);
+}
+
+/**
+ * Appends an event that records no change of the caller's (a read, a denial, a token
+ * refresh) as its own transaction: events appended on the same pool while another commits
+ * share the next commit (group commit, ./group-commit.ts). Resolves with the event's
+ * sequence number once it is durable.
+ */
+export async function appendAuditGrouped(pool: AuditPool, event: AuditEvent): Promise<number> {
+  const { type, ...body } = withContext(event);
+  const key = pool as Pool;
+  let group = groups.get(key);
+  if (!group) groups.set(key, (group = createGroupCommit(pool)));
+  const observe = observers.get(pool);
+  if (!observe) return group(type, canonicalJson(body));
+  const started = performance.now();
+  return group(type, canonicalJson(body)).then((seq) => {
+    observe((performance.now() - started) / 1000);
+    return seq;
+  });
 }

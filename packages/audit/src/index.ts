@@ -1,7 +1,10 @@
 export {
-  appendAudit,
-  appendAuditEvents,
+  appendAuditGrouped,
+  appendAuditInTransaction,
+  appendAuditEventsInTransaction,
   observeAuditAppends,
+  type AuditPool,
+  type AuditTransaction,
   type AuditEvent,
   type AuditEventType,
 } from './append-audit.ts';
@@ -28,23 +31,16 @@ export {
   type ChainVerifierOptions,
   type EventColumns,
 } from './chain/chain-verifier.ts';
-export {
-  readChain,
-  readChainSession,
-  streamChain,
-  type ReadChainOptions,
-} from './chain/read-chain.ts';
+export { readChain, readChainSession, type ReadChainOptions } from './chain/read-chain.ts';
 export {
   generateSigningJwk,
   loadSigningKey,
   publicJwkOf,
   SigningKeyError,
-  CHECKPOINT_ALG,
   type SigningKey,
 } from './checkpoint/signing-key.ts';
 export {
   signCheckpoint,
-  CHECKPOINT_TYP,
   type CheckpointPayload,
   type SignedCheckpoint,
 } from './checkpoint/sign-checkpoint.ts';

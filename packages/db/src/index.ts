@@ -1,7 +1,11 @@
 export { createPool, type Pool, type PoolOptions } from './create-pool.ts';
 export { migrate, type MigrateResult } from './migrate.ts';
 export { withTransaction, type Queryable } from './with-transaction.ts';
-export { isDatabaseUnavailable } from './unavailable.ts';
+export {
+  databaseFailureOf,
+  type DatabaseFailure,
+  type DatabaseFailureCode,
+} from './database-failure.ts';
 export { prepared, runPrepared, queryMaybePrepared, type PreparedStatement } from './prepared.ts';
 export { databaseUrlFor, recreateDatabase } from './admin.ts';
 export { ROLES, type AppRole } from './roles.ts';
@@ -16,16 +20,6 @@ export {
   loginUrl,
   type LoginRole,
 } from './provision-login-roles.ts';
-export {
-  startEmbeddedPostgres,
-  EmbeddedPostgresError,
-  DEFAULT_EMBEDDED_PORT,
-  type EmbeddedPostgres,
-  type EmbeddedPostgresOptions,
-  type EmbeddedPostgresExit,
-  type EmbeddedPostgresErrorCode,
-  type EmbeddedPostgresLogger,
-} from './embedded-postgres.ts';
 export {
   checkSchemaVersion,
   SchemaNotMigratedError,

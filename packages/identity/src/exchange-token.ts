@@ -1,3 +1,4 @@
+import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import { oauthClientConfiguration } from './oauth-client-configuration.ts';
 
@@ -26,13 +27,41 @@ export interface ExchangeRequest {
 
 export interface ExchangedToken {
   accessToken: string;
-  expiresAt: number; // epoch ms
+  /** Epoch ms: the token's `exp` when it has one, else now + `expires_in`. */
+  expiresAt: number;
   scope: string[];
+  /** The issued token's `sub` and `act` (RFC 8693 §4.1), read here so no caller decodes it. */
+  subject: string;
+  actor: unknown;
 }
+
+/**
+ * Why the authorization server refused an exchange, as callers decide on it:
+ * - `subject_disabled`: the user behind the subject token is disabled (a revocation);
+ * - `subject_expired`: the subject token (a task's delegation) has expired;
+ * - `refused`: any other refusal.
+ */
+export type ExchangeRefusalCode = 'subject_disabled' | 'subject_expired' | 'refused';
 
 export type ExchangeOutcome =
   | { ok: true; token: ExchangedToken }
-  | { ok: false; error: string; description: string; status?: number };
+  | {
+      ok: false;
+      code: ExchangeRefusalCode;
+      error: string;
+      description: string;
+      status?: number;
+    };
+
+/**
+ * RFC 8693 gives a refusal only `invalid_grant` and a text: this is the one place that reads
+ * the text, and it yields a code.
+ */
+function refusalCode(description: string): ExchangeRefusalCode {
+  if (/disabled/i.test(description)) return 'subject_disabled';
+  if (/expired/i.test(description)) return 'subject_expired';
+  return 'refused';
+}
 
 /** The form parameters of one exchange, per style (pure; tested on its own). */
 export function exchangeParameters(
@@ -76,27 +105,38 @@ export function createTokenExchanger(options: {
   return {
     async exchange(request: ExchangeRequest): Promise<ExchangeOutcome> {
       const { grantType, params } = exchangeParameters(options.style, request);
+      let response;
       try {
-        const response = await oidc.genericGrantRequest(await discover(), grantType, params);
-        return {
-          ok: true,
-          token: {
-            accessToken: response.access_token,
-            expiresAt: now() + (response.expires_in ?? 60) * 1000,
-            scope: (response.scope ?? request.scope.join(' ')).split(' ').filter(Boolean),
-          },
-        };
+        response = await oidc.genericGrantRequest(await discover(), grantType, params);
       } catch (error) {
         if (error instanceof oidc.ResponseBodyError) {
+          const description = error.error_description ?? error.error;
           return {
             ok: false,
+            code: refusalCode(description),
             error: error.error,
-            description: error.error_description ?? error.error,
+            description,
             status: error.status,
           };
         }
         throw error; // an outage, not a refusal
       }
+      // Issued to us by the authorization server, over TLS: read, not verified (its audience
+      // is the target, which verifies it).
+      const claims = decodeJwt(response.access_token);
+      return {
+        ok: true,
+        token: {
+          accessToken: response.access_token,
+          expiresAt:
+            typeof claims.exp === 'number'
+              ? claims.exp * 1000
+              : now() + (response.expires_in ?? 60) * 1000,
+          scope: (response.scope ?? request.scope.join(' ')).split(' ').filter(Boolean),
+          subject: String(claims.sub),
+          actor: claims.act ?? null,
+        },
+      };
     },
   };
 }

@@ -18,7 +18,6 @@ export {
   type VerifyAccessTokenResult,
 } from './verify-access-token.ts';
 export {
-  CLAIM_PRESETS,
   resolveClaimMapping,
   mapClaims,
   type ClaimMapping,
@@ -66,6 +65,7 @@ export {
   type ExchangeRequest,
   type ExchangedToken,
   type ExchangeOutcome,
+  type ExchangeRefusalCode,
   type TokenExchanger,
 } from './exchange-token.ts';
 export { acceptableAlgorithms, screenCompactJws } from './screen-compact-jws.ts';

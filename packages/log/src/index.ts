@@ -1,4 +1,3 @@
 export { clipEveryField } from './clip-every-field.ts';
 export { clipInput, MAX_ECHOED_CHARS } from './clip-input.ts';
 export { createLogger, type Logger } from './create-logger.ts';
-export { redact } from './redact.ts';

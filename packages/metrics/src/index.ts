@@ -2,7 +2,6 @@ export { createRegistry } from './create-registry.ts';
 export { registerClusterGauges } from './cluster-gauges.ts';
 export { createWorkerMetrics, CIRCUIT_STATE_VALUE, type WorkerMetrics } from './worker-metrics.ts';
 export { createGatewayMetrics, type GatewayMetrics } from './gateway-metrics.ts';
-export { createTaskEndMetrics, type EndedTask, type TaskEndMetrics } from './task-end-metrics.ts';
 export { scrapeAllowed } from './scrape-access.ts';
 export { serveMetrics, type MetricsServer } from './serve-metrics.ts';
 export type { Registry } from 'prom-client';

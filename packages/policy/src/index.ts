@@ -5,13 +5,7 @@ export {
   type SpiffeId,
   type SpiffeIdOfCertificate,
 } from './spiffe-id.ts';
-export { policyDocumentSchema, type PolicyDocument } from './policy-document.ts';
-export {
-  createPolicy,
-  type Policy,
-  type PolicyDecision,
-  type PolicyDenyRule,
-} from './create-policy.ts';
+export type { Policy, PolicyDecision, PolicyDenyRule } from './create-policy.ts';
 export {
   loadPolicyFile,
   parsePolicy,

@@ -5,13 +5,7 @@ export {
   type ServedTool,
   type TaskTargets,
 } from './run-task.ts';
-export { StopRun, abortableSleep, type StopReason } from './stop.ts';
-export { claimLease, renewAndCheck, releaseLease, type Lease } from './lease.ts';
-export { createWorkerLoop, stopReasonOf, type WorkerLoopOptions } from './worker-loop.ts';
+export { StopRun } from './stop.ts';
+export { createWorkerLoop, stopReasonOf } from './worker-loop.ts';
 export { createMaintenance } from './maintenance.ts';
-export {
-  createTaskCredentials,
-  DelegationEnded,
-  type TaskCredentials,
-  type TaskCredentialDeps,
-} from './task-credentials.ts';
+export { createTaskCredentials, type TaskCredentialDeps } from './task-credentials.ts';

@@ -1,9 +1,14 @@
 import type { Pool } from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { appendAudit } from '@mtg/audit';
-import { withTransaction } from '@mtg/db';
 import type { Logger } from '@mtg/log';
-import { CHANNELS, settleTask, type OnTaskEnded } from '@mtg/tasks';
+import {
+  expireTask,
+  lateTasks,
+  purgeExpired,
+  reapExpiredLeases,
+  signalDeadline,
+  type OnTaskEnded,
+} from '@mtg/tasks';
 
 /**
  * Housekeeping every worker runs (it is idempotent, so several at once are harmless):
@@ -34,13 +39,7 @@ export function createMaintenance(o: {
   let busy = false;
 
   const reapLeases = async () => {
-    const r = await o.pool.query<{ id: string; job_id: string | null; job_queue: string }>(
-      `UPDATE app.tasks SET lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-        WHERE status IN ('working', 'input_required') AND lease_owner IS NOT NULL
-          AND lease_expires_at < now() - interval '500 milliseconds'
-        RETURNING id, job_id, job_queue`,
-    );
-    for (const t of r.rows) {
+    for (const t of await reapExpiredLeases(o.pool)) {
       if (t.job_id)
         await o.boss
           .fail(t.job_queue, t.job_id, { reason: 'lease expired' } as never)
@@ -50,73 +49,18 @@ export function createMaintenance(o: {
   };
 
   const sweepDeadlines = async () => {
-    const r = await o.pool.query<{ id: string; live: boolean; waiting: string | null }>(
-      `SELECT id, lease_owner IS NOT NULL AND lease_expires_at > now() AS live,
-              CASE WHEN status_message LIKE 'waiting for a worker%' THEN status_message
-                   WHEN started_at IS NULL AND NOT EXISTS (
-                     SELECT 1 FROM app.workers w WHERE job_queue = ANY (w.queues)
-                        AND w.seen_at > now() - interval '15 seconds')
-                   THEN 'waiting for a worker that runs ' || tool END AS waiting
-         FROM app.tasks
-        WHERE status IN ('working', 'input_required') AND deadline <= now() LIMIT 100`,
-    );
-    for (const t of r.rows) {
+    for (const t of await lateTasks(o.pool)) {
       if (t.live) {
-        await o.pool.query('SELECT pg_notify($1, $2)', [
-          CHANNELS.control,
-          JSON.stringify({ taskId: t.id, action: 'deadline' }),
-        ]);
+        await signalDeadline(o.pool, t.id);
         continue;
       }
-      const ended = await withTransaction(o.pool, async (c) => {
-        const row = await settleTask(c, {
-          taskId: t.id,
-          status: 'failed',
-          outcome: 'deadline',
-          message: t.waiting
-            ? `Deadline exceeded before the task could finish: it was ${t.waiting}, and none came`
-            : 'Deadline exceeded before the task could finish; it was stopped',
-          endedBy: { path: 'deadline' },
-        });
-        if (row) {
-          await appendAudit(c, {
-            type: 'task.failed',
-            taskId: row.id,
-            tenant: row.tenant,
-            subject: row.subject,
-            client: row.client,
-            tool: row.tool,
-            reason: 'deadline',
-            correlationId: row.correlation_id,
-            actor: { subject: 'deadline-sweeper', kind: 'system' },
-            data: {
-              durationMs: row.ended_at!.getTime() - row.created_at.getTime(),
-              deadline: row.deadline.toISOString(),
-            },
-          });
-        }
-        return row;
-      });
-      if (ended) o.onTaskEnded?.(ended);
-    }
-  };
-
-  const purge = async () => {
-    const results = await o.pool.query('DELETE FROM app.task_results WHERE expires_at <= now()');
-    const tasks = await o.pool.query<{ id: string }>(
-      `DELETE FROM app.tasks WHERE ended_at IS NOT NULL AND ended_at + ttl_ms * interval '1 millisecond' <= now()
-       RETURNING id`,
-    );
-    if ((results.rowCount ?? 0) + (tasks.rowCount ?? 0) > 0) {
-      await appendAudit(o.pool, {
-        type: 'task.purged',
-        actor: { subject: 'retention', kind: 'system' },
-        data: {
-          tasks: tasks.rowCount,
-          results: results.rowCount,
-          taskIds: tasks.rows.slice(0, 100).map((t) => t.id),
-        },
-      });
+      await expireTask(
+        { pool: o.pool, ...(o.onTaskEnded ? { onTaskEnded: o.onTaskEnded } : {}) },
+        t.id,
+        t.waiting
+          ? `Deadline exceeded before the task could finish: it was ${t.waiting}, and none came`
+          : 'Deadline exceeded before the task could finish; it was stopped',
+      );
     }
   };
 
@@ -128,7 +72,7 @@ export function createMaintenance(o: {
       await sweepDeadlines();
       if (now() - lastPurge >= o.purgeEveryMs) {
         lastPurge = now();
-        await purge();
+        await purgeExpired(o.pool);
       }
     } catch (error) {
       o.logger.warn('maintenance tick failed', {

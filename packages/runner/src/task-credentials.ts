@@ -1,6 +1,5 @@
 import type { Pool } from 'pg';
-import { decodeJwt } from 'jose';
-import { appendAudit } from '@mtg/audit';
+import { appendAuditGrouped } from '@mtg/audit';
 import type { CredentialCipher, TokenExchanger } from '@mtg/identity';
 import type { TaskRow } from '@mtg/tasks';
 import { StopRun } from './stop.ts';
@@ -78,24 +77,23 @@ export function createTaskCredentials(
       ttlSeconds: deps.ttlSeconds,
     });
     if (!outcome.ok) {
-      if (/disabled/i.test(outcome.description)) throw new StopRun('revoked');
-      if (/expired/i.test(outcome.description))
+      if (outcome.code === 'subject_disabled') throw new StopRun('revoked');
+      if (outcome.code === 'subject_expired')
         throw new DelegationEnded(
           `the delegation can no longer be exchanged: ${outcome.description}`,
         );
       throw new Error(`downstream credential refused: ${outcome.description}`);
     }
-    const claims = decodeJwt(outcome.token.accessToken);
     const previous = current;
     current = {
       token: outcome.token.accessToken,
-      expiresAt: typeof claims.exp === 'number' ? claims.exp * 1000 : outcome.token.expiresAt,
+      expiresAt: outcome.token.expiresAt,
       obtainedAt: now(),
-      sub: String(claims.sub),
-      act: claims.act ?? null,
+      sub: outcome.token.subject,
+      act: outcome.token.actor,
     };
     stale = false;
-    await appendAudit(deps.pool, {
+    await appendAuditGrouped(deps.pool, {
       type: 'task.identity_refreshed',
       taskId: task.id,
       tenant: task.tenant,

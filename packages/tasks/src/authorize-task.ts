@@ -1,10 +1,12 @@
 import type { Pool } from 'pg';
 import type { Principal } from '@mtg/identity';
+import type { Workload } from '@mtg/policy';
 import type { DenialFold } from './fold-denials.ts';
 import { NOT_FOUND, taskError, type TaskError } from './errors.ts';
 import { TASK_ID } from './task-id.ts';
 import { prepared, runPrepared } from '@mtg/db';
-import { OWNER_MATCH, RETAINED, TASK_SELECT, type TaskRow } from './task-row.ts';
+import { TASK_SELECT, type TaskRow } from './task-row.ts';
+import { OWNER_MATCH, RETAINED } from './task-state/predicates.ts';
 
 const OWNED_TASK = prepared(
   `SELECT ${TASK_SELECT} FROM app.tasks WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
@@ -16,6 +18,8 @@ export interface VerbContext {
   wire: string;
   /** The caller's live token, when a verb may need to exchange it (checkpoint resume). */
   token?: string;
+  /** The calling workload (the gateway's workload identity); the per-tool policy decides on it. */
+  workload?: Workload;
   /**
    * The deployment's per-tool policy for this caller (POLICY_FILE; set by the gateway's
    * policy gate): false for a tool the calling workload may not use, whose tasks it then

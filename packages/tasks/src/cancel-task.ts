@@ -1,13 +1,13 @@
-import type { Pool } from 'pg';
-import { appendAudit } from '@mtg/audit';
-import { withTransaction } from '@mtg/db';
 import { authorizeTask, deny, type DenyDeps, type VerbContext } from './authorize-task.ts';
 import { CHANNELS } from './channels.ts';
 import { NOT_FOUND, taskError, type TaskOutcome } from './errors.ts';
 import type { TaskEvents } from './task-events.ts';
 import { TASK_ID } from './task-id.ts';
-import { isTerminal, RETAINED, toView, type TaskRow, type TaskView } from './task-row.ts';
-import { settleTask, type OnTaskEnded } from './settle-task.ts';
+import { isTerminal, TASK_SELECT, toView, type TaskRow, type TaskView } from './task-row.ts';
+import { cancelTaskNow, type CancelledBy } from './task-state/end-task.ts';
+import { LIVE_LEASE, RETAINED } from './task-state/predicates.ts';
+import { requestCancel } from './task-state/request-cancel.ts';
+import type { OnTaskEnded } from './task-state/settle-task.ts';
 
 export interface CancelOptions {
   reason?: string;
@@ -69,29 +69,17 @@ export async function cancelTask(
     reason:
       options.reason ?? (path === 'admin' ? 'cancelled by administrator' : 'cancelled by owner'),
   };
-  await withTransaction(deps.pool, async (c) => {
-    await c.query(
-      `UPDATE app.tasks SET cancel_requested_at = COALESCE(cancel_requested_at, now()),
-              cancel_requested_by = COALESCE(cancel_requested_by, $2), updated_at = now()
-        WHERE id = $1 AND status IN ('working', 'input_required')`,
-      [taskId, JSON.stringify(by)],
-    );
-    await c.query('SELECT pg_notify($1, $2)', [
-      CHANNELS.control,
-      JSON.stringify({ taskId, action: 'cancel', reason: by.reason }),
-    ]);
-    await appendAudit(c, {
-      type: 'task.cancel_requested',
-      taskId,
-      tenant: task.tenant,
-      subject: task.subject,
-      client: task.client,
-      tool: task.tool,
-      reason: path,
-      correlationId: ctx.correlationId,
-      actor: { subject: p.subject, client: p.client, kind: path === 'admin' ? 'admin' : 'user' },
-      data: { wire: ctx.wire, note: by.reason },
-    });
+  await requestCancel(deps.pool, taskId, by, {
+    type: 'task.cancel_requested',
+    taskId,
+    tenant: task.tenant,
+    subject: task.subject,
+    client: task.client,
+    tool: task.tool,
+    reason: path,
+    correlationId: ctx.correlationId,
+    actor: { subject: p.subject, client: p.client, kind: path === 'admin' ? 'admin' : 'user' },
+    data: { wire: ctx.wire, note: by.reason },
   });
 
   const settled = await awaitStop(deps, task, by);
@@ -104,13 +92,12 @@ export async function cancelTask(
 async function awaitStop(
   deps: CancelDeps,
   task: TaskRow,
-  by: Record<string, unknown> & { path: string; reason: string },
+  by: CancelledBy & { reason: string },
 ): Promise<TaskRow | undefined> {
   const deadline = Date.now() + deps.cancelAckTimeoutMs;
   for (;;) {
     const r = await deps.pool.query<TaskRow & { live: boolean }>(
-      `SELECT *, lease_owner IS NOT NULL AND lease_expires_at > now() AS live
-         FROM app.tasks WHERE id = $1`,
+      `SELECT ${TASK_SELECT}, ${LIVE_LEASE} AS live FROM app.tasks WHERE id = $1`,
       [task.id],
     );
     const row = r.rows[0]!;
@@ -118,21 +105,13 @@ async function awaitStop(
     if (!row.live || Date.now() >= deadline) {
       // Nobody is running it (queued, or its worker died), or the worker did not answer in
       // time: stop it here. The epoch bump fences off any worker that still holds it.
-      const settled = await withTransaction(deps.pool, async (c) => {
-        const s = await settleTask(c, {
-          taskId: task.id,
-          status: 'cancelled',
-          outcome: by.path === 'revocation' ? 'revoked' : 'cancelled',
-          message: `Cancelled: ${by.reason}`,
-          endedBy: by,
-        });
-        if (s) await appendCancelled(c, s, by, row.live ? 'ack_timeout' : 'no_live_worker');
-        return s;
+      const settled = await cancelTaskNow(deps, {
+        taskId: task.id,
+        by,
+        message: `Cancelled: ${by.reason}`,
+        settledBy: row.live ? 'ack_timeout' : 'no_live_worker',
       });
-      if (settled) {
-        deps.onTaskEnded?.(settled);
-        return settled;
-      }
+      if (settled) return settled;
       continue; // a worker settled it meanwhile; re-read
     }
     await deps.events.waitForSettled(
@@ -141,38 +120,6 @@ async function awaitStop(
       CHANNELS.settled,
     );
   }
-}
-
-/** The `task.cancelled` / `task.admin_cancelled` event, written with the settlement. */
-export async function appendCancelled(
-  db: Parameters<typeof appendAudit>[0],
-  row: TaskRow,
-  by: Record<string, unknown> & { path: string },
-  settledBy: string,
-): Promise<void> {
-  await appendAudit(db, {
-    type: by.path === 'admin' ? 'task.admin_cancelled' : 'task.cancelled',
-    taskId: row.id,
-    tenant: row.tenant,
-    subject: row.subject,
-    client: row.client,
-    tool: row.tool,
-    reason: by.path === 'revocation' ? 'revoked' : String(by.path),
-    correlationId: row.correlation_id,
-    actor: {
-      subject: String(by.subject ?? 'system'),
-      ...(by.client ? { client: String(by.client) } : {}),
-      kind: by.path === 'admin' ? 'admin' : by.path === 'owner' ? 'user' : 'system',
-    },
-    data: {
-      settledBy,
-      note: by.reason,
-      durationMs:
-        row.ended_at && row.created_at
-          ? row.ended_at.getTime() - row.created_at.getTime()
-          : undefined,
-    },
-  });
 }
 
 export { deny };

@@ -1,6 +1,5 @@
 import type { Queryable } from '@mtg/db';
 import type { CredentialCipher, TokenExchanger } from '@mtg/identity';
-import { decodeJwt } from 'jose';
 import { taskError, type TaskError } from './errors.ts';
 
 export interface DelegationDeps {
@@ -51,14 +50,13 @@ export async function obtainDelegation(
       `The authorization server refused to delegate this task: ${outcome.description}`,
     );
   }
-  const claims = decodeJwt(outcome.token.accessToken);
   return {
     ok: true,
     delegation: {
       token: outcome.token.accessToken,
-      expiresAt: typeof claims.exp === 'number' ? claims.exp * 1000 : outcome.token.expiresAt,
+      expiresAt: outcome.token.expiresAt,
       scope: outcome.token.scope,
-      act: claims.act ?? null,
+      act: outcome.token.actor,
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { appendAudit, type AuditEvent } from '@mtg/audit';
+import { appendAuditGrouped, type AuditEvent } from '@mtg/audit';
 import { TASK_ID } from './task-id.ts';
 
 /** A `task.denied` event as a verb writes it: who, which verb (`data.verb`), why. */
@@ -55,7 +55,7 @@ export function createDenialFold(options: DenialFoldOptions): DenialFold {
     open.delete(key);
     if (!w || w.repeats === 0) return;
     const { taskId: _taskId, correlationId: _correlationId, data, ...who } = w.first;
-    appendAudit(options.pool, {
+    appendAuditGrouped(options.pool, {
       ...who,
       data: {
         verb: data.verb,
@@ -89,14 +89,14 @@ export function createDenialFold(options: DenialFoldOptions): DenialFold {
         return;
       }
       if (open.size >= MAX_OPEN_WINDOWS) {
-        await appendAudit(options.pool, event);
+        await appendAuditGrouped(options.pool, event);
         return;
       }
       open.set(key, { repeats: 0, taskIds: new Set(), first: event });
       const timer = setTimeout(() => close(key), options.windowMs);
       timer.unref();
       try {
-        await appendAudit(options.pool, event);
+        await appendAuditGrouped(options.pool, event);
       } catch (error) {
         // Not written: the next such denial is a first again.
         clearTimeout(timer);

@@ -9,5 +9,7 @@
  * - lease: a worker's claim on a task, fenced by lease_epoch; a takeover bumps the epoch.
  * - terminal: completed | failed | cancelled. Terminal rows never change status again.
  * - dedupe key: the idempotency key while it still deduplicates starts.
+ * - transition: a change of a task's rows; every one is a function of the task state machine
+ *   (task-state/), which is the only writer of app.tasks and app.task_steps.
  */
 export {};

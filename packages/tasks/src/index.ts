@@ -15,51 +15,64 @@ export {
   HEARTBEAT_SECONDS,
   type JobQueue,
 } from './job-queue.ts';
-export { settleTask, type OnTaskEnded, type Settlement } from './settle-task.ts';
-export { appendCancelled, ADMIN_SCOPE } from './cancel-task.ts';
-export type { StartInput, StartLimits, StartOutcome, ToolPlacement } from './create-task.ts';
+export { ADMIN_SCOPE } from './cancel-task.ts';
+export {
+  aboutTask,
+  cancelTaskNow,
+  claimTask,
+  completeTask,
+  expireTask,
+  failTask,
+  journalStep,
+  lateTasks,
+  loadJournal,
+  noteWaitingForWorker,
+  pauseTask,
+  placementOf,
+  purgeExpired,
+  reapExpiredLeases,
+  recordProgress,
+  recordStatusMessage,
+  releaseLease,
+  renewLease,
+  signalDeadline,
+  takeStageGrant,
+  type Boundary,
+  type CancelledBy,
+  type ClaimOutcome,
+  type Lease,
+  type OnTaskEnded,
+  type StartInput,
+  type StartLimits,
+  type StartOutcome,
+  type ToolPlacement,
+} from './task-state/index.ts';
 export type { VerbContext } from './authorize-task.ts';
 export { stepUpScope } from './step-up-scope.ts';
 export {
-  NOT_FOUND,
   RESULT_GONE,
   taskError,
   type TaskError,
   type TaskErrorCode,
   type TaskOutcome,
 } from './errors.ts';
-export { TASK_ID, newTaskId } from './task-id.ts';
-export {
-  ACTIVE,
-  isTerminal,
-  toView,
-  type TaskRow,
-  type TaskStatus,
-  type TaskView,
-} from './task-row.ts';
+export { newTaskId } from './task-id.ts';
+export { toView, type TaskRow, type TaskStatus, type TaskView } from './task-row.ts';
 export type { StoredResult } from './read-result.ts';
 export type { TaskPage } from './list-tasks.ts';
 export {
-  isRevoked,
   revocationOf,
   revokePrincipal,
   restorePrincipal,
-  settleUnleased,
   type PrincipalRef,
   type Revocation,
   type RevocationSource,
 } from './revoke-principal.ts';
-export {
-  obtainDelegation,
-  storeDelegation,
-  type Delegation,
-  type DelegationDeps,
-} from './delegate-task.ts';
+export type { DelegationDeps } from './delegate-task.ts';
 export {
   announceWorker,
   retireWorker,
   createQueueServed,
   countUnservedTasks,
-  WORKER_SEEN_WITHIN_MS,
 } from './live-workers.ts';
 export { createDenialFold, type DenialFold } from './fold-denials.ts';

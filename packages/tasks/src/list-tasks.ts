@@ -1,7 +1,8 @@
 import type { Queryable } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 import { TASK_ID } from './task-id.ts';
-import { RETAINED, toView, type TaskRow, type TaskView } from './task-row.ts';
+import { toView, type TaskRow, type TaskView } from './task-row.ts';
+import { RETAINED } from './task-state/predicates.ts';
 
 export interface TaskPage {
   tasks: TaskView[];

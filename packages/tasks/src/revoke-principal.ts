@@ -1,9 +1,9 @@
 import type { Pool } from 'pg';
-import { appendAudit, type AuditEvent } from '@mtg/audit';
+import { appendAuditInTransaction, type AuditEvent } from '@mtg/audit';
 import { prepared, runPrepared, withTransaction, type Queryable } from '@mtg/db';
-import { appendCancelled } from './cancel-task.ts';
-import { CHANNELS } from './channels.ts';
-import { settleTask, type OnTaskEnded } from './settle-task.ts';
+import { cancelTaskNow, type CancelledBy } from './task-state/end-task.ts';
+import { flagPrincipalTasks } from './task-state/request-cancel.ts';
+import type { OnTaskEnded } from './task-state/settle-task.ts';
 
 export interface PrincipalRef {
   tenant: string;
@@ -129,29 +129,17 @@ export async function revokePrincipal(
       [p.tenant, p.subject, JSON.stringify({ path: source.path, ...source.by, ...source.detail })],
     );
     if (marked.rowCount === 0) return [];
-    const tasks = await c.query<{ id: string }>(
-      `UPDATE app.tasks SET cancel_requested_at = COALESCE(cancel_requested_at, now()),
-              cancel_requested_by = $3, updated_at = now()
-        WHERE tenant = $1 AND subject = $2 AND status IN ('working', 'input_required')
-        RETURNING id`,
-      [p.tenant, p.subject, JSON.stringify(taskBy)],
-    );
-    for (const t of tasks.rows) {
-      await c.query('SELECT pg_notify($1, $2)', [
-        CHANNELS.control,
-        JSON.stringify({ taskId: t.id, action: 'revoke' }),
-      ]);
-    }
-    await appendAudit(c, {
+    const tasks = await flagPrincipalTasks(c, p, taskBy);
+    await appendAuditInTransaction(c, {
       type: 'principal.revoked',
       tenant: p.tenant,
       subject: p.subject,
       reason: source.path,
       ...(source.correlationId ? { correlationId: source.correlationId } : {}),
       actor: actorOf(source),
-      data: { openTasks: tasks.rows.map((t) => t.id), ...source.detail },
+      data: { openTasks: tasks, ...source.detail },
     });
-    return tasks.rows.map((t) => t.id);
+    return tasks;
   });
   // Tasks that no live worker holds (queued, paused, or their worker died) stop here; the
   // running ones are settled by their worker at its next boundary (sweepRevoked is the net).
@@ -163,27 +151,20 @@ export async function revokePrincipal(
 export async function settleUnleased(
   pool: Pool,
   taskIds: string[],
-  by: Record<string, unknown> & { path: string },
+  by: CancelledBy,
   options: { onTaskEnded?: OnTaskEnded } = {},
 ): Promise<void> {
   for (const taskId of taskIds) {
-    const ended = await withTransaction(pool, async (c) => {
-      const live = await c.query<{ live: boolean }>(
-        `SELECT lease_owner IS NOT NULL AND lease_expires_at > now() AS live FROM app.tasks WHERE id = $1`,
-        [taskId],
-      );
-      if (live.rows[0]?.live) return undefined;
-      const row = await settleTask(c, {
+    await cancelTaskNow(
+      { pool, ...options },
+      {
         taskId,
-        status: 'cancelled',
-        outcome: 'revoked',
+        by,
         message: `Cancelled: ${String(by.reason ?? 'principal revoked')}`,
-        endedBy: by,
-      });
-      if (row) await appendCancelled(c, row, by, 'no_live_worker');
-      return row;
-    });
-    if (ended) options.onTaskEnded?.(ended);
+        settledBy: 'no_live_worker',
+        onlyUnleased: true,
+      },
+    );
   }
 }
 
@@ -200,7 +181,7 @@ export async function restorePrincipal(
       [p.tenant, p.subject, JSON.stringify({ path: source.path, ...source.by })],
     );
     if (r.rowCount === 0) return false;
-    await appendAudit(c, {
+    await appendAuditInTransaction(c, {
       type: 'principal.restored',
       tenant: p.tenant,
       subject: p.subject,

@@ -1,7 +1,7 @@
 import { prepared, runPrepared } from '@mtg/db';
 import { deny, type DenyDeps, type VerbContext } from './authorize-task.ts';
 import { TASK_ID } from './task-id.ts';
-import { OWNER_MATCH, RETAINED } from './task-row.ts';
+import { OWNER_MATCH, RETAINED } from './task-state/predicates.ts';
 
 const OWNED_TOOL = prepared(
   `SELECT tool FROM app.tasks WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,

@@ -90,7 +90,6 @@ export const everyTaskColumnListed: [Unlisted] extends [never] ? true : Unlisted
 export const TASK_SELECT = TASK_COLUMNS.join(', ');
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
-export const ACTIVE: TaskStatus[] = ['working', 'input_required'];
 export const isTerminal = (s: TaskStatus) =>
   s === 'completed' || s === 'failed' || s === 'cancelled';
 
@@ -128,9 +127,3 @@ export function toView(row: TaskRow): TaskView {
     arguments: row.argument_summary,
   };
 }
-
-/** Owner match used by every verb: tenant, subject and client all equal. */
-export const OWNER_MATCH = 'tenant = $2 AND subject = $3 AND client = $4';
-/** A task past its retention is gone for every verb, even before the purge removes it. */
-export const RETAINED =
-  "(ended_at IS NULL OR ended_at + ttl_ms * interval '1 millisecond' > now())";

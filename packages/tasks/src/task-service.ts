@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { appendAudit } from '@mtg/audit';
+import { appendAuditGrouped } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { LongToolDefinition } from '@mtg/tools';
@@ -12,13 +12,13 @@ import {
   type StartLimits,
   type StartOutcome,
   type ToolPlacement,
-} from './create-task.ts';
+} from './task-state/create-task.ts';
 import { RESULT_GONE, taskError, type TaskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
 import { createDenialFold } from './fold-denials.ts';
-import { resumeIfPaused } from './resume-task.ts';
-import type { OnTaskEnded } from './settle-task.ts';
+import { resumeIfPaused } from './task-state/resume-task.ts';
+import type { OnTaskEnded } from './task-state/settle-task.ts';
 import { isReadableCursor, listTasks, type TaskPage } from './list-tasks.ts';
 import { readResult, type StoredResult } from './read-result.ts';
 import type { TaskEvents } from './task-events.ts';
@@ -140,7 +140,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       if (!auth.ok) return auth;
       const row = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (random() < deps.statusReadSampleRate) {
-        await appendAudit(deps.pool, {
+        await appendAuditGrouped(deps.pool, {
           type: 'task.status_read',
           taskId,
           ...owner(ctx.principal),
@@ -222,7 +222,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
   }
 
   async function auditResultRead(task: TaskRow, ctx: VerbContext, stored?: StoredResult) {
-    await appendAudit(deps.pool, {
+    await appendAuditGrouped(deps.pool, {
       type: 'task.result_read',
       taskId: task.id,
       ...owner(ctx.principal),

@@ -69,9 +69,24 @@ export class DownstreamUnavailable extends Error {
   }
 }
 
-/** By name, so a copy of this module loaded twice still classifies its errors. */
+const UNAVAILABLE_CODES: ReadonlySet<unknown> = new Set<UnavailableCode>([
+  'circuit_open',
+  'timeout',
+  'unreachable',
+  'server_error',
+]);
+
+/**
+ * By its stable code (not `instanceof`, so a copy of this module loaded twice still
+ * classifies its errors; not its name or message).
+ */
 export function isDownstreamUnavailable(error: unknown): error is DownstreamUnavailable {
-  return (error as { name?: unknown } | null)?.name === 'DownstreamUnavailable';
+  const e = error as { code?: unknown; downstream?: unknown; retryAfterMs?: unknown } | null;
+  return (
+    UNAVAILABLE_CODES.has(e?.code) &&
+    typeof e?.downstream === 'string' &&
+    typeof e.retryAfterMs === 'number'
+  );
 }
 
 export function describeUnavailable(code: UnavailableCode): string {
@@ -109,9 +124,10 @@ export function isTransientStatus(status: number): boolean {
 
 function isTransient(error: unknown): boolean {
   if (error instanceof AttemptTimedOut || error instanceof DownstreamUnreachable) return true;
-  const e = error as { name?: unknown; status?: unknown } | null;
+  // A DownstreamError (targets/target-client.ts), by its code.
+  const e = error as { code?: unknown; status?: unknown } | null;
   return (
-    e?.name === 'DownstreamError' && typeof e.status === 'number' && isTransientStatus(e.status)
+    e?.code === 'downstream_refused' && typeof e.status === 'number' && isTransientStatus(e.status)
   );
 }
 

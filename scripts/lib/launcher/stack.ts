@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '@mtg/db';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '@mtg/dev-postgres';
 import type { Logger } from '@mtg/log';
 import type { DevSecrets } from '../dev-secrets.ts';
 import { checkDatabase } from './check-database.ts';

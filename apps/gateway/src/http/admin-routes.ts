@@ -6,7 +6,7 @@ import express, {
   type Response,
 } from 'express';
 import { z } from 'zod';
-import { appendAudit } from '@mtg/audit';
+import { appendAuditGrouped } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { ADMIN_SCOPE, restorePrincipal, revokePrincipal, type OnTaskEnded } from '@mtg/tasks';
@@ -45,7 +45,7 @@ export function adminRoutes(deps: {
     const p = principalOf(res);
     if (p.scopes.includes(ADMIN_SCOPE)) return next();
     const description = `this operation requires scope ${ADMIN_SCOPE}`;
-    await appendAudit(pool, {
+    await appendAuditGrouped(pool, {
       type: 'auth.denied',
       tenant: p.tenant,
       subject: p.subject,

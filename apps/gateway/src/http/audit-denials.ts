@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { appendAudit } from '@mtg/audit';
+import { appendAuditGrouped } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
@@ -17,8 +17,8 @@ export function createDenialAuditor(options: { pool: Pool; logger: Logger; windo
   const windowMs = options.windowMs ?? 60_000;
   const suppressed = new Map<string, number>();
   const opened = new Set<string>();
-  const write = (event: Parameters<typeof appendAudit>[1]) =>
-    appendAudit(options.pool, event).catch((error: Error) =>
+  const write = (event: Parameters<typeof appendAuditGrouped>[1]) =>
+    appendAuditGrouped(options.pool, event).catch((error: Error) =>
       options.logger.warn('denial audit failed', { error: error.message }),
     );
   const timer = setInterval(() => {

@@ -7,6 +7,7 @@ import {
   type VerifyAccessTokenOptions as VerifyOptions,
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
+import { requestContextOf, setRequestContext } from './request-context.ts';
 
 export interface AuthenticateOptions {
   verify: VerifyOptions;
@@ -18,9 +19,7 @@ export interface AuthenticateOptions {
 
 /** The verified principal of this request (set by authenticate). */
 export function principalOf(res: Response): Principal {
-  const p = res.locals.principal as Principal | undefined;
-  if (!p) throw new Error('principalOf called before authenticate');
-  return p;
+  return requestContextOf(res).principal;
 }
 
 /**
@@ -112,21 +111,18 @@ export function authenticate(options: AuthenticateOptions) {
       refuseToken(res, options.resourceMetadataUrl, verified.description);
       return;
     }
-    const principal = verified.principal;
-    res.locals.principal = principal;
-    // The SDKs read authInfo from req.auth and hand it to request handlers.
-    (req as Request & { auth?: unknown }).auth = {
+    // The request's context, built once: every later gate, the MCP endpoint, dispatch and the
+    // task service get it from here (http/request-context.ts).
+    const idempotencyKeyHeader = req.headers['idempotency-key'];
+    setRequestContext(res, {
+      principal: verified.principal,
+      claims: verified.claims,
       token: bearer.token,
-      clientId: principal.client,
-      scopes: principal.scopes,
-      expiresAt: principal.expiresAt,
-      extra: {
-        principal,
-        correlationId: res.locals.correlationId,
-        // An explicit idempotency key may also come as a header (IETF Idempotency-Key draft).
-        idempotencyKey: req.headers['idempotency-key'],
-      },
-    };
+      correlationId: String(res.locals.correlationId ?? ''),
+      // An explicit idempotency key may also come as a header (IETF Idempotency-Key draft).
+      ...(idempotencyKeyHeader !== undefined ? { idempotencyKeyHeader } : {}),
+      ...(req.socket.remoteAddress ? { clientIp: req.socket.remoteAddress } : {}),
+    });
     next();
   };
 }

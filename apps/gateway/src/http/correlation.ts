@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { clipInput, type Logger } from '@mtg/log';
+import { maybeRequestContextOf } from './request-context.ts';
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
@@ -16,8 +17,7 @@ export function correlateAndLog(logger: Logger) {
     res.setHeader('X-Request-Id', id);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
-      const principal = res.locals.principal as
-        { subject: string; tenant: string; client: string } | undefined;
+      const principal = maybeRequestContextOf(res)?.principal;
       const body = req.body as { method?: unknown } | undefined;
       logger.info('request', {
         correlationId: id,

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { appendAudit } from '@mtg/audit';
+import { appendAuditGrouped } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { revocationOf, type Revocation } from '@mtg/tasks';
@@ -40,7 +40,7 @@ export function rejectRevoked(options: {
       subject: p.subject,
       reason: revocation,
     });
-    await appendAudit(options.pool, {
+    await appendAuditGrouped(options.pool, {
       type: 'auth.denied',
       tenant: p.tenant,
       subject: p.subject,

@@ -1,12 +1,12 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Pool } from '@mtg/db';
-import type { Workload } from '@mtg/policy';
 import { createDenialFold, stepUpScope } from '@mtg/tasks';
 import type { LongToolDefinition } from '@mtg/tools';
 import { JOB_TOOL_VERBS } from '../mcp/job-tools.ts';
 import { TASKS_EXTENSION, WIRE_2026 } from '../mcp/modern-server.ts';
 import type { ToolPolicy } from '../mcp/tool-policy.ts';
-import { principalOf, refuseScope } from './authenticate.ts';
+import { refuseScope } from './authenticate.ts';
+import { requestContextOf } from './request-context.ts';
 
 const PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
@@ -87,9 +87,8 @@ export function requireTaskScope(options: {
     if (req.method !== 'POST') return next();
     const target = taskVerbOf(req.body);
     if (!target) return next();
-    const principal = principalOf(res);
+    const { principal, workload, correlationId } = requestContextOf(res);
     if (scopes.every((s) => principal.scopes.includes(s))) return next();
-    const workload = res.locals.workload as Workload | undefined;
     const policy = options.toolPolicy;
     // A job tool the policy refuses is an unknown tool to this caller (dispatch answers so).
     if (policy && target.jobTool && !policy.permits(principal, workload, target.jobTool))
@@ -100,7 +99,7 @@ export function requireTaskScope(options: {
       target.verb,
       {
         principal,
-        correlationId: String(res.locals.correlationId ?? ''),
+        correlationId,
         wire: target.wire,
         ...(policy
           ? { admitTool: (tool: string) => policy.permits(principal, workload, tool) }

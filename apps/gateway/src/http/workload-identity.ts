@@ -2,12 +2,12 @@ import { createHash, X509Certificate } from 'node:crypto';
 import net from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { NextFunction, Request, Response } from 'express';
-import { decodeJwt } from 'jose';
 import { ConfigError } from '@mtg/config';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { spiffeIdOfCertificate, type Workload } from '@mtg/policy';
-import { principalOf, refuseToken } from './authenticate.ts';
+import { refuseToken } from './authenticate.ts';
+import { requestContextOf, setRequestContext } from './request-context.ts';
 
 /** Why a request's workload identity was refused (audited as `auth.denied` reasons). */
 export type WorkloadDenyCode =
@@ -126,8 +126,8 @@ export function identifyWorkload(
 }
 
 /**
- * Express adapter: puts the workload on `res.locals.workload` and into the SDK's authInfo
- * (`req.auth.extra.workload`), where the MCP handlers and dispatch read it. Runs after
+ * Express adapter: completes the request's context with the workload (request-context.ts),
+ * where the MCP endpoint, dispatch and the task verbs read it. Runs after
  * authenticate. Refusals are 403 (certificate) or 401 (certificate-bound token), answered
  * here and reported through `onDenied` before the answer goes out.
  */
@@ -150,18 +150,16 @@ export function workloadIdentity(
   const header = options.forwardedCertHeader.toLowerCase();
 
   return async (req: Request, res: Response, next: NextFunction) => {
-    const principal = principalOf(res);
-    const auth = (req as Request & { auth?: { token?: string; extra?: Record<string, unknown> } })
-      .auth;
+    const request = requestContextOf(res);
     // headersDistinct: node joins a repeated header with ", ", which would hide the repeat.
     const forwarded = req.headersDistinct[header];
     const socket = req.socket;
     const peerCert = socket instanceof TLSSocket ? socket.getPeerX509Certificate() : undefined;
     const result = identifyWorkload(
       {
-        principal,
-        // Already verified by authenticate in this request; read here only for `cnf`.
-        claims: auth?.token ? decodeJwt(auth.token) : {},
+        principal: request.principal,
+        // Verified (and decoded) by authenticate in this request; read here only for `cnf`.
+        claims: request.claims,
         peerAddress: normalizeAddress(socket.remoteAddress),
         ...(peerCert && socket instanceof TLSSocket
           ? {
@@ -201,8 +199,7 @@ export function workloadIdentity(
         peer: socket.remoteAddress,
       });
     }
-    res.locals.workload = result.workload;
-    if (auth) auth.extra = { ...auth.extra, workload: result.workload };
+    setRequestContext(res, { ...request, workload: result.workload });
     next();
   };
 }

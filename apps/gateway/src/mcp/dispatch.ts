@@ -8,6 +8,7 @@ import {
   type ToolListing,
   type ToolResult,
 } from '@mtg/tools';
+import type { RequestContext } from '../http/request-context.ts';
 import { rpcErrorFor } from './task-errors.ts';
 import type { ToolPolicy } from './tool-policy.ts';
 
@@ -189,23 +190,20 @@ export function toolErrorFor(error: TaskError): ToolResult {
   };
 }
 
+/** One MCP request's call context: the HTTP request's context, and what its `_meta` asks. */
 export function callContextFrom(
-  authInfo: { extra?: Record<string, unknown> } | undefined,
+  request: RequestContext,
   meta: Record<string, unknown> | undefined,
   wire: string,
 ): CallContext {
-  const principal = authInfo?.extra?.principal as Principal | undefined;
-  if (!principal) throw new Error('MCP request reached a handler without a verified principal');
-  const token = (authInfo as { token?: unknown } | undefined)?.token;
-  const workload = authInfo?.extra?.workload as Workload | undefined;
-  const key = explicitKey(meta, authInfo?.extra?.idempotencyKey);
+  const key = explicitKey(meta, request.idempotencyKeyHeader);
   const deadline = meta?.[DEADLINE_META_KEY];
   return {
-    principal,
-    correlationId: String(authInfo?.extra?.correlationId ?? ''),
+    principal: request.principal,
+    correlationId: request.correlationId,
     wire,
-    ...(typeof token === 'string' ? { token } : {}),
-    ...(workload ? { workload } : {}),
+    token: request.token,
+    ...(request.workload ? { workload: request.workload } : {}),
     ...(key === undefined
       ? {}
       : typeof key === 'string'

@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import type { RequestContext } from '../http/request-context.ts';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
 import { TASKS_EXTENSION, WIRE_2026 } from './modern-server.ts';
 import { SERVER_INFO } from './server-info.ts';
@@ -52,11 +53,10 @@ export function plainTasksGet(req: Request): { id: string | number; taskId: stri
  * the two paths. Returns false, having done nothing, for any request it does not take.
  */
 export function fastTasksGet(dispatch: Dispatch) {
-  return async (req: Request, res: Response): Promise<boolean> => {
+  return async (req: Request, res: Response, request: RequestContext): Promise<boolean> => {
     const call = plainTasksGet(req);
     if (!call) return false;
-    const auth = (req as Request & { auth?: { extra?: Obj } }).auth;
-    const ctx = callContextFrom(auth, undefined, WIRE_2026);
+    const ctx = callContextFrom(request, undefined, WIRE_2026);
     const r = await dispatch.tasks.read(call.taskId, ctx, { withResult: true });
     let message: Obj;
     if (r.ok) {

@@ -12,6 +12,7 @@ import {
   PingRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { toView, type TaskError } from '@mtg/tasks';
+import type { RequestContext } from '../http/request-context.ts';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
 import { refuseInvalidParams } from './refuse-invalid-params.ts';
 import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
@@ -47,7 +48,11 @@ class LegacyServer extends Server {
  * it never sees auth info and its cancel is not atomic (docs/architecture.md, "One endpoint, three eras"); these
  * handlers call the task service, which authorizes every verb.
  */
-export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: number }): Server {
+export function createLegacyServer(
+  dispatch: Dispatch,
+  request: RequestContext,
+  options: { resultWaitMs: number },
+): Server {
   const server = new LegacyServer(SERVER_INFO, {
     capabilities: {
       tools: {},
@@ -60,14 +65,13 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
     throw new McpError(code, message, data);
   };
 
-  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => {
-    const ctx = callContextFrom(extra.authInfo, undefined, WIRE);
-    return dispatch.listTools(ctx.principal, ctx.workload) as never;
+  server.setRequestHandler(ListToolsRequestSchema, () => {
+    return dispatch.listTools(request.principal, request.workload) as never;
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const ctx = callContextFrom(extra.authInfo, request.params._meta, WIRE);
-    const task = request.params.task;
+  server.setRequestHandler(CallToolRequestSchema, async (rpc) => {
+    const ctx = callContextFrom(request, rpc.params._meta, WIRE);
+    const task = rpc.params.task;
     if (task?.ttl !== undefined && !(Number.isInteger(task.ttl) && task.ttl > 0)) {
       // Refused before any token exchange or row: the store keeps whole positive milliseconds.
       throw new McpError(
@@ -80,15 +84,12 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
       : ({ kind: 'plain' } as const);
     const listed = dispatch
       .listTools(ctx.principal, ctx.workload)
-      .tools.find((t) => t.name === request.params.name);
+      .tools.find((t) => t.name === rpc.params.name);
     if (task && listed && !listed.execution) {
       // Spec: a tool that does not support tasks, asked to run as one.
-      throw new McpError(
-        -32601,
-        `Tool ${request.params.name} does not support task-augmented calls`,
-      );
+      throw new McpError(-32601, `Tool ${rpc.params.name} does not support task-augmented calls`);
     }
-    const outcome = await dispatch.callTool(request.params, mode, {
+    const outcome = await dispatch.callTool(rpc.params, mode, {
       ...ctx,
       wire: task ? WIRE : 'plain-2025',
     });
@@ -103,20 +104,20 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
     return outcome.result as never;
   });
 
-  server.setRequestHandler(GetTaskRequestSchema, async (request, extra) => {
+  server.setRequestHandler(GetTaskRequestSchema, async (rpc) => {
     const r = await dispatch.tasks.get(
-      request.params.taskId,
-      callContextFrom(extra.authInfo, undefined, WIRE),
+      rpc.params.taskId,
+      callContextFrom(request, undefined, WIRE),
     );
     if (!r.ok) return fail(r);
     return coreTask(r.task) as never;
   });
 
-  server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {
-    const taskId = request.params.taskId;
+  server.setRequestHandler(GetTaskPayloadRequestSchema, async (rpc) => {
+    const taskId = rpc.params.taskId;
     const r = await dispatch.tasks.awaitResult(
       taskId,
-      callContextFrom(extra.authInfo, undefined, WIRE),
+      callContextFrom(request, undefined, WIRE),
       options.resultWaitMs,
     );
     if (!r.ok) {
@@ -146,9 +147,9 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
     );
   });
 
-  server.setRequestHandler(ListTasksRequestSchema, async (request, extra) => {
-    const r = await dispatch.tasks.list(callContextFrom(extra.authInfo, undefined, WIRE), {
-      ...(request.params?.cursor ? { cursor: request.params.cursor } : {}),
+  server.setRequestHandler(ListTasksRequestSchema, async (rpc) => {
+    const r = await dispatch.tasks.list(callContextFrom(request, undefined, WIRE), {
+      ...(rpc.params?.cursor ? { cursor: rpc.params.cursor } : {}),
     });
     if (!r.ok) return fail(r);
     return {
@@ -157,10 +158,10 @@ export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: 
     } as never;
   });
 
-  server.setRequestHandler(CancelTaskRequestSchema, async (request, extra) => {
+  server.setRequestHandler(CancelTaskRequestSchema, async (rpc) => {
     const r = await dispatch.tasks.cancel(
-      request.params.taskId,
-      callContextFrom(extra.authInfo, undefined, WIRE),
+      rpc.params.taskId,
+      callContextFrom(request, undefined, WIRE),
     );
     if (!r.ok) return fail(r);
     return coreTask(r.task) as never;

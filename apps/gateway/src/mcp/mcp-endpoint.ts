@@ -8,6 +8,12 @@ import { createLegacyServer } from './legacy-server.ts';
 import { createModernServer } from './modern-server.ts';
 import { fastTasksGet } from './fast-tasks-get.ts';
 import { RPC, sendRpcError } from '../http/json-rpc-error.ts';
+import {
+  RequestAuthInfo,
+  requestContextFromAuthInfo,
+  requestContextOf,
+  type RequestContext,
+} from '../http/request-context.ts';
 
 /**
  * One /mcp endpoint for every protocol era. 2026-07-28 requests (per-request `_meta`
@@ -23,7 +29,8 @@ export function mcpEndpoint(
 ) {
   const fast = options.tasksGetFastPath === false ? undefined : fastTasksGet(dispatch);
   const modern = toNodeHandler(
-    createMcpHandler(() => createModernServer(dispatch), {
+    // The factory gets the request's context back from the authInfo it was handed.
+    createMcpHandler((f) => createModernServer(dispatch, requestContextFromAuthInfo(f.authInfo)), {
       legacy: 'reject',
       responseMode: 'auto',
       onerror: (error) => logger.warn('mcp modern error', { error: error.message }),
@@ -31,8 +38,8 @@ export function mcpEndpoint(
     { onerror: (error) => logger.error('mcp modern adapter error', { error: error.message }) },
   );
 
-  async function legacy(req: Request, res: Response) {
-    const server = createLegacyServer(dispatch, options);
+  async function legacy(req: Request, res: Response, request: RequestContext) {
+    const server = createLegacyServer(dispatch, request, options);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
@@ -60,9 +67,12 @@ export function mcpEndpoint(
         );
         return;
       }
-      if (fast && (await fast(req, res))) return;
+      const request = requestContextOf(res);
+      if (fast && (await fast(req, res, request))) return;
+      // The SDKs hand `req.auth` to their handlers as authInfo: it carries the context.
+      (req as Request & { auth?: RequestAuthInfo }).auth = new RequestAuthInfo(request);
       const probe = await toWebRequest(req as never, req.body);
-      if (await isLegacyRequest(probe, req.body)) await legacy(req, res);
+      if (await isLegacyRequest(probe, req.body)) await legacy(req, res, request);
       else await modern(req as never, res as never, req.body);
     } catch (error) {
       next(error);

@@ -5,6 +5,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { toView, type TaskError } from '@mtg/tasks';
+import type { RequestContext } from '../http/request-context.ts';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
 import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
@@ -18,7 +19,6 @@ const WIRE = WIRE_2026;
 const taskIdParams = z.object({ taskId: z.string() }).passthrough();
 
 type Ctx = {
-  http?: { authInfo?: { extra?: Record<string, unknown> } };
   mcpReq: { _meta?: Record<string, unknown>; envelope?: Record<string, unknown> };
 };
 
@@ -27,7 +27,7 @@ type Ctx = {
  * tasks extension from Postgres. The SDK has no server side for the extension, so its three
  * methods are custom handlers over the task service.
  */
-export function createModernServer(dispatch: Dispatch): Server {
+export function createModernServer(dispatch: Dispatch, request: RequestContext): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } as never,
     instructions: INSTRUCTIONS,
@@ -51,16 +51,15 @@ export function createModernServer(dispatch: Dispatch): Server {
     throw new ProtocolError(code, message, data);
   };
 
-  server.setRequestHandler('tools/list', (_request, ctx) => {
-    const c = callContextFrom((ctx as Ctx).http?.authInfo, undefined, WIRE);
-    return dispatch.listTools(c.principal, c.workload) as never;
+  server.setRequestHandler('tools/list', () => {
+    return dispatch.listTools(request.principal, request.workload) as never;
   });
 
-  server.setRequestHandler('tools/call', async (request, ctx) => {
+  server.setRequestHandler('tools/call', async (rpc, ctx) => {
     const c = ctx as unknown as Ctx;
-    const call = callContextFrom(c.http?.authInfo, c.mcpReq._meta, WIRE);
+    const call = callContextFrom(request, c.mcpReq._meta, WIRE);
     const mode = optedIn(c) ? ({ kind: 'ext-task' } as const) : ({ kind: 'plain' } as const);
-    const outcome = await dispatch.callTool(request.params, mode, {
+    const outcome = await dispatch.callTool(rpc.params, mode, {
       ...call,
       wire: optedIn(c) ? WIRE : 'plain-2026',
     });
@@ -74,7 +73,7 @@ export function createModernServer(dispatch: Dispatch): Server {
   server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params, ctx) => {
     const c = ctx as unknown as Ctx;
     requireExtension(c);
-    const call = callContextFrom(c.http?.authInfo, undefined, WIRE);
+    const call = callContextFrom(request, undefined, WIRE);
     const r = await dispatch.tasks.read(params.taskId, call, { withResult: true });
     if (!r.ok) return fail(r);
     return detailedExtTask(r) as never;
@@ -83,10 +82,7 @@ export function createModernServer(dispatch: Dispatch): Server {
   server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params, ctx) => {
     const c = ctx as unknown as Ctx;
     requireExtension(c);
-    const r = await dispatch.tasks.get(
-      params.taskId,
-      callContextFrom(c.http?.authInfo, undefined, WIRE),
-    );
+    const r = await dispatch.tasks.get(params.taskId, callContextFrom(request, undefined, WIRE));
     if (!r.ok) return fail(r);
     // Accepted per spec. No tool of this gateway asks for input yet, so responses for a
     // task that is not input_required change nothing (checkpoint mode uses this later).
@@ -96,10 +92,7 @@ export function createModernServer(dispatch: Dispatch): Server {
   server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params, ctx) => {
     const c = ctx as unknown as Ctx;
     requireExtension(c);
-    const r = await dispatch.tasks.cancel(
-      params.taskId,
-      callContextFrom(c.http?.authInfo, undefined, WIRE),
-    );
+    const r = await dispatch.tasks.cancel(params.taskId, callContextFrom(request, undefined, WIRE));
     if (!r.ok && r.code !== 'task_terminal') return fail(r);
     return { resultType: 'complete' } as never;
   });

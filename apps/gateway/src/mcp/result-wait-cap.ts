@@ -1,7 +1,8 @@
-import { appendAudit } from '@mtg/audit';
+import { appendAuditGrouped } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
-import { taskError, type TaskService } from '@mtg/tasks';
+import { taskError, type VerbContext } from '@mtg/tasks';
+import type { TaskGuard } from './task-service-guards.ts';
 
 /** How soon a caller refused for too many held results may try again. */
 const RETRY_SECONDS = 5;
@@ -15,23 +16,23 @@ const RETRY_SECONDS = 5;
  * The refusal is audited once per episode (until the caller's holds drop below the cap
  * again), so a flood of refused calls writes one event, not one each.
  */
-export function withResultWaitCap(
-  tasks: TaskService,
-  options: { maxPerCaller: number; pool: Pool },
-): TaskService {
+export function resultWaitCap(options: { maxPerCaller: number; pool: Pool }): TaskGuard {
   const held = new Map<string, { holds: number; audited: boolean }>();
   const keyOf = (p: Principal) => `${p.tenant}\u0000${p.subject}\u0000${p.client}`;
   return {
-    ...tasks,
-    async awaitResult(taskId, ctx, waitMs) {
+    name: 'result wait cap',
+    // Only a blocking result read holds anything; every other verb passes as it is.
+    async around(call, next) {
+      if (call.verb !== 'awaitResult') return next(call);
+      const [taskId, ctx] = call.args as [string, VerbContext, number];
       const key = keyOf(ctx.principal);
       const entry = held.get(key) ?? { holds: 0, audited: false };
       if (entry.holds >= options.maxPerCaller) {
-        const now = await tasks.result(taskId, ctx);
+        const now = await next({ verb: 'result', args: [taskId, ctx] });
         if (now.ok || now.code !== 'result_not_ready') return now;
         if (!entry.audited) {
           entry.audited = true;
-          await appendAudit(options.pool, {
+          await appendAuditGrouped(options.pool, {
             type: 'task.denied',
             taskId,
             tenant: ctx.principal.tenant,
@@ -52,7 +53,7 @@ export function withResultWaitCap(
       entry.holds++;
       held.set(key, entry);
       try {
-        return await tasks.awaitResult(taskId, ctx, waitMs);
+        return await next(call);
       } finally {
         entry.holds--;
         if (entry.holds < options.maxPerCaller) entry.audited = false;

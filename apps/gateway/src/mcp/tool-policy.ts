@@ -1,5 +1,5 @@
-import { appendAudit } from '@mtg/audit';
-import type { Queryable } from '@mtg/db';
+import { appendAuditGrouped } from '@mtg/audit';
+import type { Pool } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 import type { Policy, Workload } from '@mtg/policy';
 
@@ -21,11 +21,19 @@ export interface ToolPolicy {
   }): Promise<boolean>;
 }
 
-export function createToolPolicy(policy: Policy, db: Queryable): ToolPolicy {
+/** Whether the policy lets `workload` use `tool` for `principal`; no workload: never. */
+export function policyPermits(policy: Policy): ToolPolicy['permits'] {
+  return (principal, workload, tool) =>
+    workload !== undefined && policy.decide(workload, tool, principal.scopes).allowed;
+}
+
+/**
+ * The deployment's one tool policy object (build-gateway.ts): dispatch's filter and gate, the
+ * task-scope step-up and the task verbs' guard all ask it.
+ */
+export function createToolPolicy(policy: Policy, db: Pool): ToolPolicy {
   return {
-    permits(principal, workload, tool) {
-      return workload !== undefined && policy.decide(workload, tool, principal.scopes).allowed;
-    },
+    permits: policyPermits(policy),
     async admit({ tool, long, principal, workload, correlationId, wire }) {
       const decision = workload
         ? policy.decide(workload, tool, principal.scopes)
@@ -33,7 +41,7 @@ export function createToolPolicy(policy: Policy, db: Queryable): ToolPolicy {
       if (decision.allowed) return true;
       // A long tool's refusal is a refused task start (as a cap or scope refusal would be);
       // any other tool's is a plain authorization refusal.
-      await appendAudit(db, {
+      await appendAuditGrouped(db, {
         type: long ? 'task.denied' : 'auth.denied',
         tenant: principal.tenant,
         subject: principal.subject,

@@ -7,7 +7,7 @@
 // Prints {"events": n, "ms": elapsed} on stdout.
 import pg from 'pg';
 import { createPool } from '../../../db/src/index.ts';
-import { appendAudit } from '../../src/index.ts';
+import { appendAuditGrouped, appendAuditInTransaction } from '../../src/index.ts';
 import { sampleEvent } from './events.ts';
 
 const [url, connections, perConnection, startAt, mode] = process.argv.slice(2);
@@ -28,7 +28,8 @@ await Promise.all(
   clients.map(async (c, k) => {
     for (let i = 0; i < Number(perConnection); i++) {
       if (mode === 'tx') await c.query('BEGIN');
-      await appendAudit(pool ?? c, sampleEvent(k * 1000 + i, `tenant-${process.pid}`));
+      const event = sampleEvent(k * 1000 + i, `tenant-${process.pid}`);
+      await (pool ? appendAuditGrouped(pool, event) : appendAuditInTransaction(c, event));
       if (mode === 'tx') await c.query('COMMIT');
     }
   }),

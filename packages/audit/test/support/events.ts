@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { appendAudit, type AuditEvent } from '../../src/index.ts';
+import { appendAuditInTransaction, type AuditEvent } from '../../src/index.ts';
 
 /** A plausible event of a task lifecycle, the n-th of a run. */
 export function sampleEvent(n: number, tenant = 'acme', subject = 'nia'): AuditEvent {
@@ -53,7 +53,7 @@ export async function appendSamples(url: string, count: number): Promise<void> {
   const client = new pg.Client({ connectionString: url, options: '-c role=mtg_gateway' });
   await client.connect();
   try {
-    for (let i = 0; i < count; i++) await appendAudit(client, sampleEvent(i));
+    for (let i = 0; i < count; i++) await appendAuditInTransaction(client, sampleEvent(i));
   } finally {
     await client.end();
   }

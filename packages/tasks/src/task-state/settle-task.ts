@@ -1,6 +1,8 @@
 import type { Queryable } from '@mtg/db';
-import { CHANNELS } from './channels.ts';
-import type { TaskRow, TaskStatus } from './task-row.ts';
+import { CHANNELS } from '../channels.ts';
+import type { TaskRow, TaskStatus } from '../task-row.ts';
+import { ACTIVE, fenced } from './predicates.ts';
+import type { Lease } from './lease.ts';
 
 export interface Settlement {
   taskId: string;
@@ -14,7 +16,7 @@ export interface Settlement {
    * without a live worker, deadline sweep, revocation); that bumps the epoch, fencing off
    * any worker still running.
    */
-  lease?: { owner: string; epoch: number };
+  lease?: Lease;
 }
 
 /**
@@ -24,11 +26,13 @@ export interface Settlement {
 export type OnTaskEnded = (task: TaskRow) => void;
 
 /**
- * Moves an active task to a terminal state exactly once. Returns the row, or undefined when
- * the task was already terminal or the lease was lost. Notifies waiters on commit.
+ * Moves an active task to a terminal state exactly once, inside the caller's transaction.
+ * Returns the row, or undefined when the task was already terminal or the lease was lost.
+ * Notifies waiters on commit. Only end-task.ts calls it: every ending also writes its audit
+ * event and fires the hook.
  */
 export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow | undefined> {
-  const fenced = s.lease !== undefined;
+  const leased = s.lease !== undefined;
   const result = await db.query<TaskRow>(
     `UPDATE app.tasks SET
         status = $2, outcome = $3, status_message = $4, ended_by = $5,
@@ -37,8 +41,8 @@ export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow 
                             THEN now() + dedupe_window_ms * interval '1 millisecond' END,
         lease_owner = NULL, lease_expires_at = NULL,
         lease_epoch = CASE WHEN $6 THEN lease_epoch ELSE lease_epoch + 1 END
-      WHERE id = $1 AND status IN ('working', 'input_required')
-        AND (NOT $6 OR (lease_owner = $7 AND lease_epoch = $8))
+      WHERE id = $1 AND ${ACTIVE}
+        AND (NOT $6 OR (${fenced('$7', '$8')}))
       RETURNING *`,
     [
       s.taskId,
@@ -46,7 +50,7 @@ export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow 
       s.outcome,
       s.message,
       JSON.stringify(s.endedBy),
-      fenced,
+      leased,
       s.lease?.owner ?? null,
       s.lease?.epoch ?? null,
     ],

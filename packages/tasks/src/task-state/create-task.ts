@@ -1,24 +1,29 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
-import { appendAudit, appendAuditEvents } from '@mtg/audit';
+import {
+  appendAuditEventsInTransaction,
+  appendAuditGrouped,
+  appendAuditInTransaction,
+} from '@mtg/audit';
 import { prepared, runPrepared } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 import type { LongToolDefinition } from '@mtg/tools';
-import { argumentHash, derivedKey } from './argument-hash.ts';
-import { boundSummary } from './bound-summary.ts';
+import { argumentHash, derivedKey } from '../argument-hash.ts';
+import { boundSummary } from '../bound-summary.ts';
 import {
   obtainDelegation,
   storeDelegation,
   type Delegation,
   type DelegationDeps,
-} from './delegate-task.ts';
-import { CHANNELS } from './channels.ts';
-import type { DenialFold } from './fold-denials.ts';
-import { taskError, type TaskOutcome } from './errors.ts';
-import type { JobQueue } from './job-queue.ts';
-import { revocationInTransaction } from './revoke-principal.ts';
-import { newTaskId } from './task-id.ts';
-import { RETAINED, TASK_SELECT, type TaskRow } from './task-row.ts';
+} from '../delegate-task.ts';
+import { CHANNELS } from '../channels.ts';
+import type { DenialFold } from '../fold-denials.ts';
+import { taskError, type TaskOutcome } from '../errors.ts';
+import type { JobQueue } from '../job-queue.ts';
+import { revocationInTransaction } from '../revoke-principal.ts';
+import { newTaskId } from '../task-id.ts';
+import { TASK_SELECT, type TaskRow } from '../task-row.ts';
+import { ACTIVE, RETAINED } from './predicates.ts';
 
 export interface StartLimits {
   maxActivePerUser: number;
@@ -72,7 +77,7 @@ const REVOKED_MESSAGE = 'Access for this principal has been revoked';
 const CAP_LOCK = prepared(`SELECT pg_advisory_xact_lock(hashtext('mtg-cap:' || $1))`);
 const CAP_COUNT = prepared(
   `SELECT count(*) FILTER (WHERE subject = $2)::int AS user_active, count(*)::int AS tenant_active
-     FROM app.tasks WHERE tenant = $1 AND status IN ('working', 'input_required')`,
+     FROM app.tasks WHERE tenant = $1 AND ${ACTIVE}`,
 );
 
 /**
@@ -127,7 +132,7 @@ export async function createTask(
     hash,
   ]);
   if (live.rows[0]) {
-    await appendAudit(deps.pool, {
+    await appendAuditGrouped(deps.pool, {
       type: 'task.deduplicated',
       taskId: live.rows[0].id,
       ...audit,
@@ -214,7 +219,7 @@ export async function createTask(
       ]);
       // Both events in one statement, the last of the transaction (the chain lock is held
       // from here to COMMIT).
-      await appendAuditEvents(client, [
+      await appendAuditEventsInTransaction(client, [
         {
           type: 'task.created',
           taskId: id,
@@ -309,7 +314,7 @@ async function reuseExisting(
       ),
     );
   }
-  await appendAudit(client, {
+  await appendAuditInTransaction(client, {
     type: 'task.deduplicated',
     taskId: existing.id,
     ...audit,

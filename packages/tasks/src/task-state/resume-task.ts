@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
-import { appendAudit } from '@mtg/audit';
+import { appendAuditInTransaction } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
-import type { VerbContext } from './authorize-task.ts';
-import { CHANNELS } from './channels.ts';
+import type { VerbContext } from '../authorize-task.ts';
+import { CHANNELS } from '../channels.ts';
 import {
   obtainDelegation,
   storeDelegation,
   type Delegation,
   type DelegationDeps,
-} from './delegate-task.ts';
-import type { JobQueue } from './job-queue.ts';
-import type { TaskRow } from './task-row.ts';
+} from '../delegate-task.ts';
+import type { JobQueue } from '../job-queue.ts';
+import type { TaskRow } from '../task-row.ts';
 
 /**
  * Checkpoint mode: a task paused for a live user resumes when its owner (already authorized
@@ -55,7 +55,7 @@ export async function resumeIfPaused(
       CHANNELS.created,
       JSON.stringify({ taskId: row.id, queue: row.job_queue }),
     ]);
-    await appendAudit(c, {
+    await appendAuditInTransaction(c, {
       type: 'task.resumed',
       taskId: row.id,
       tenant: row.tenant,

@@ -1,0 +1,98 @@
+import { renewLease, type Boundary, type Lease } from '@mtg/tasks';
+import type { RunDeps } from './run-task.ts';
+import { StopRun, type StopReason } from './stop.ts';
+
+/**
+ * One run's boundary: its abort signal (aborted from outside — cancel, deadline, revocation,
+ * shutdown — or by a boundary check), the check itself (renews the lease and reads cancel,
+ * deadline and revocation in one statement), the renewal timer between checks, and the steps
+ * in flight, which every outcome waits for.
+ */
+export interface RunBoundary {
+  signal: AbortSignal;
+  /**
+   * Renews and checks; throws StopRun when the run must stop. `atStepBoundary`: a graceful
+   * shutdown (drain) stops the run only between steps, so the step in flight finishes and is
+   * journaled; every other stop reason applies anywhere.
+   */
+  check(atStepBoundary?: boolean): Promise<void>;
+  /** The last boundary read (for a stop whose reason came by notification). */
+  readonly last: Boundary | undefined;
+  /** Counts a step as in flight until it settles. */
+  track<T>(step: Promise<T>): Promise<T>;
+  /** Resolves when no step is in flight. */
+  quiesce(): Promise<void>;
+  /** Why the run stopped, for an error thrown by the tool or a boundary; undefined: it did not. */
+  stopReason(error: unknown): StopReason | undefined;
+  close(): void;
+}
+
+export function openRunBoundary(
+  deps: Pick<RunDeps, 'pool' | 'leaseMs' | 'drain'>,
+  taskId: string,
+  lease: Lease,
+  stop: AbortSignal,
+): RunBoundary {
+  const run = new AbortController();
+  const onStop = () => run.abort(stop.reason ?? new StopRun('shutdown'));
+  stop.addEventListener('abort', onStop, { once: true });
+  if (stop.aborted) onStop();
+  const inflight = new Set<Promise<unknown>>();
+  let last: Boundary | undefined;
+
+  const check = async (atStepBoundary = false): Promise<void> => {
+    const b = await renewLease(deps.pool, taskId, lease, deps.leaseMs);
+    last = b;
+    const reason =
+      boundaryStop(b) ?? (atStepBoundary && deps.drain?.aborted ? 'shutdown' : undefined);
+    if (reason) run.abort(new StopRun(reason));
+    if (run.signal.aborted) throw toStop(run.signal.reason);
+  };
+  const renewer = setInterval(
+    () => {
+      check().catch(() => {});
+    },
+    Math.max(250, Math.floor(deps.leaseMs / 3)),
+  );
+  renewer.unref();
+
+  return {
+    signal: run.signal,
+    check,
+    get last() {
+      return last;
+    },
+    track(step) {
+      inflight.add(step);
+      step.then(
+        () => inflight.delete(step),
+        () => inflight.delete(step),
+      );
+      return step;
+    },
+    async quiesce() {
+      await Promise.allSettled([...inflight]);
+    },
+    stopReason(error) {
+      if (error instanceof StopRun) return error.reason;
+      return run.signal.aborted ? toStop(run.signal.reason).reason : undefined;
+    },
+    close() {
+      clearInterval(renewer);
+      stop.removeEventListener('abort', onStop);
+    },
+  };
+}
+
+function boundaryStop(b: Boundary): StopReason | undefined {
+  if (!b.mine) return 'lease_lost';
+  if (b.revoked) return 'revoked';
+  if (b.cancelRequested) return b.cancelRequestedBy?.path === 'revocation' ? 'revoked' : 'cancel';
+  if (b.pastDeadline) return 'deadline';
+  return undefined;
+}
+
+/** The StopRun an abort carries; any other abort reason is a shutdown. */
+export function toStop(reason: unknown): StopRun {
+  return reason instanceof StopRun ? reason : new StopRun('shutdown');
+}

@@ -1,0 +1,116 @@
+import { inSpan } from '@mtg/telemetry';
+import type { Logger } from '@mtg/log';
+import {
+  journalStep,
+  recordProgress,
+  takeStageGrant,
+  aboutTask,
+  type Lease,
+  type TaskRow,
+} from '@mtg/tasks';
+import type { TargetClient } from '@mtg/tool-kit';
+import type { LongToolDefinition, TaskContext } from '@mtg/tools';
+import type { RunBoundary } from './run-boundary.ts';
+import { toStop } from './run-boundary.ts';
+import type { RunDeps, TaskTargets } from './run-task.ts';
+import { abortableSleep, StopRun } from './stop.ts';
+
+/**
+ * The capabilities a tool's `execute` gets for one run (graphile-worker's JobHelpers):
+ * journaled steps, its declared targets, progress, an abortable sleep, the run's signal and
+ * logger. Everything it writes goes through the task state machine, fenced by the lease.
+ */
+export function createTaskContext(
+  deps: Pick<RunDeps, 'pool' | 'workerId'>,
+  run: RunBoundary,
+  r: {
+    task: TaskRow;
+    lease: Lease;
+    tool: LongToolDefinition;
+    journal: Map<string, unknown>;
+    targets: TaskTargets;
+    log: Logger;
+  },
+): { context: TaskContext; downstreamSystems: Set<string> } {
+  const { task, lease, tool, journal, targets } = r;
+  let seq = journal.size;
+  const clients = new Map<string, TargetClient>();
+  const declared = tool.origin?.targets ?? [];
+  const downstreamSystems = new Set<string>();
+
+  const runStep = async (name: string, fn: (signal: AbortSignal) => Promise<unknown>) => {
+    await run.check(true);
+    if (task.needs_live_user && !(await takeStageGrant(deps.pool, task.id, lease))) {
+      throw new StopRun('paused');
+    }
+    targets.beginStage();
+    const stepStarted = new Date();
+    let output;
+    try {
+      output = await inSpan(`step ${name}`, { attributes: { 'mtg.step': name } }, () =>
+        fn(run.signal),
+      );
+    } catch (error) {
+      if (run.signal.aborted) throw toStop(run.signal.reason);
+      throw error;
+    }
+    const recorded = await journalStep(
+      deps.pool,
+      task.id,
+      lease,
+      { name, seq: ++seq, output, startedAt: stepStarted },
+      () => ({
+        type: 'task.step_completed',
+        ...aboutTask(task),
+        data: {
+          step: name,
+          durationMs: Date.now() - stepStarted.getTime(),
+          worker: deps.workerId,
+        },
+      }),
+    );
+    if (!recorded) throw new StopRun('lease_lost');
+    journal.set(name, output);
+    return output;
+  };
+
+  const context: TaskContext = {
+    taskId: task.id,
+    owner: { tenant: task.tenant, subject: task.subject, client: task.client },
+    signal: run.signal,
+    logger: r.log,
+    sleep: (ms) =>
+      abortableSleep(ms, run.signal).catch((e) => {
+        throw toStop(e);
+      }),
+    target(name) {
+      if (!declared.includes(name)) {
+        throw new TypeError(
+          `tool ${tool.name} asked for target ${JSON.stringify(name)}, which its pack does not declare (declared: ${declared.join(', ') || 'none'})`,
+        );
+      }
+      let client = clients.get(name);
+      if (!client) {
+        // Every call is preceded by a boundary check: lease, cancel, deadline and the owner's
+        // revocation status, so no call starts for a stopped task.
+        client = targets.client(name, {
+          signal: run.signal,
+          beforeCall: async () => {
+            await run.check();
+            downstreamSystems.add(name);
+          },
+        });
+        clients.set(name, client);
+      }
+      return client;
+    },
+    async progress(current, total, message) {
+      await recordProgress(deps.pool, task.id, lease, { current, total }, message);
+    },
+    step(name, fn) {
+      if (journal.has(name)) return Promise.resolve(journal.get(name) as never);
+      return run.track(runStep(name, fn)) as never;
+    },
+  };
+  return { context, downstreamSystems };
+}

@@ -1,0 +1,48 @@
+/**
+ * The task state machine: every write of app.tasks and app.task_steps is one of these
+ * transitions, each with its SQL, its fence, its audit event and its hook, in one
+ * transaction where it needs one. No other module writes those tables.
+ *
+ *   create ─▶ working ──claim──▶ working (leased) ──journal/progress/renew──▶ …
+ *                │                     │ pause ─▶ input_required ──resume──▶ working
+ *                │                     ├ complete ─▶ completed
+ *                │                     ├ fail ─────▶ failed
+ *                │                     └ release / reap ─▶ working (unleased)
+ *                ├ request cancel / flag revoked ─▶ (flagged) ──cancel now──▶ cancelled
+ *                └ expire (deadline, nobody holds it) ─▶ failed
+ *   ended + ttl ──purge──▶ gone
+ *
+ * Predicates (predicates.ts): ACTIVE, LIVE_LEASE, fenced(), RETAINED, OWNER_MATCH.
+ */
+export { ACTIVE, LIVE_LEASE, OWNER_MATCH, RETAINED, fenced } from './predicates.ts';
+export {
+  createTask,
+  type StartInput,
+  type StartLimits,
+  type StartOutcome,
+  type ToolPlacement,
+} from './create-task.ts';
+export { claimTask, noteWaitingForWorker, placementOf, type ClaimOutcome } from './claim-task.ts';
+export { releaseLease, reapExpiredLeases, renewLease, type Boundary, type Lease } from './lease.ts';
+export {
+  journalStep,
+  loadJournal,
+  recordProgress,
+  recordStatusMessage,
+  takeStageGrant,
+} from './journal-step.ts';
+export {
+  aboutTask,
+  cancelTaskNow,
+  completeTask,
+  expireTask,
+  failTask,
+  pauseTask,
+  type CancelledBy,
+  type EndDeps,
+  type FinishedResult,
+} from './end-task.ts';
+export { resumeIfPaused } from './resume-task.ts';
+export { flagPrincipalTasks, requestCancel } from './request-cancel.ts';
+export { lateTasks, purgeExpired, signalDeadline, type LateTask } from './purge-tasks.ts';
+export type { OnTaskEnded, Settlement } from './settle-task.ts';

@@ -1,0 +1,91 @@
+import type { Pool } from 'pg';
+import { appendAuditInTransaction, type AuditEvent } from '@mtg/audit';
+import { withTransaction, type Queryable } from '@mtg/db';
+import { ACTIVE, fenced } from './predicates.ts';
+import type { Lease } from './lease.ts';
+
+/** Outputs of the steps this task already completed, by step name. */
+export async function loadJournal(db: Queryable, taskId: string): Promise<Map<string, unknown>> {
+  const r = await db.query<{ step: string; output: { value: unknown } }>(
+    'SELECT step, output FROM app.task_steps WHERE task_id = $1',
+    [taskId],
+  );
+  return new Map(r.rows.map((row) => [row.step, row.output.value]));
+}
+
+/**
+ * Records a completed step and its `task.step_completed` event in one transaction, fenced by
+ * the lease: returns false (and records nothing) when the lease is no longer the writer's.
+ * A step already journaled is never overwritten.
+ */
+export async function journalStep(
+  pool: Pool,
+  taskId: string,
+  lease: Lease,
+  step: { name: string; seq: number; output: unknown; startedAt: Date },
+  event: () => AuditEvent,
+): Promise<boolean> {
+  return withTransaction(pool, async (c) => {
+    const r = await c.query(
+      `INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
+       SELECT id, $4, $5, $6, lease_epoch, lease_owner, $7 FROM app.tasks
+        WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}
+       ON CONFLICT (task_id, step) DO NOTHING`,
+      [
+        taskId,
+        lease.owner,
+        lease.epoch,
+        step.name,
+        step.seq,
+        JSON.stringify({ value: step.output }),
+        step.startedAt,
+      ],
+    );
+    if (r.rowCount !== 1) return false;
+    await appendAuditInTransaction(c, event());
+    return true;
+  });
+}
+
+/** Progress and status message, fenced like every other write. */
+export async function recordProgress(
+  db: Queryable,
+  taskId: string,
+  lease: Lease,
+  progress: { current: number; total: number },
+  message: string | undefined,
+): Promise<void> {
+  await db.query(
+    `UPDATE app.tasks SET progress = $4, status_message = COALESCE($5, status_message), updated_at = now()
+      WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}`,
+    [taskId, lease.owner, lease.epoch, JSON.stringify(progress), message ?? null],
+  );
+}
+
+/** The status message alone (a downstream outage the task waits out), fenced. */
+export async function recordStatusMessage(
+  db: Queryable,
+  taskId: string,
+  lease: Lease,
+  message: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE app.tasks SET status_message = $4, updated_at = now()
+      WHERE id = $1 AND ${fenced('$2', '$3')} AND status = 'working'`,
+    [taskId, lease.owner, lease.epoch, message],
+  );
+}
+
+/** Checkpoint mode: one stage per grant; a stage without one waits for a live user. */
+export async function takeStageGrant(
+  db: Queryable,
+  taskId: string,
+  lease: Lease,
+): Promise<boolean> {
+  const r = await db.query(
+    `UPDATE app.tasks SET stage_grants = stage_grants - 1
+      WHERE id = $1 AND ${fenced('$2', '$3')} AND stage_grants > 0`,
+    [taskId, lease.owner, lease.epoch],
+  );
+  return r.rowCount === 1;
+}

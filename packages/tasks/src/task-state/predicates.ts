@@ -1,0 +1,25 @@
+/**
+ * The SQL predicates every transition of app.tasks is written with, defined once. Each is a
+ * fragment for a WHERE clause over app.tasks (unqualified column names).
+ */
+
+/** Not terminal: the task may still change (status working or input_required). */
+export const ACTIVE = "status IN ('working', 'input_required')";
+
+/** Some worker holds an unexpired lease on the task. */
+export const LIVE_LEASE = 'lease_owner IS NOT NULL AND lease_expires_at > now()';
+
+/**
+ * The lease is still the writer's: owner and epoch both match. A takeover bumps the epoch,
+ * so every later write of the previous holder matches nothing. Parameters: the positions of
+ * the owner and the epoch in the statement.
+ */
+export const fenced = (owner: string, epoch: string) =>
+  `lease_owner = ${owner} AND lease_epoch = ${epoch}`;
+
+/** A task past its retention is gone for every verb, even before the purge removes it. */
+export const RETAINED =
+  "(ended_at IS NULL OR ended_at + ttl_ms * interval '1 millisecond' > now())";
+
+/** Owner match used by every verb: tenant, subject and client all equal ($2, $3, $4). */
+export const OWNER_MATCH = 'tenant = $2 AND subject = $3 AND client = $4';
