@@ -11,7 +11,6 @@ export {
 export { canonicalJson } from './canonical-json.ts';
 export {
   runWithRequestOrigin,
-  currentRequestOrigin,
   type RequestOrigin,
 } from './request-origin.ts';
 export {
@@ -64,8 +63,6 @@ export {
 } from './create-checkpoint.ts';
 export { ensurePartitions } from './ensure-partitions.ts';
 export {
-  ARCHIVE_KIND,
-  ARCHIVE_VERSION,
   type ArchiveHeader,
   type ArchiveLine,
 } from './archive/archive-format.ts';

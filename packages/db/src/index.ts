@@ -23,5 +23,4 @@ export {
 export {
   checkSchemaVersion,
   SchemaNotMigratedError,
-  MIGRATIONS_DIR,
 } from './check-schema-version.ts';

@@ -1,4 +1,3 @@
 export { startTracing, type Tracing, type TracingOptions } from './start-tracing.ts';
 export { startTracingFromEnv } from './tracing-config.ts';
-export { tracedFetch } from './traced-fetch.ts';
-export { traceCarrier, runInJobTrace, inSpan, currentTraceIds } from './job-trace.ts';
+export { traceCarrier, runInJobTrace, inSpan } from './job-trace.ts';
