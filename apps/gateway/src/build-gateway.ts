@@ -41,6 +41,7 @@ import {
   withToolPolicy,
 } from './mcp/task-service-guards.ts';
 import { loadTls } from './tls.ts';
+import { startGatewayUpstreams } from './upstreams.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
 /** The gateway's own scope (administration); every other scope comes from the registry. */
@@ -74,7 +75,13 @@ export async function buildGateway(
   // Files first: a bad policy or certificate stops the gateway before it connects anywhere.
   // (jobTools only builds definitions here; the task service is not touched for names.)
   const ownTools = [whoami, ...jobTools(null as never)];
-  const toolNames = [...ownTools.map((t) => t.name), ...tools.names()];
+  // Upstream MCP servers (UPSTREAMS_FILE): listed now, so the policy can name their tools.
+  const upstreams = await startGatewayUpstreams(config, logger, tools);
+  const toolNames = [
+    ...ownTools.map((t) => t.name),
+    ...tools.names(),
+    ...(upstreams?.names() ?? []),
+  ];
   const policy = config.POLICY_FILE
     ? await loadPolicyFile(config.POLICY_FILE, { knownTools: toolNames })
     : undefined;
@@ -120,7 +127,7 @@ export async function buildGateway(
       logger.warn('SSF transmitter jwks refresh failed', { error: error.message }),
   });
 
-  const longTools = tools.long;
+  const longTools = upstreams?.longTools ?? tools.long;
   const credentialKeys = credentialKeysFromEnv(env);
   const delegation = {
     exchanger: createTokenExchanger({
@@ -141,6 +148,8 @@ export async function buildGateway(
     events,
     tools: longTools,
     placement: (name) => {
+      const upstream = tools.entry(name) ? undefined : upstreams?.placement(name);
+      if (upstream) return { ...upstream, registryFingerprint: tools.fingerprint };
       const entry = tools.entry(name)!;
       return {
         queue: entry.queue!,
@@ -214,11 +223,17 @@ export async function buildGateway(
     },
     keysReady: keys.ready,
     pool,
-    catalogue: createCatalogue([
-      whoami,
-      ...jobTools(tasks),
-      ...tools.instant.map((t) => serveInstantTool(t, logger)),
-    ]),
+    catalogue: upstreams
+      ? upstreams.serve([
+          whoami,
+          ...jobTools(tasks),
+          ...tools.instant.map((t) => serveInstantTool(t, logger)),
+        ])
+      : createCatalogue([
+          whoami,
+          ...jobTools(tasks),
+          ...tools.instant.map((t) => serveInstantTool(t, logger)),
+        ]),
     longTools,
     tasks,
     rateLimits,
@@ -233,7 +248,9 @@ export async function buildGateway(
     allowedHosts: config.allowedHosts,
     allowedOrigins: config.ALLOWED_ORIGINS,
     maxBodyBytes: config.MAX_BODY_BYTES,
-    scopesSupported: [...new Set([...tools.scopes(), ...ADMIN_SCOPES])],
+    scopesSupported: [
+      ...new Set([...tools.scopes(), ...(upstreams?.scopes() ?? []), ...ADMIN_SCOPES]),
+    ],
     ...(policy ? { policy } : {}),
     workloads: {
       trustedProxies: config.TRUSTED_PROXIES,
@@ -257,6 +274,7 @@ export async function buildGateway(
     app,
     ...(tls.server ? { tls: tls.server } : {}),
     async close() {
+      await upstreams?.close();
       keys.stop();
       ssfKeys.stop();
       await events.close();

@@ -4,6 +4,7 @@ export {
   type RunResult,
   type ServedTool,
   type TaskTargets,
+  type TaskUpstreams,
 } from './run-task.ts';
 export { StopRun, abortableSleep, type StopReason } from './stop.ts';
 export { claimLease, renewAndCheck, releaseLease, type Lease } from './lease.ts';

@@ -3,7 +3,7 @@ import { appendAudit } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { appendCancelled, settleTask, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
-import { isToolError, type TargetClient } from '@mtg/tool-kit';
+import { isToolError, type TargetClient, type UpstreamTaskClient } from '@mtg/tool-kit';
 import {
   describeUnavailable,
   isDownstreamUnavailable,
@@ -27,6 +27,15 @@ export interface TaskTargets {
   beginStage(): void;
 }
 
+/** The upstreams of one run: a client per upstream name, and stage boundaries for tokens. */
+export interface TaskUpstreams {
+  client(
+    name: string,
+    hooks: { signal: AbortSignal; beforeCall: () => Promise<void> },
+  ): UpstreamTaskClient;
+  beginStage(): void;
+}
+
 /** What this worker can run: a tool it serves, at the schema fingerprint it serves. */
 export interface ServedTool {
   tool: LongToolDefinition;
@@ -44,6 +53,8 @@ export interface RunDeps {
   maxAttempts: number;
   /** Builds the task's target clients (credentials per audience, resilience per target). */
   targetsFor(task: TaskRow, tool: LongToolDefinition): TaskTargets;
+  /** Builds the task's upstream MCP clients (UPSTREAMS_FILE), like its targets. */
+  upstreamsFor?(task: TaskRow, tool: LongToolDefinition): TaskUpstreams;
   logger: Logger;
   /** Aborted on graceful shutdown: the run stops at its next step boundary. */
   drain?: AbortSignal;
@@ -167,6 +178,8 @@ export async function runTask(
     let seq = journal.size;
     const targets = deps.targetsFor(task, tool);
     const clients = new Map<string, TargetClient>();
+    const upstreams = deps.upstreamsFor?.(task, tool);
+    const upstreamClients = new Map<string, UpstreamTaskClient>();
     const declared = tool.origin?.targets ?? [];
     const context: TaskContext = {
       taskId,
@@ -198,6 +211,21 @@ export async function runTask(
         }
         return client;
       },
+      upstream(name) {
+        let client = upstreamClients.get(name);
+        if (!client) {
+          if (!upstreams) throw new TypeError(`this worker has no upstreams (UPSTREAMS_FILE)`);
+          client = upstreams.client(name, {
+            signal: run.signal,
+            beforeCall: async () => {
+              await check();
+              downstreamSystems.add(`upstream:${name}`);
+            },
+          });
+          upstreamClients.set(name, client);
+        }
+        return client;
+      },
       async progress(current, total, message) {
         await recordProgress(deps.pool, taskId, lease, { current, total }, message);
       },
@@ -209,6 +237,7 @@ export async function runTask(
             throw new StopRun('paused');
           }
           targets.beginStage();
+          upstreams?.beginStage();
           const stepStarted = new Date();
           let output;
           try {
