@@ -2,6 +2,7 @@ import { ConfigError, parseConfig } from '@mtg/config';
 import { createLogger } from '@mtg/log';
 import { PolicyFileError } from '@mtg/policy';
 import { loadToolRegistry, RegistryError } from '@mtg/tools';
+import { UpstreamConfigError } from '@mtg/upstreams';
 import { buildGateway } from './build-gateway.ts';
 import { gatewayConfigSchema } from './config.ts';
 import { serveUntilSignalled } from './serve.ts';
@@ -38,7 +39,8 @@ main().catch((error) => {
   if (
     error instanceof ConfigError ||
     error instanceof PolicyFileError ||
-    error instanceof RegistryError
+    error instanceof RegistryError ||
+    error instanceof UpstreamConfigError
   ) {
     // Found while reading the files and packs the config names: no stack trace needed.
     process.stderr.write(`gateway: ${error.message}\n`);

@@ -2,6 +2,7 @@ import { ConfigError, parseConfig } from '@mtg/config';
 import { createPool } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { loadToolRegistry, RegistryError, TargetConfigError } from '@mtg/tools';
+import { UpstreamConfigError } from '@mtg/upstreams';
 import { buildWorker, servedTools } from './build-worker.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
 import { checkDatabase } from './check-database.ts';
@@ -56,7 +57,11 @@ async function main() {
   try {
     worker = await buildWorker(config, registry, logger);
   } catch (error) {
-    if (error instanceof WorkerSetupError || error instanceof TargetConfigError) {
+    if (
+      error instanceof WorkerSetupError ||
+      error instanceof TargetConfigError ||
+      error instanceof UpstreamConfigError
+    ) {
       process.stderr.write(`worker: ${error.message}\n`);
       process.exit(2);
     }
