@@ -1,12 +1,14 @@
 import { createHmac } from 'node:crypto';
+import path from 'node:path';
 import type { DevSecrets } from '../dev-secrets.ts';
 import type { LauncherConfig } from './config.ts';
 
-export type Service = 'idp' | 'downstream' | 'gateway' | 'worker';
+export type Service = 'idp' | 'downstream' | 'upstream-demo' | 'gateway' | 'worker';
 
 /** The stack's addresses, all on loopback. */
 export function stackUrls(
-  config: Pick<LauncherConfig, 'GATEWAY_PORT' | 'IDP_PORT' | 'DOWNSTREAM_PORT'>,
+  config: Pick<LauncherConfig, 'GATEWAY_PORT' | 'IDP_PORT' | 'DOWNSTREAM_PORT'> &
+    Partial<Pick<LauncherConfig, 'UPSTREAM_DEMO_PORT'>>,
 ) {
   const gateway = `http://127.0.0.1:${config.GATEWAY_PORT}`;
   return {
@@ -14,6 +16,7 @@ export function stackUrls(
     idp: `http://127.0.0.1:${config.IDP_PORT}`,
     downstream: `http://127.0.0.1:${config.DOWNSTREAM_PORT}`,
     ssfPush: `${gateway}/ssf/events`,
+    upstreamDemo: `http://127.0.0.1:${config.UPSTREAM_DEMO_PORT ?? 9600}/mcp`,
   };
 }
 
@@ -57,7 +60,10 @@ export function childEnv(
     GATEWAY_RESOURCE: urls.mcp,
     DOWNSTREAM_URL: urls.downstream,
     SSF_PUSH_URL: urls.ssfPush,
+    UPSTREAM_DEMO_PORT: String(config.UPSTREAM_DEMO_PORT),
   };
+  // The demo upstream is registered unless the operator names their own UPSTREAMS_FILE.
+  env.UPSTREAMS_FILE ??= demoUpstreamsFile(options.dataDir);
   // An operator's own SSF_PUSH_AUTH (inherited above) wins over the derived one.
   const pushAuth = env.SSF_PUSH_AUTH ?? ssfPushAuthorization(secrets);
   switch (service) {
@@ -81,7 +87,28 @@ export function childEnv(
         env.WORKER_METRICS_PORT = String(config.WORKER_METRICS_PORT + options.workerIndex - 1);
       break;
     case 'downstream':
+    case 'upstream-demo':
       break;
   }
   return env;
+}
+
+/** Where the launcher writes the UPSTREAMS_FILE that registers the demo upstream. */
+export function demoUpstreamsFile(dataDir: string): string {
+  return path.join(dataDir, 'upstreams.yaml');
+}
+
+/** The UPSTREAMS_FILE of `npm start`: the demo upstream under prefix `demo.`, scope `upstream:demo`. */
+export function demoUpstreamsYaml(config: Pick<LauncherConfig, 'UPSTREAM_DEMO_PORT'>): string {
+  return [
+    '# Written by `npm start`: the demo upstream MCP server (apps/upstream-demo).',
+    'upstreams:',
+    '  demo:',
+    `    url: http://127.0.0.1:${config.UPSTREAM_DEMO_PORT}/mcp`,
+    '    prefix: demo.',
+    '    scope: upstream:demo',
+    '    tools:',
+    '      export_ledger: { mode: task }',
+    '',
+  ].join('\n');
 }

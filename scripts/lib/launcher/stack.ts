@@ -1,10 +1,17 @@
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import type { DevSecrets } from '../dev-secrets.ts';
 import { checkDatabase } from './check-database.ts';
 import { ChildFailedError, describeExit, startChild, type Child } from './child.ts';
-import { childEnv, stackUrls, type Service } from './child-env.ts';
+import {
+  childEnv,
+  demoUpstreamsFile,
+  demoUpstreamsYaml,
+  stackUrls,
+  type Service,
+} from './child-env.ts';
 import type { LauncherConfig } from './config.ts';
 import { prepareDatabase } from './prepare-database.ts';
 import { recordProcesses, stopStaleProcesses } from './stale-processes.ts';
@@ -62,6 +69,7 @@ export function createStack(options: StackOptions) {
   const tiers: Record<Service, Set<Child>> = {
     idp: new Set(),
     downstream: new Set(),
+    'upstream-demo': new Set(),
     gateway: new Set(),
     worker: new Set(),
   };
@@ -195,10 +203,17 @@ export function createStack(options: StackOptions) {
       );
       databaseUrl = (await step(started)).url;
     }
-    await step(prepareDatabase(databaseUrl, logger));
+    // The demo upstream is registered (UPSTREAMS_FILE) unless the operator brings their own.
+    const upstreamsFile = process.env.UPSTREAMS_FILE ?? demoUpstreamsFile(options.dataDir);
+    if (!process.env.UPSTREAMS_FILE) await writeFile(upstreamsFile, demoUpstreamsYaml(config));
+    await step(
+      prepareDatabase(databaseUrl, logger, { ...process.env, UPSTREAMS_FILE: upstreamsFile }),
+    );
 
     await step(launch('idp').ready);
     await step(launch('downstream').ready);
+    // Before the gateway: it lists the upstream's tools when it starts.
+    await step(launch('upstream-demo').ready);
     const rest = [launch('gateway')];
     for (let n = 1; n <= config.WORKERS; n++) rest.push(launch('worker', n));
     const ready = await step(Promise.all(rest.map((c) => c.ready)));
@@ -228,7 +243,11 @@ export function createStack(options: StackOptions) {
       abortStart(new StackStoppedError());
       for (const timer of restartTimers) clearTimeout(timer);
       // Workers may still be finishing jobs that call the IdP and the downstream system.
-      for (const tier of [['gateway', 'worker'], ['downstream'], ['idp']] as Service[][]) {
+      for (const tier of [
+        ['gateway', 'worker'],
+        ['downstream', 'upstream-demo'],
+        ['idp'],
+      ] as Service[][]) {
         const children = tier.flatMap((s) => [...tiers[s]]);
         await Promise.all(
           children.map(async (child) => {
