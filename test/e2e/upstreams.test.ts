@@ -215,3 +215,43 @@ test('with the upstream stopped an instant call is a clear tool error, never a 5
     await upstreams.restartDemo();
   }
 });
+
+test("an upstream's notifications/tools/list_changed makes its new tool appear without waiting for the refresh", async () => {
+  const added = await fetch(new URL('/_tools', upstreams.demoUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'say_hello' }),
+  });
+  expect(added.status).toBe(204);
+  const client = await connectV1(stack.mcpUrl, token);
+  try {
+    // refreshMs is 60 s here: only the notification can bring it within the wait.
+    await pollUntil(
+      async () => (await client.listTools()).tools.map((t) => t.name),
+      (names) => names.includes('demo.say_hello'),
+      10_000,
+    );
+    const r = await client.callTool({ name: 'demo.say_hello', arguments: { text: 'hi there' } });
+    expect(JSON.stringify(r.content)).toContain('hi there');
+  } finally {
+    await client.close();
+  }
+  const [row] = await sql(
+    stack.db.url,
+    `SELECT upstream, upstream_name FROM app.upstream_tools WHERE name = 'demo.say_hello'`,
+  );
+  expect(row).toEqual({ upstream: 'demo', upstream_name: 'say_hello' });
+});
+
+test('the demo upstream refuses a token meant for the gateway', async () => {
+  const r = await fetch(upstreams.demoUrl, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+  });
+  expect(r.status).toBe(401);
+});

@@ -66,6 +66,19 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
   app.get('/_calls', (_req, res) => {
     res.json(calls);
   });
+  // Adds an instant tool and tells every session (notifications/tools/list_changed).
+  const extraTools: string[] = [];
+  const servers = new Set<Server>();
+  app.post('/_tools', express.json(), (req, res) => {
+    const name = String((req.body as { name?: unknown }).name ?? '');
+    if (!/^[a-z_]{1,32}$/.test(name)) {
+      res.status(400).json({ error: 'name: a-z and _ only' });
+      return;
+    }
+    if (!extraTools.includes(name)) extraTools.push(name);
+    for (const s of servers) void s.sendToolListChanged().catch(() => {});
+    res.status(204).end();
+  });
 
   const authenticate: express.RequestHandler = async (req, res, next) => {
     const header = req.headers.authorization ?? '';
@@ -111,10 +124,17 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         },
       },
     );
+    servers.add(server);
+    server.onclose = () => servers.delete(server);
     server.setRequestHandler(ListToolsRequestSchema, async () => {
       record(claimsOf(), { method: 'tools/list', sessionId: sessionId() });
       return {
         tools: [
+          ...extraTools.map((name) => ({
+            name,
+            description: `An added tool: echoes its text.`,
+            inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
+          })),
           {
             name: 'build_artifact',
             title: 'Build an artifact',
@@ -160,6 +180,9 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         sessionId: sessionId(),
         ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
       });
+      if (extraTools.includes(name)) {
+        return { content: [{ type: 'text', text: String(args.text ?? '') }] };
+      }
       if (name === 'lookup_ticket') {
         return {
           content: [{ type: 'text', text: `ticket ${String(args.id)}: open` }],

@@ -46,6 +46,8 @@ export interface ConnectOptions {
   /** Resume a journaled session instead of initializing a new one. */
   resume?: { sessionId: string; protocolVersion?: string };
   onNotification?: (notification: Notification) => void;
+  /** Any trouble of the session's transport, such as its notification stream ending. */
+  onTransportError?: (error: Error) => void;
   signal?: AbortSignal;
   fetch?: typeof fetch;
 }
@@ -76,6 +78,7 @@ export async function connectUpstream(options: ConnectOptions): Promise<Upstream
   if (options.resume?.protocolVersion) transport.setProtocolVersion(options.resume.protocolVersion);
   const client = new Client({ name: 'mcp-task-gateway', version: '0.1.0' }, { capabilities: {} });
   client.onerror = (error) => {
+    options.onTransportError?.(error);
     // A body the transport could not parse is the upstream's fault; the request would
     // otherwise wait for its timeout.
     if (error instanceof SyntaxError || (error as { name?: string }).name === 'ZodError') {

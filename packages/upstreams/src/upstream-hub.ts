@@ -4,7 +4,7 @@ import type { LongTool } from '@mtg/tool-kit';
 import type { Catalogue, ToolDefinition } from '@mtg/tools';
 import { createCatalogue } from '@mtg/tools';
 import { recordDiscoveryFailure, replaceCatalogue } from './catalogue-store.ts';
-import { connectUpstream } from './connect-upstream.ts';
+import { connectUpstream, type UpstreamConnection } from './connect-upstream.ts';
 import { discoverUpstream } from './discover-upstream.ts';
 import type { UpstreamConfig } from './upstream-config.ts';
 import { isUpstreamError, UpstreamError } from './upstream-error.ts';
@@ -71,8 +71,40 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
     }
   };
 
+  // The session of each upstream's last listing stays open: its notifications/tools/list_changed
+  // starts a new listing at once (each listing replaces the watched session).
+  const watched = new Map<string, UpstreamConnection>();
+  const watchFailures = new Map<string, { count: number; since: number }>();
+  // The watched session broke (the upstream restarted, or dropped it): list again soon, with
+  // backoff up to refreshMs, so notifications keep arriving.
+  const watchFailed = (upstream: UpstreamConfig) => {
+    const f = watchFailures.get(upstream.name) ?? { count: 0, since: Date.now() };
+    if (Date.now() - f.since > 30_000) f.count = 0;
+    const delay = Math.min(1000 * 2 ** f.count, upstream.refreshMs);
+    watchFailures.set(upstream.name, { count: f.count + 1, since: Date.now() });
+    watched.delete(upstream.name);
+    setTimeout(() => relist(upstream), delay).unref();
+  };
+  const relisting = new Set<string>();
+  let closed = false;
+  const relist = (upstream: UpstreamConfig) => {
+    if (relisting.has(upstream.name) || closed) return;
+    relisting.add(upstream.name);
+    setTimeout(() => {
+      discover(upstream)
+        .then(() => rebuild())
+        .catch((error: Error) =>
+          options.logger.warn('upstream relisting failed', {
+            upstream: upstream.name,
+            error: error.message,
+          }),
+        )
+        .finally(() => relisting.delete(upstream.name));
+    }, 50).unref();
+  };
+
   const discover = async (upstream: UpstreamConfig): Promise<boolean> => {
-    let relist = false;
+    let mine: UpstreamConnection | undefined;
     try {
       const connection = await guards.get(upstream.name)!.run(undefined, () =>
         connectUpstream({
@@ -83,23 +115,33 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
           maxResponseBytes: upstream.maxResponseBytes,
           timeoutMs: upstream.timeoutMs,
           onNotification: (n) => {
-            if (n.method === 'notifications/tools/list_changed') relist = true;
+            if (n.method === 'notifications/tools/list_changed') relist(upstream);
+          },
+          onTransportError: () => {
+            if (mine && watched.get(upstream.name) === mine && !closed) watchFailed(upstream);
           },
           ...(options.fetch ? { fetch: options.fetch } : {}),
         }),
       );
+      let entries;
       try {
-        const entries = await discoverUpstream(connection, upstream, options.logger);
-        const changed = await replaceCatalogue(pool, upstream.name, entries);
-        options.logger.info('upstream tools listed', {
-          upstream: upstream.name,
-          tools: entries.length,
-          changed,
-        });
-        return changed || relist;
-      } finally {
+        entries = await discoverUpstream(connection, upstream, options.logger);
+      } catch (error) {
         await connection.close({ terminate: true });
+        throw error;
       }
+      const previous = watched.get(upstream.name);
+      mine = connection;
+      watched.set(upstream.name, connection);
+      await previous?.close({ terminate: true });
+      if (closed) await connection.close({ terminate: true });
+      const changed = await replaceCatalogue(pool, upstream.name, entries);
+      options.logger.info('upstream tools listed', {
+        upstream: upstream.name,
+        tools: entries.length,
+        changed,
+      });
+      return changed;
     } catch (error) {
       const message =
         isUpstreamError(error) || error instanceof Error ? error.message : String(error);
@@ -109,6 +151,7 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
         error: message,
       });
       await recordDiscoveryFailure(pool, upstream.name, message).catch(() => {});
+      if (!watched.has(upstream.name)) watchFailed(upstream);
       return false;
     }
   };
@@ -165,7 +208,9 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
     /** Lists every upstream again now (tests, operators). */
     refresh: refreshAll,
     async close() {
+      closed = true;
       for (const t of timers) clearInterval(t);
+      for (const c of watched.values()) await c.close({ terminate: true });
       await pool.end();
     },
   };
