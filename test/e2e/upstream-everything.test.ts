@@ -1,3 +1,6 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { connectV1 } from '../support/clients.ts';
 import { pollUntil } from '../support/poll.ts';
 import { sql } from '../support/sql.ts';
@@ -12,11 +15,24 @@ let stack: Stack;
 let upstreams: Awaited<ReturnType<typeof planUpstreams>>;
 let token: string;
 
+// The workload policy names upstream tools like any other: mcp-agent-2 may only echo.
+const POLICY = `
+workloads:
+  - id: mcp-agent
+    tools: [ev.echo, ev.get-sum, ev.simulate-research-query, ev.trigger-long-running-operation,
+            get_job_status, get_job_result, cancel_job, list_jobs]
+  - id: mcp-agent-2
+    tools: [ev.echo]
+default: deny
+`;
+
 beforeAll(async () => {
   upstreams = await planUpstreams({ everything: true });
   await upstreams.start();
+  const policyFile = path.join(await mkdtemp(path.join(os.tmpdir(), 'mtg-policy-')), 'policy.yaml');
+  await writeFile(policyFile, POLICY);
   stack = await startStack({
-    env: { UPSTREAMS_FILE: upstreams.file },
+    env: { UPSTREAMS_FILE: upstreams.file, POLICY_FILE: policyFile },
     onIssuer: (issuer) => upstreams.trust(issuer),
   });
   token = await stack.token('alice', 'acme');
@@ -93,4 +109,22 @@ test('its trigger-long-running-operation (no task support) runs as a task, its p
   await pollUntil(() => w.get(token, id), terminal, 20_000);
   const result = await w.result(token, id);
   expect(JSON.stringify(result)).toContain('Long running operation completed');
+});
+
+test('the workload policy filters upstream tools: mcp-agent-2 sees and calls only ev.echo', async () => {
+  const client = await connectV1(
+    stack.mcpUrl,
+    await stack.token('alice', 'acme', { client: 'mcp-agent-2' }),
+  );
+  try {
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names.filter((n) => n.startsWith('ev.'))).toEqual(['ev.echo']);
+    const echo = await client.callTool({ name: 'ev.echo', arguments: { message: 'ok' } });
+    expect(echo.isError).toBeFalsy();
+    await expect(
+      client.callTool({ name: 'ev.get-sum', arguments: { a: 1, b: 2 } }),
+    ).rejects.toMatchObject({ code: -32602 });
+  } finally {
+    await client.close();
+  }
 });
