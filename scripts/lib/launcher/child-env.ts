@@ -62,8 +62,6 @@ export function childEnv(
     SSF_PUSH_URL: urls.ssfPush,
     UPSTREAM_DEMO_PORT: String(config.UPSTREAM_DEMO_PORT),
   };
-  // The demo upstream is registered unless the operator names their own UPSTREAMS_FILE.
-  env.UPSTREAMS_FILE ??= demoUpstreamsFile(options.dataDir);
   // An operator's own SSF_PUSH_AUTH (inherited above) wins over the derived one.
   const pushAuth = env.SSF_PUSH_AUTH ?? ssfPushAuthorization(secrets);
   switch (service) {

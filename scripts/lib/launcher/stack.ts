@@ -79,6 +79,7 @@ export function createStack(options: StackOptions) {
   // stop() waits for a start in progress, so that it can shut down what that start brings up.
   let databaseStarting: Promise<EmbeddedPostgres | undefined> = Promise.resolve(undefined);
   let databaseUrl = '';
+  let upstreamsFile: string | undefined;
   let stopping: Promise<number> | undefined;
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((resolve) => (resolveDone = resolve));
@@ -98,6 +99,8 @@ export function createStack(options: StackOptions) {
     const workerId = workerIndex === undefined ? undefined : `worker-${workerIndex}`;
     const name = workerId ?? service;
     const env = childEnv(service, {
+      // The UPSTREAMS_FILE start() chose (the operator's, or the demo upstream's).
+      ...(upstreamsFile ? { base: { ...process.env, UPSTREAMS_FILE: upstreamsFile } } : {}),
       config,
       databaseUrl,
       secrets: options.secrets,
@@ -204,7 +207,7 @@ export function createStack(options: StackOptions) {
       databaseUrl = (await step(started)).url;
     }
     // The demo upstream is registered (UPSTREAMS_FILE) unless the operator brings their own.
-    const upstreamsFile = process.env.UPSTREAMS_FILE ?? demoUpstreamsFile(options.dataDir);
+    upstreamsFile = process.env.UPSTREAMS_FILE ?? demoUpstreamsFile(options.dataDir);
     if (!process.env.UPSTREAMS_FILE) await writeFile(upstreamsFile, demoUpstreamsYaml(config));
     await step(
       prepareDatabase(databaseUrl, logger, { ...process.env, UPSTREAMS_FILE: upstreamsFile }),
