@@ -97,13 +97,17 @@ export async function buildGateway(
   const boss = createBoss(pool, { supervise: false });
   boss.on('error', (error: Error) => logger.warn('pg-boss error', { error: error.message }));
   await boss.start();
-  const missing = await missingQueues(boss, tools.queues().values());
+  const missing = await missingQueues(boss, [
+    ...tools.queues().values(),
+    ...(upstreams?.queues ?? []),
+  ]);
   if (missing.length) {
     await boss.stop({ graceful: false, close: false }).catch(() => {});
     await pool.end();
+    await upstreams?.close();
     throw new RegistryError(
       'unknown_tool',
-      `queues ${missing.join(', ')} are not installed: run \`npm run migrate\` with the same TOOL_PACKS`,
+      `queues ${missing.join(', ')} are not installed: run \`npm run migrate\` with the same TOOL_PACKS${upstreams ? ' and UPSTREAMS_FILE' : ''}`,
     );
   }
   const events = await createTaskEvents(config.DATABASE_URL, [CHANNELS.settled], (error) =>

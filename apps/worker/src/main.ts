@@ -2,7 +2,7 @@ import { ConfigError, parseConfig } from '@mtg/config';
 import { createPool } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { loadToolRegistry, RegistryError, TargetConfigError } from '@mtg/tools';
-import { UpstreamConfigError } from '@mtg/upstreams';
+import { loadUpstreams, UpstreamConfigError } from '@mtg/upstreams';
 import { buildWorker, servedTools } from './build-worker.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
 import { checkDatabase } from './check-database.ts';
@@ -32,8 +32,13 @@ async function main() {
       limits: config.TOOL_LIMITS,
     });
     servedTools(registry, config.WORKER_TOOLS);
+    loadUpstreams(config.UPSTREAMS_FILE);
   } catch (error) {
-    if (error instanceof RegistryError || error instanceof WorkerSetupError) {
+    if (
+      error instanceof RegistryError ||
+      error instanceof WorkerSetupError ||
+      error instanceof UpstreamConfigError
+    ) {
       process.stderr.write(`worker: ${error.message}\n`);
       process.exit(2);
     }

@@ -6,7 +6,7 @@ import { createCatalogue } from '@mtg/tools';
 import { recordDiscoveryFailure, replaceCatalogue } from './catalogue-store.ts';
 import { connectUpstream, type UpstreamConnection } from './connect-upstream.ts';
 import { discoverUpstream } from './discover-upstream.ts';
-import type { UpstreamConfig } from './upstream-config.ts';
+import { upstreamQueue, type UpstreamConfig } from './upstream-config.ts';
 import { isUpstreamError, UpstreamError } from './upstream-error.ts';
 import { createUpstreamGuard, type UpstreamGuard } from './upstream-guard.ts';
 import { upstreamToolsFrom, type UpstreamTools } from './upstream-catalogue.ts';
@@ -177,6 +177,8 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
   for (const t of timers) t.unref();
 
   return {
+    /** One queue per upstream, for its task-mode tools. */
+    queues: options.upstreams.map((u) => upstreamQueue(u.name)),
     /** Every tool name the upstreams contribute now. */
     names: () => current.entries.map((e) => e.name),
     /** Pack and upstream long tools, kept current by each refresh. */
