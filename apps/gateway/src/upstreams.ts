@@ -1,8 +1,12 @@
+import { createHash } from 'node:crypto';
 import { clientCredentialsToken, createTokenExchanger } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { ToolRegistry } from '@mtg/tools';
 import { loadUpstreams, startUpstreamHub, UpstreamError, type UpstreamHub } from '@mtg/upstreams';
 import type { GatewayConfig } from './config.ts';
+
+/** Exchanged upstream tokens kept per gateway process (oldest dropped first). */
+const EXCHANGE_CACHE_SIZE = 10_000;
 
 /**
  * The gateway's upstreams (UPSTREAMS_FILE): its own client-credentials token lists their
@@ -17,6 +21,7 @@ export async function startGatewayUpstreams(
   const upstreams = loadUpstreams(config.UPSTREAMS_FILE);
   if (!upstreams.length) return undefined;
   const serviceTokens = new Map<string, () => Promise<string>>();
+  const exchanged = new Map<string, { token: string; expiresAt: number }>();
   const exchanger = createTokenExchanger({
     issuer: config.issuer,
     clientId: config.CLIENT_ID,
@@ -42,7 +47,14 @@ export async function startGatewayUpstreams(
       }
       return get();
     },
-    async exchange(callerToken, audience, scope) {
+    async exchange(callerToken, audience, scope, options = {}) {
+      // One exchange per caller token, upstream and scope while the result is fresh: the
+      // caller's token was verified (and its principal checked for revocation) by this request.
+      const key = createHash('sha256')
+        .update(`${audience}\n${scope}\n${callerToken}`)
+        .digest('hex');
+      const cached = exchanged.get(key);
+      if (cached && !options.fresh && cached.expiresAt - 30_000 > Date.now()) return cached.token;
       const outcome = await exchanger.exchange({
         subjectToken: callerToken,
         target: audience,
@@ -56,6 +68,8 @@ export async function startGatewayUpstreams(
           `the authorization server refused a token for the upstream: ${outcome.description}`,
         );
       }
+      if (exchanged.size >= EXCHANGE_CACHE_SIZE) exchanged.delete(exchanged.keys().next().value!);
+      exchanged.set(key, { token: outcome.token.accessToken, expiresAt: outcome.token.expiresAt });
       return outcome.token.accessToken;
     },
   });

@@ -19,7 +19,12 @@ export interface UpstreamHubOptions {
   /** The gateway's own token for an upstream's audience, for listing its tools. */
   serviceToken(audience: string): Promise<string>;
   /** The caller's token exchanged for an upstream's audience (instant calls). */
-  exchange(callerToken: string, audience: string, scope: string): Promise<string>;
+  exchange(
+    callerToken: string,
+    audience: string,
+    scope: string,
+    options?: { fresh?: boolean },
+  ): Promise<string>;
   /** Long tools that are not the upstreams' (the packs'). */
   ownLong: ReadonlyMap<string, LongTool>;
   fetch?: typeof fetch;

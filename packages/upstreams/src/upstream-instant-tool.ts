@@ -17,7 +17,12 @@ export interface InstantProxyDeps {
    * The caller's token exchanged (RFC 8693) for the upstream's audience: the upstream never
    * sees the token the caller sent the gateway.
    */
-  exchange(callerToken: string, audience: string, scope: string): Promise<string>;
+  exchange(
+    callerToken: string,
+    audience: string,
+    scope: string,
+    options?: { fresh?: boolean },
+  ): Promise<string>;
   fetch?: typeof fetch;
 }
 
@@ -59,7 +64,7 @@ export function upstreamInstantTool(
             upstream: upstream.name,
             url: upstream.url,
             token: () => exchanged,
-            reauthenticate: () => deps.exchange(token, upstream.audience, scope),
+            reauthenticate: () => deps.exchange(token, upstream.audience, scope, { fresh: true }),
             maxResponseBytes: upstream.maxResponseBytes,
             timeoutMs,
             ...(deps.fetch ? { fetch: deps.fetch } : {}),
