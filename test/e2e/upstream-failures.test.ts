@@ -16,6 +16,7 @@ let upstreams: Awaited<ReturnType<typeof planUpstreams>>;
 let bad: Awaited<ReturnType<typeof startMisbehavingUpstream>>;
 let token: string;
 const workers = new Map<string, ChildProcess>();
+const GRACE = { SHUTDOWN_GRACE_MS: '300' };
 
 beforeAll(async () => {
   bad = await startMisbehavingUpstream();
@@ -38,7 +39,8 @@ beforeAll(async () => {
     env: { UPSTREAMS_FILE: upstreams.file },
     onIssuer: (issuer) => upstreams.trust(issuer),
   });
-  for (const id of ['up-a', 'up-b']) workers.set(id, await startWorkerProcess(stack, id));
+  // A short shutdown grace, so a SIGTERMed worker stops a run that is polling.
+  for (const id of ['up-a', 'up-b']) workers.set(id, await startWorkerProcess(stack, id, GRACE));
   token = await stack.token('alice', 'acme');
 }, 60_000);
 afterAll(async () => {
@@ -93,7 +95,30 @@ test('SIGKILL the worker while an upstream task runs: another worker resumes pol
   );
   expect(owner).not.toBe(lease_owner);
   // The survivor (and a fresh one) keep serving.
-  workers.set('up-c', await startWorkerProcess(stack, 'up-c'));
+  workers.set('up-c', await startWorkerProcess(stack, 'up-c', GRACE));
+}, 60_000);
+
+test('a worker shut down while polling leaves the upstream task running; another resumes it (no tasks/cancel)', async () => {
+  const w = coreWire(stack.mcpUrl);
+  const before = upstreams.calls().length;
+  const id = await w.start(token, 'demo.build_artifact', { project: 'shutdown' });
+  const { ref, lease_owner } = await journaledUpstreamTask(id);
+  const leaving = workers.get(lease_owner)!;
+  leaving.kill('SIGTERM');
+  await waitForExit(leaving);
+  workers.delete(lease_owner);
+  const done = await pollUntil(() => w.get(token, id), terminal, 30_000);
+  expect(done.ok && done.value.status).toBe('completed');
+  const seen = upstreams.calls().slice(before);
+  expect(seen.filter((c) => c.method === 'tasks/cancel')).toEqual([]);
+  expect(seen.filter((c) => c.method === 'tools/call')).toHaveLength(1);
+  expect(new Set(seen.filter((c) => c.method === 'tasks/get').map((c) => c.taskId))).toEqual(
+    new Set([ref.taskId]),
+  );
+  workers.set(
+    `${lease_owner}-again`,
+    await startWorkerProcess(stack, `${lease_owner}-again`, GRACE),
+  );
 }, 60_000);
 
 test('disabling the user mid-run cancels the upstream task (tasks/cancel) with reason revoked', async () => {

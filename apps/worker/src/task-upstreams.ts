@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { appendAudit } from '@mtg/audit';
 import type { TaskCredentialDeps, TaskUpstreams } from '@mtg/runner';
-import { createTaskCredentials } from '@mtg/runner';
+import { createTaskCredentials, StopRun } from '@mtg/runner';
 import type { TaskRow } from '@mtg/tasks';
 import type { LongToolDefinition } from '@mtg/tools';
 import { createTaskUpstreamClient, type UpstreamConfig, type UpstreamGuard } from '@mtg/upstreams';
@@ -41,6 +41,15 @@ export function createTaskUpstreams(deps: {
           token: () => c.token(),
           invalidate: () => c.beginStage(),
           signal: hooks.signal,
+          stopEndsTask: () => {
+            const reason = hooks.signal.reason;
+            return (
+              reason instanceof StopRun &&
+              (reason.reason === 'cancel' ||
+                reason.reason === 'revoked' ||
+                reason.reason === 'deadline')
+            );
+          },
           beforeCall: hooks.beforeCall,
           audit: (type, data) =>
             appendAudit(deps.pool, {

@@ -81,7 +81,11 @@ export interface UpstreamTaskClient {
   ): Promise<{ status: UpstreamTaskStatus; statusMessage?: string; pollIntervalMs?: number }>;
   /** tasks/result of a terminal task: the CallToolResult. */
   taskResult(ref: UpstreamTaskRef): Promise<ToolResult>;
-  /** tasks/cancel, bounded; answers whether the upstream acknowledged it. Works after a stop. */
+  /**
+   * After our task was stopped: tasks/cancel when the stop ends it (cancel, revocation,
+   * deadline), bounded, answering whether the upstream acknowledged; after a shutdown or a
+   * lost lease nothing is sent (the worker that resumes polls the same upstream task).
+   */
   cancelTask(ref: UpstreamTaskRef): Promise<boolean>;
   /** A plain tools/call with a progress token and the idempotency key in `_meta`. */
   callTool(

@@ -20,8 +20,14 @@ export interface TaskUpstreamDeps {
   token: () => Promise<string>;
   /** After a 401: the next token is exchanged afresh. */
   invalidate: () => void;
-  /** The run's signal: aborted on cancel, revocation, deadline, lost lease. */
+  /** The run's signal: aborted on cancel, revocation, deadline, lost lease, shutdown. */
   signal: AbortSignal;
+  /**
+   * Whether the run's stop ends the task (cancel, revocation, deadline): only then is the
+   * upstream task cancelled. After a shutdown or a lost lease it is left running for the
+   * worker that resumes it.
+   */
+  stopEndsTask: () => boolean;
   /** The task's boundary check, before every request that does work. */
   beforeCall: () => Promise<void>;
   audit: (type: UpstreamAuditType, data: Record<string, unknown>) => Promise<void>;
@@ -180,6 +186,10 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
       return result as unknown as ToolResult;
     },
     async cancelTask(ref) {
+      if (!deps.stopEndsTask()) {
+        await closeAll(sessions);
+        return false;
+      }
       // The run is already stopped: no boundary check, no exchange (a revoked user's
       // exchange is refused) — the last token of this run, bounded by its own timeout.
       const bound = AbortSignal.timeout(deps.cancelTimeoutMs ?? 3000);
