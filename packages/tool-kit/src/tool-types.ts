@@ -96,7 +96,10 @@ export interface UpstreamTaskClient {
       onProgress?: (current: number, total: number | undefined, message?: string) => void;
     },
   ): Promise<ToolResult>;
-  /** The task is over: the upstream session may go. */
+  /**
+   * The upstream task is over: its session may go (DELETE). Without a ref: this run's
+   * sessions are closed here only, the upstream keeps them (a later run resumes them).
+   */
   release(ref: UpstreamTaskRef | undefined): Promise<void>;
 }
 

@@ -118,16 +118,22 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
       return guarded(async () => {
         const connection = await open();
         sessions.set(connection.sessionId ?? '', Promise.resolve(connection));
-        const result = await connection.request(
-          'tools/call',
-          {
-            name: tool,
-            arguments: args,
-            task: options.ttlMs ? { ttl: options.ttlMs } : {},
-            _meta: { 'io.mcp-task-gateway/idempotency-key': options.idempotencyKey },
-          },
-          { signal: deps.signal, timeoutMs: timeoutOf(tool) },
-        );
+        const result = await connection
+          .request(
+            'tools/call',
+            {
+              name: tool,
+              arguments: args,
+              task: options.ttlMs ? { ttl: options.ttlMs } : {},
+              _meta: { 'io.mcp-task-gateway/idempotency-key': options.idempotencyKey },
+            },
+            { signal: deps.signal, timeoutMs: timeoutOf(tool) },
+          )
+          .catch(async (error: unknown) => {
+            sessions.delete(connection.sessionId ?? '');
+            await connection.close();
+            throw error;
+          });
         const task = result.task as Record<string, unknown> | undefined;
         if (!task || typeof task.taskId !== 'string') {
           throw new ToolError(
@@ -279,7 +285,10 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
       }
     },
     async release(ref) {
-      if (!ref) return;
+      if (!ref) {
+        await closeAll(sessions);
+        return;
+      }
       const s = sessions.get(ref.sessionId ?? '');
       sessions.delete(ref.sessionId ?? '');
       const c = await s?.catch(() => undefined);

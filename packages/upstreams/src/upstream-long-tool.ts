@@ -6,6 +6,7 @@ import {
   type LongTool,
   type TaskContext,
   type ToolResult,
+  type UpstreamTaskClient,
   type UpstreamTaskRef,
 } from '@mtg/tool-kit';
 import type { CatalogueEntry } from './catalogue-store.ts';
@@ -69,66 +70,74 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
     async execute(ctx: TaskContext, args: Json) {
       const client = ctx.upstream?.(upstream.name);
       if (!client) throw new TypeError(`this worker has no upstream ${upstream.name}`);
-      const idempotencyKey = `task-${ctx.taskId}`;
-      if (!useUpstreamTasks) {
-        const result = await ctx.step('upstream:call', () =>
-          client.callTool(entry.upstreamName, args, {
-            idempotencyKey,
-            onProgress: (current, total, message) => {
-              void ctx.progress(current, total ?? 0, message).catch(() => {});
-            },
-          }),
-        );
-        return resultOf(result as ToolResult);
-      }
-      const ref = (await ctx.step('upstream:create', async () => {
-        const created = await client.createTask(entry.upstreamName, args, {
-          idempotencyKey,
-          ttlMs: limits.maxDeadlineMs,
-        });
-        return {
-          taskId: created.taskId,
-          sessionId: created.sessionId,
-          protocolVersion: created.protocolVersion,
-          pollIntervalMs: created.pollIntervalMs ?? null,
-        };
-      })) as UpstreamTaskRef & { pollIntervalMs: number | null };
       try {
-        let message: string | undefined;
-        let interval = ref.pollIntervalMs ?? 1000;
-        for (;;) {
-          const state = await client.getTask(ref);
-          const said =
-            state.status === 'input_required'
-              ? `upstream task needs input: ${state.statusMessage ?? ''}`.trim()
-              : state.statusMessage;
-          if (said && said !== message) {
-            message = said;
-            await ctx.progress(0, 0, said.slice(0, 500));
-          }
-          if (state.status === 'completed') {
-            const result = await client.taskResult(ref);
-            await client.release(ref);
-            return resultOf(result);
-          }
-          if (state.status === 'failed' || state.status === 'cancelled') {
-            await client.release(ref);
-            throw new ToolError(
-              state.status === 'failed' ? 'upstream_task_failed' : 'upstream_task_cancelled',
-              `upstream ${upstream.name} task ${ref.taskId} ${state.status}${state.statusMessage ? `: ${state.statusMessage}` : ''}`,
-            );
-          }
-          interval = Math.min(Math.max(state.pollIntervalMs ?? interval, POLL_MIN_MS), POLL_MAX_MS);
-          await ctx.sleep(interval);
-        }
-      } catch (error) {
-        // Our task was stopped (cancel, revocation, deadline): the upstream's goes too, and
-        // the stop is recorded only after the upstream acknowledged (or the bound passed).
-        if (ctx.signal.aborted) await client.cancelTask(ref).catch(() => false);
-        throw error;
+        return await run(ctx, client, args);
+      } finally {
+        await client.release(undefined);
       }
     },
   });
+
+  async function run(ctx: TaskContext, client: UpstreamTaskClient, args: Json): Promise<Json> {
+    const idempotencyKey = `task-${ctx.taskId}`;
+    if (!useUpstreamTasks) {
+      const result = await ctx.step('upstream:call', () =>
+        client.callTool(entry.upstreamName, args, {
+          idempotencyKey,
+          onProgress: (current, total, message) => {
+            void ctx.progress(current, total ?? 0, message).catch(() => {});
+          },
+        }),
+      );
+      return resultOf(result as ToolResult);
+    }
+    const ref = (await ctx.step('upstream:create', async () => {
+      const created = await client.createTask(entry.upstreamName, args, {
+        idempotencyKey,
+        ttlMs: limits.maxDeadlineMs,
+      });
+      return {
+        taskId: created.taskId,
+        sessionId: created.sessionId,
+        protocolVersion: created.protocolVersion,
+        pollIntervalMs: created.pollIntervalMs ?? null,
+      };
+    })) as UpstreamTaskRef & { pollIntervalMs: number | null };
+    try {
+      let message: string | undefined;
+      let interval = ref.pollIntervalMs ?? 1000;
+      for (;;) {
+        const state = await client.getTask(ref);
+        const said =
+          state.status === 'input_required'
+            ? `upstream task needs input: ${state.statusMessage ?? ''}`.trim()
+            : state.statusMessage;
+        if (said && said !== message) {
+          message = said;
+          await ctx.progress(0, 0, said.slice(0, 500));
+        }
+        if (state.status === 'completed') {
+          const result = await client.taskResult(ref);
+          await client.release(ref);
+          return resultOf(result);
+        }
+        if (state.status === 'failed' || state.status === 'cancelled') {
+          await client.release(ref);
+          throw new ToolError(
+            state.status === 'failed' ? 'upstream_task_failed' : 'upstream_task_cancelled',
+            `upstream ${upstream.name} task ${ref.taskId} ${state.status}${state.statusMessage ? `: ${state.statusMessage}` : ''}`,
+          );
+        }
+        interval = Math.min(Math.max(state.pollIntervalMs ?? interval, POLL_MIN_MS), POLL_MAX_MS);
+        await ctx.sleep(interval);
+      }
+    } catch (error) {
+      // Our task was stopped (cancel, revocation, deadline): the upstream's goes too, and
+      // the stop is recorded only after the upstream acknowledged (or the bound passed).
+      if (ctx.signal.aborted) await client.cancelTask(ref).catch(() => false);
+      throw error;
+    }
+  }
 }
 
 /** The upstream's CallToolResult as our task's result; its own error stays the tool's error. */
