@@ -32,7 +32,11 @@ beforeAll(async () => {
   const policyFile = path.join(await mkdtemp(path.join(os.tmpdir(), 'mtg-policy-')), 'policy.yaml');
   await writeFile(policyFile, POLICY);
   stack = await startStack({
-    env: { UPSTREAMS_FILE: upstreams.file, POLICY_FILE: policyFile },
+    env: {
+      UPSTREAMS_FILE: upstreams.file,
+      POLICY_FILE: policyFile,
+      RATE_LIMIT_UPSTREAM_CALLS_PER_MINUTE: '5',
+    },
     onIssuer: (issuer) => upstreams.trust(issuer),
   });
   token = await stack.token('alice', 'acme');
@@ -127,4 +131,34 @@ test('the workload policy filters upstream tools: mcp-agent-2 sees and calls onl
   } finally {
     await client.close();
   }
+});
+
+test('proxied calls are limited per caller: the sixth in a minute is refused and audited, another caller is not affected', async () => {
+  const client = await connectV1(stack.mcpUrl, await stack.token('dora', 'acme'));
+  try {
+    for (let i = 0; i < 5; i++) {
+      const ok = await client.callTool({ name: 'ev.echo', arguments: { message: `m${i}` } });
+      expect(ok.isError).toBeFalsy();
+    }
+    const refused = await client.callTool({ name: 'ev.echo', arguments: { message: 'm5' } });
+    expect(refused.isError).toBe(true);
+    expect((refused._meta as any)['io.mcp-task-gateway/tool-error'].code).toBe('rate_limited');
+  } finally {
+    await client.close();
+  }
+  // Another caller is not affected.
+  const other = await connectV1(stack.mcpUrl, await stack.token('erin', 'acme'));
+  try {
+    expect(
+      (await other.callTool({ name: 'ev.echo', arguments: { message: 'x' } })).isError,
+    ).toBeFalsy();
+  } finally {
+    await other.close();
+  }
+  const outcomes = await sql(
+    stack.db.url,
+    `SELECT body::jsonb->'data'->>'outcome' AS outcome FROM audit.events
+      WHERE type = 'upstream.call' AND body::jsonb->>'subject' = 'dora' ORDER BY seq`,
+  );
+  expect(outcomes.map((o) => o.outcome)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'rate_limited']);
 });

@@ -34,6 +34,7 @@ export async function startGatewayUpstreams(
     databaseRole: config.DATABASE_ROLE,
     logger,
     ownLong: tools.long,
+    callsPerMinute: config.RATE_LIMIT_UPSTREAM_CALLS_PER_MINUTE,
     serviceToken(audience) {
       let get = serviceTokens.get(audience);
       if (!get) {

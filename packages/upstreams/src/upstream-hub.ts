@@ -9,6 +9,7 @@ import { discoverUpstream } from './discover-upstream.ts';
 import { upstreamQueue, type UpstreamConfig } from './upstream-config.ts';
 import { isUpstreamError, UpstreamError } from './upstream-error.ts';
 import { createUpstreamGuard, type UpstreamGuard } from './upstream-guard.ts';
+import { createUpstreamCallLimit } from './upstream-call-limit.ts';
 import { upstreamToolsFrom, type UpstreamTools } from './upstream-catalogue.ts';
 
 export interface UpstreamHubOptions {
@@ -25,6 +26,8 @@ export interface UpstreamHubOptions {
     scope: string,
     options?: { fresh?: boolean },
   ): Promise<string>;
+  /** Proxied instant calls per caller per minute (0: off). */
+  callsPerMinute: number;
   /** Long tools that are not the upstreams' (the packs'). */
   ownLong: ReadonlyMap<string, LongTool>;
   fetch?: typeof fetch;
@@ -55,6 +58,7 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
     ]),
   );
   const longTools = new Map<string, LongTool>(options.ownLong);
+  const limit = createUpstreamCallLimit(pool, options.callsPerMinute);
   let current: UpstreamTools = { long: new Map(), instant: new Map(), entries: [] };
   let ownInstant: ToolDefinition[] = [];
   let catalogue = createCatalogue([]);
@@ -62,6 +66,7 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
   const rebuild = async () => {
     current = await upstreamToolsFrom(pool, options.upstreams, options.logger, (u) => ({
       pool,
+      limit,
       logger: options.logger,
       guard: guards.get(u.name)!,
       exchange: options.exchange,

@@ -7,6 +7,7 @@ import { connectUpstream } from './connect-upstream.ts';
 import type { UpstreamConfig } from './upstream-config.ts';
 import { isUpstreamError, UpstreamError } from './upstream-error.ts';
 import type { UpstreamGuard } from './upstream-guard.ts';
+import type { CallLimitDecision } from './upstream-call-limit.ts';
 import { inputSchemaOf, scopeOf } from './upstream-long-tool.ts';
 
 export interface InstantProxyDeps {
@@ -23,6 +24,12 @@ export interface InstantProxyDeps {
     scope: string,
     options?: { fresh?: boolean },
   ): Promise<string>;
+  /** The per-caller limit on proxied calls. */
+  limit: (caller: {
+    tenant: string;
+    subject: string;
+    client: string;
+  }) => Promise<CallLimitDecision>;
   fetch?: typeof fetch;
 }
 
@@ -39,6 +46,31 @@ export function upstreamInstantTool(
 ): ToolDefinition {
   const scope = scopeOf(upstream, entry);
   const timeoutMs = upstream.tools[entry.upstreamName]?.timeoutMs ?? upstream.timeoutMs;
+  const audit = async (
+    principal: { tenant: string; subject: string; client: string },
+    correlationId: string,
+    args: unknown,
+    outcome: string,
+    started: number,
+  ) => {
+    await appendAudit(deps.pool, {
+      type: 'upstream.call',
+      tenant: principal.tenant,
+      subject: principal.subject,
+      client: principal.client,
+      tool: entry.name,
+      correlationId,
+      actor: { subject: principal.subject, client: principal.client, kind: 'user' },
+      data: {
+        upstream: upstream.name,
+        upstreamTool: entry.upstreamName,
+        mode: 'instant',
+        outcome,
+        durationMs: Date.now() - started,
+        argumentKeys: Object.keys((args as Record<string, unknown>) ?? {}).slice(0, 20),
+      },
+    });
+  };
   return {
     name: entry.name,
     title: entry.title ?? entry.upstreamName,
@@ -47,6 +79,15 @@ export function upstreamInstantTool(
     scope,
     async run({ principal, correlationId, token }, args) {
       const started = Date.now();
+      // Over the caller's limit: refused before any exchange or upstream request, audited.
+      const admitted = await deps.limit(principal);
+      if (!admitted.ok) {
+        await audit(principal, correlationId, args, 'rate_limited', started);
+        return toolErrorResult(
+          'rate_limited',
+          `Too many calls to upstream ${upstream.name}; retry in ${admitted.retryAfterSeconds}s`,
+        );
+      }
       let outcome = 'ok';
       let result: ToolResult;
       try {
@@ -106,23 +147,7 @@ export function upstreamInstantTool(
         outcome = e.code;
         result = toolErrorResult(e.code, e.message);
       }
-      await appendAudit(deps.pool, {
-        type: 'upstream.call',
-        tenant: principal.tenant,
-        subject: principal.subject,
-        client: principal.client,
-        tool: entry.name,
-        correlationId,
-        actor: { subject: principal.subject, client: principal.client, kind: 'user' },
-        data: {
-          upstream: upstream.name,
-          upstreamTool: entry.upstreamName,
-          mode: 'instant',
-          outcome,
-          durationMs: Date.now() - started,
-          argumentKeys: Object.keys((args as Record<string, unknown>) ?? {}).slice(0, 20),
-        },
-      });
+      await audit(principal, correlationId, args, outcome, started);
       return result;
     },
   };
