@@ -132,6 +132,14 @@ for (const wire of [coreWire, extWire, jobToolsWire]) {
     expect(types).toEqual(
       expect.arrayContaining(['task.created', 'upstream.task_created', 'upstream.task_ended']),
     );
+    // task.created names the upstream and its tool (argument keys only, never values).
+    const created = trail.find((e) => e.type === 'task.created');
+    expect(created.body.tool).toBe('demo.build_artifact');
+    expect(created.body.data.arguments).toEqual({
+      upstream: 'demo',
+      upstreamTool: 'build_artifact',
+      argumentKeys: ['project'],
+    });
     const refreshed = trail.filter((e) => e.type === 'task.identity_refreshed');
     expect(refreshed[0].body.data.target).toBe('upstream:demo');
   });
