@@ -263,3 +263,27 @@ test('the demo upstream refuses a token meant for the gateway', async () => {
   });
   expect(r.status).toBe(401);
 });
+
+test('a gateway that starts while the upstream is down serves its tools from the stored catalogue', async () => {
+  await upstreams.stopDemo();
+  try {
+    await stack.restartGateway();
+    const client = await connectV1(stack.mcpUrl, token);
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(['demo.lookup_ticket', 'demo.build_artifact']));
+      const r = await client.callTool({ name: 'demo.lookup_ticket', arguments: { id: 'T-9' } });
+      expect(r.isError).toBe(true);
+      expect((r._meta as any)['io.mcp-task-gateway/tool-error'].code).toMatch(/^upstream_/);
+    } finally {
+      await client.close();
+    }
+    const [status] = await sql(
+      stack.db.url,
+      `SELECT last_error IS NOT NULL AS failed FROM app.upstream_status WHERE upstream = 'demo'`,
+    );
+    expect(status.failed).toBe(true);
+  } finally {
+    await upstreams.restartDemo();
+  }
+});

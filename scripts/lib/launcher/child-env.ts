@@ -60,8 +60,8 @@ export function childEnv(
     GATEWAY_RESOURCE: urls.mcp,
     DOWNSTREAM_URL: urls.downstream,
     SSF_PUSH_URL: urls.ssfPush,
-    UPSTREAM_DEMO_PORT: String(config.UPSTREAM_DEMO_PORT),
   };
+  if (config.UPSTREAM_DEMO_PORT) env.UPSTREAM_DEMO_PORT = String(config.UPSTREAM_DEMO_PORT);
   // An operator's own SSF_PUSH_AUTH (inherited above) wins over the derived one.
   const pushAuth = env.SSF_PUSH_AUTH ?? ssfPushAuthorization(secrets);
   switch (service) {
