@@ -4,11 +4,12 @@
 //
 // Environment: BENCH_RUNS (3), BENCH_DURATION_S (8), BENCH_CONNECTIONS (50),
 // BENCH_SAMPLES (30, latency samples), BENCH_ONLY (comma list of: starts, polls, memory,
-// pickup, cancel, revocation, failover, scaling, audit), BENCH_LOG_LEVEL (info),
+// pickup, cancel, revocation, failover, scaling, audit, upstream), BENCH_LOG_LEVEL (info),
 // BENCH_OUT (BENCHMARKS.md; "-" to only print).
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { benchAudit } from './benches/audit.ts';
+import { benchUpstream } from './benches/upstream.ts';
 import { benchCancel, benchFailover, benchPickup, benchRevocation } from './benches/latency.ts';
 import {
   benchMemory,
@@ -38,6 +39,7 @@ const BENCHES: Array<[string, (ctx: BenchContext) => Promise<void>]> = [
   ['failover', benchFailover],
   ['scaling', benchScaling],
   ['audit', benchAudit],
+  ['upstream', benchUpstream],
 ];
 
 function positive(name: string, fallback: number): number {

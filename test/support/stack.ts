@@ -24,6 +24,7 @@ import {
 } from '../../packages/tools/src/index.ts';
 import { apiRoutes, writesRoute } from '../../apps/downstream/src/api/api-routes.ts';
 import { generateDevSecrets } from '../../scripts/lib/dev-secrets.ts';
+import { loadUpstreams, upstreamQueue } from '../../packages/upstreams/src/index.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { testClock, type TestClock } from './test-clock.ts';
 
@@ -127,6 +128,8 @@ export async function startStack(
     env?: Record<string, string>;
     /** What every process of the stack logs to (default: silent unless TEST_LOGS is set). */
     logger?: Logger;
+    /** Told the IdP's issuer before the gateway starts (servers that verify its tokens). */
+    onIssuer?: (issuer: string) => void;
   } = {},
 ): Promise<Stack> {
   const logger = options.logger ?? createLogger('test', { silent: !process.env.TEST_LOGS });
@@ -145,6 +148,15 @@ export async function startStack(
   const baseEnv: Record<string, string> = { DEMO_STEP_MS: '200', ...options.env };
   const registry = await registryFor(baseEnv);
   await installQueue(db.url, [ROLES.gateway, ROLES.worker], registry.queues().values());
+  // UPSTREAMS_FILE: one queue per upstream, and the IdP learns their audiences.
+  const upstreams = loadUpstreams(baseEnv.UPSTREAMS_FILE);
+  if (upstreams.length) {
+    await installQueue(
+      db.url,
+      [ROLES.gateway, ROLES.worker],
+      upstreams.map((u) => upstreamQueue(u.name)),
+    );
+  }
   const targets = loadTargets({
     ...(baseEnv.TARGETS_FILE ? { file: baseEnv.TARGETS_FILE } : {}),
     downstreamUrl,
@@ -162,6 +174,17 @@ export async function startStack(
       worker: 'urn:mcp-task-gateway:worker',
       downstream: downstreamUrl,
       ...packResources(registry, targets, { downstream: downstreamUrl }),
+      upstreams: upstreams.map((u) => u.audience),
+      ...(upstreams.length
+        ? {
+            scopes: [
+              ...new Set([
+                ...packResources(registry, targets, { downstream: downstreamUrl }).scopes!,
+                ...upstreams.map((u) => u.scope),
+              ]),
+            ],
+          }
+        : {}),
     },
     accessTokenTtl: 3600,
     // The IdP is the gateway's Shared Signals transmitter; SSF_PUSH_AUTH in `env` is the
@@ -173,6 +196,7 @@ export async function startStack(
     logger,
   });
   const issuer = idp.idp.issuer;
+  options.onIssuer?.(issuer);
 
   const downstreamPool = createPool({
     connectionString: db.logins.downstream,

@@ -43,6 +43,7 @@ import { jobTools } from './mcp/job-tools.ts';
 import { guardTaskService, taskServiceGuards } from './mcp/task-service-guards.ts';
 import { createToolPolicy } from './mcp/tool-policy.ts';
 import { loadTls } from './tls.ts';
+import { startGatewayUpstreams } from './upstreams.ts';
 import { transmitterKeySource } from './ssf/transmitter-keys.ts';
 
 /** The gateway's own scope (administration); every other scope comes from the registry. */
@@ -79,7 +80,13 @@ export async function buildGateway(
   // Files first: a bad policy or certificate stops the gateway before it connects anywhere.
   // (jobTools only builds definitions here; the task service is not touched for names.)
   const ownTools = [whoami, ...jobTools(null as never)];
-  const toolNames = [...ownTools.map((t) => t.name), ...tools.names()];
+  // Upstream MCP servers (UPSTREAMS_FILE): listed now, so the policy can name their tools.
+  const upstreams = await startGatewayUpstreams(config, logger, tools);
+  const toolNames = [
+    ...ownTools.map((t) => t.name),
+    ...tools.names(),
+    ...(upstreams?.names() ?? []),
+  ];
   const policy = config.POLICY_FILE
     ? await loadPolicyFile(config.POLICY_FILE, { knownTools: toolNames })
     : undefined;
@@ -100,13 +107,17 @@ export async function buildGateway(
   const boss = createBoss(pool, { supervise: false });
   boss.on('error', (error: Error) => logger.warn('pg-boss error', { error: error.message }));
   await boss.start();
-  const missing = await missingQueues(boss, tools.queues().values());
+  const missing = await missingQueues(boss, [
+    ...tools.queues().values(),
+    ...(upstreams?.queues ?? []),
+  ]);
   if (missing.length) {
     await boss.stop({ graceful: false, close: false }).catch(() => {});
     await pool.end();
+    await upstreams?.close();
     throw new RegistryError(
       'unknown_tool',
-      `queues ${missing.join(', ')} are not installed: run \`npm run migrate\` with the same TOOL_PACKS`,
+      `queues ${missing.join(', ')} are not installed: run \`npm run migrate\` with the same TOOL_PACKS${upstreams ? ' and UPSTREAMS_FILE' : ''}`,
     );
   }
   const events = await createTaskEvents(config.DATABASE_URL, [CHANNELS.settled], (error) =>
@@ -130,7 +141,7 @@ export async function buildGateway(
       logger.warn('SSF transmitter jwks refresh failed', { error: error.message }),
   });
 
-  const longTools = tools.long;
+  const longTools = upstreams?.longTools ?? tools.long;
   const credentialKeys = config.credentialKeys;
   const delegation = {
     exchanger: createTokenExchanger({
@@ -163,7 +174,12 @@ export async function buildGateway(
     queue: createJobQueue(boss),
     events,
     tools: longTools,
-    placement: (name) => tools.placement(name),
+    placement: (name) => {
+      // An upstream's task-mode tool goes to its upstream's queue; a pack tool to its own.
+      const upstream = tools.entry(name) ? undefined : upstreams?.placement(name);
+      if (upstream) return { ...upstream, registryFingerprint: tools.fingerprint };
+      return tools.placement(name);
+    },
     queueServed: createQueueServed(pool),
     delegation,
     limits: {
@@ -245,11 +261,17 @@ export async function buildGateway(
     },
     keysReady: keys.ready,
     pool,
-    catalogue: createCatalogue([
-      whoami,
-      ...jobTools(tasks),
-      ...tools.instant.map((t) => serveInstantTool(t, logger)),
-    ]),
+    catalogue: upstreams
+      ? upstreams.serve([
+          whoami,
+          ...jobTools(tasks),
+          ...tools.instant.map((t) => serveInstantTool(t, logger)),
+        ])
+      : createCatalogue([
+          whoami,
+          ...jobTools(tasks),
+          ...tools.instant.map((t) => serveInstantTool(t, logger)),
+        ]),
     longTools,
     tasks,
     rateLimits,
@@ -264,7 +286,9 @@ export async function buildGateway(
     allowedHosts: config.allowedHosts,
     allowedOrigins: config.allowedOrigins,
     maxBodyBytes: config.MAX_BODY_BYTES,
-    scopesSupported: [...new Set([...tools.scopes(), ...ADMIN_SCOPES])],
+    scopesSupported: [
+      ...new Set([...tools.scopes(), ...(upstreams?.scopes() ?? []), ...ADMIN_SCOPES]),
+    ],
     ...(toolPolicy ? { toolPolicy } : {}),
     workloads: {
       trustedProxies: config.TRUSTED_PROXIES,
@@ -288,6 +312,7 @@ export async function buildGateway(
     app,
     ...(tls.server ? { tls: tls.server } : {}),
     async close() {
+      await upstreams?.close();
       keys.stop();
       ssfKeys.stop();
       await events.close();

@@ -118,6 +118,10 @@ export const gatewayConfigSchema = z
     RATE_LIMIT_TENANT_STARTS_PER_MINUTE: z.coerce.number().int().min(0).default(120_000),
     /** Status and result reads per caller (tenant + subject + client) per second. */
     RATE_LIMIT_POLLS_PER_SECOND: z.coerce.number().int().min(0).default(500),
+    /** Proxied instant calls to upstreams per caller (tenant + subject + client) per minute. */
+    RATE_LIMIT_UPSTREAM_CALLS_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+    /** Upstream MCP servers whose tools the gateway serves (YAML or JSON); unset: none. */
+    UPSTREAMS_FILE: z.string().min(1).optional(),
     // --- Metrics ---
     /** Bearer token a scraper must present at GET /metrics; unset: loopback scrapers only. */
     METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

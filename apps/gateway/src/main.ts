@@ -4,6 +4,7 @@ import { createLogger } from '@mtg/log';
 import { PolicyFileError } from '@mtg/policy';
 import { startTracingFromEnv } from '@mtg/telemetry';
 import { loadToolRegistry, RegistryError } from '@mtg/tools';
+import { UpstreamConfigError } from '@mtg/upstreams';
 import { buildGateway } from './build-gateway.ts';
 import { gatewayConfigSchema } from './config.ts';
 import { serveUntilSignalled } from './serve.ts';
@@ -48,7 +49,8 @@ main().catch((error) => {
     error instanceof PolicyFileError ||
     error instanceof RegistryError ||
     error instanceof ApplicationLoginError ||
-    error instanceof SchemaNotMigratedError
+    error instanceof SchemaNotMigratedError ||
+    error instanceof UpstreamConfigError
   ) {
     // Found while reading the files and packs the config names (TLS, policy, TOOL_PACKS) or
     // checking its database login: no stack trace needed.

@@ -6,6 +6,7 @@ import type { StaticClientId } from './clients.ts';
 import { idpConfigSchema } from './config.ts';
 import { startIdp } from './create-idp.ts';
 import { packResources } from './pack-resources.ts';
+import { loadUpstreams } from '@mtg/upstreams';
 
 const logger = createLogger('idp');
 
@@ -35,6 +36,9 @@ async function main(): Promise<void> {
     downstreamUrl: config.DOWNSTREAM_RESOURCE,
     downstreamResource: config.DOWNSTREAM_RESOURCE,
   });
+  // Upstream MCP servers (UPSTREAMS_FILE): their audiences and the scopes of their tools.
+  const upstreams = loadUpstreams(process.env.UPSTREAMS_FILE);
+  const packs = packResources(registry, targets, { downstream: config.DOWNSTREAM_RESOURCE });
   const running = await startIdp({
     port: config.IDP_PORT,
     host: config.IDP_HOST,
@@ -46,7 +50,17 @@ async function main(): Promise<void> {
       gateway: config.GATEWAY_RESOURCE,
       worker: config.WORKER_RESOURCE,
       downstream: config.DOWNSTREAM_RESOURCE,
-      ...packResources(registry, targets, { downstream: config.DOWNSTREAM_RESOURCE }),
+      ...packs,
+      upstreams: upstreams.map((u) => u.audience),
+      scopes: [
+        ...new Set([
+          ...(packs.scopes ?? []),
+          ...upstreams.flatMap((u) => [
+            u.scope,
+            ...Object.values(u.tools).flatMap((t) => (t.scope ? [t.scope] : [])),
+          ]),
+        ]),
+      ],
     },
     ...(config.IDP_EXCHANGE_TARGETS ? { exchangeTargets: config.IDP_EXCHANGE_TARGETS } : {}),
     accessTokenTtl: config.IDP_ACCESS_TOKEN_TTL,

@@ -24,6 +24,8 @@ export interface Resources {
   downstream: string;
   /** Audiences of further downstream targets (the loaded packs' TARGETS_FILE). */
   targets?: readonly string[];
+  /** Audiences of upstream MCP servers (UPSTREAMS_FILE): the gateway and the worker exchange for them. */
+  upstreams?: readonly string[];
   /**
    * The scopes granted for these resources: the loaded packs' tool scopes plus `tasks:admin`
    * (default: the contract's list, RESOURCE_SCOPES).
@@ -36,13 +38,20 @@ export function isKnownResource(resources: Resources, value: string): boolean {
     value === resources.gateway ||
     value === resources.worker ||
     value === resources.downstream ||
-    (resources.targets ?? []).includes(value)
+    (resources.targets ?? []).includes(value) ||
+    (resources.upstreams ?? []).includes(value)
   );
 }
 
 /** Every resource indicator this IdP issues tokens for. */
 export function knownResources(resources: Resources): string[] {
-  return [resources.gateway, resources.worker, resources.downstream, ...(resources.targets ?? [])];
+  return [
+    resources.gateway,
+    resources.worker,
+    resources.downstream,
+    ...(resources.targets ?? []),
+    ...(resources.upstreams ?? []),
+  ];
 }
 
 export function scopesOf(resources: Resources): readonly string[] {
@@ -76,9 +85,14 @@ export type ExchangeTargets = Readonly<Record<string, readonly string[]>>;
 
 export function defaultExchangeTargets(resources: Resources): Record<string, string[]> {
   return {
-    'mcp-gateway': [resources.worker],
-    // The worker's targets: the demo downstream and the loaded packs' (TARGETS_FILE).
-    'mcp-worker': [resources.downstream, ...(resources.targets ?? [])],
+    // The gateway: delegations for the worker, and the upstreams for proxied instant calls.
+    'mcp-gateway': [resources.worker, ...(resources.upstreams ?? [])],
+    // The worker's targets: the demo downstream, the loaded packs' (TARGETS_FILE), the upstreams.
+    'mcp-worker': [
+      resources.downstream,
+      ...(resources.targets ?? []),
+      ...(resources.upstreams ?? []),
+    ],
   };
 }
 

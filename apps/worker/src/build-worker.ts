@@ -38,6 +38,8 @@ import {
 import { inSpan } from '@mtg/telemetry';
 import { createTaskTargets } from './task-targets.ts';
 import { serveHealth, type HealthServer } from './serve-health.ts';
+import { createTaskUpstreams } from './task-upstreams.ts';
+import { startWorkerUpstreams } from './worker-upstreams.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
 import type { WorkerConfig } from './worker-config.ts';
 
@@ -80,7 +82,6 @@ export async function buildWorker(
       }
     }
   }
-  const queues = [...served.keys()].map((name) => registry.entry(name)!.queue!);
   const clock = deps.clock ? { clock: deps.clock } : {};
   const pool = createPool({
     connectionString: config.DATABASE_URL,
@@ -88,6 +89,14 @@ export async function buildWorker(
     applicationName: config.workerId,
     max: Math.min(config.WORKER_CONCURRENCY + 5, 40),
   });
+  // Upstream task tools (UPSTREAMS_FILE) join `served` from the stored catalogue.
+  const upstreams = await startWorkerUpstreams(config, pool, served, logger);
+  const queues = [
+    ...new Set([
+      ...[...served.keys()].flatMap((name) => registry.entry(name)?.queue ?? []),
+      ...(upstreams?.queues ?? []),
+    ]),
+  ];
   const boss = createBoss(pool, { supervise: true });
   boss.on('error', (error: Error) => logger.warn('pg-boss error', { error: error.message }));
   await boss.start();
@@ -188,6 +197,17 @@ export async function buildWorker(
         resilience,
         ...(observe ? { fetchFor: observe.fetchFor } : {}),
       }),
+      ...(upstreams
+        ? {
+            upstreamsFor: createTaskUpstreams({
+              pool,
+              credentials: credentialDeps,
+              upstreams: upstreams.configs,
+              guards: upstreams.guards,
+              workerId: config.workerId,
+            }),
+          }
+        : {}),
     },
   });
   const maintenance = createMaintenance({
@@ -251,6 +271,7 @@ export async function buildWorker(
     async stop() {
       draining = true;
       clearInterval(announcer);
+      upstreams?.stop();
       maintenance.stop();
       await metricsServer?.close();
       await loop.stop(config.SHUTDOWN_GRACE_MS);

@@ -9,6 +9,7 @@ import {
 import { createLogger } from '@mtg/log';
 import { startTracingFromEnv } from '@mtg/telemetry';
 import { loadToolRegistry, RegistryError, TargetConfigError } from '@mtg/tools';
+import { loadUpstreams, UpstreamConfigError } from '@mtg/upstreams';
 import { buildWorker, servedTools } from './build-worker.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
 import { workerConfigSchema } from './worker-config.ts';
@@ -37,8 +38,13 @@ async function main() {
       limits: config.TOOL_LIMITS,
     });
     servedTools(registry, config.WORKER_TOOLS);
+    loadUpstreams(config.UPSTREAMS_FILE);
   } catch (error) {
-    if (error instanceof RegistryError || error instanceof WorkerSetupError) {
+    if (
+      error instanceof RegistryError ||
+      error instanceof WorkerSetupError ||
+      error instanceof UpstreamConfigError
+    ) {
       process.stderr.write(`worker: ${error.message}\n`);
       process.exit(2);
     }
@@ -84,7 +90,11 @@ async function main() {
   try {
     worker = await buildWorker(config, registry, logger);
   } catch (error) {
-    if (error instanceof WorkerSetupError || error instanceof TargetConfigError) {
+    if (
+      error instanceof WorkerSetupError ||
+      error instanceof TargetConfigError ||
+      error instanceof UpstreamConfigError
+    ) {
       process.stderr.write(`worker: ${error.message}\n`);
       process.exit(2);
     }

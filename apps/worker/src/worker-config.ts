@@ -22,6 +22,8 @@ export const workerConfigSchema = z
     WORKER_TOOLS: csv().optional(),
     /** Downstream targets (YAML or JSON); `downstream` defaults to DOWNSTREAM_URL. */
     TARGETS_FILE: z.string().min(1).optional(),
+    /** Upstream MCP servers (the gateway's UPSTREAMS_FILE): their task-mode tools run here. */
+    UPSTREAMS_FILE: z.string().min(1).optional(),
     AUTH_ISSUER: url().optional(),
     IDP_ISSUER: url().optional(),
     CLIENT_ID: z.string().min(1).default('mcp-worker'),

@@ -27,7 +27,11 @@ export type AuditEventType =
   | 'principal.revoked'
   | 'principal.restored'
   | 'task.paused'
-  | 'task.resumed';
+  | 'task.resumed'
+  | 'upstream.call'
+  | 'upstream.task_created'
+  | 'upstream.task_cancelled'
+  | 'upstream.task_ended';
 
 /**
  * One audit event. Who (tenant/subject/client), what (task, tool) and why (reason) are

@@ -9,10 +9,7 @@ export {
   type AuditEventType,
 } from './append-audit.ts';
 export { canonicalJson } from './canonical-json.ts';
-export {
-  runWithRequestOrigin,
-  type RequestOrigin,
-} from './request-origin.ts';
+export { runWithRequestOrigin, type RequestOrigin } from './request-origin.ts';
 export {
   eventHash,
   hashInput,
@@ -62,10 +59,7 @@ export {
   type CreateCheckpointResult,
 } from './create-checkpoint.ts';
 export { ensurePartitions } from './ensure-partitions.ts';
-export {
-  type ArchiveHeader,
-  type ArchiveLine,
-} from './archive/archive-format.ts';
+export { type ArchiveHeader, type ArchiveLine } from './archive/archive-format.ts';
 export {
   verifyArchive,
   type ArchiveVerification,

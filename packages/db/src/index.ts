@@ -20,7 +20,4 @@ export {
   loginUrl,
   type LoginRole,
 } from './provision-login-roles.ts';
-export {
-  checkSchemaVersion,
-  SchemaNotMigratedError,
-} from './check-schema-version.ts';
+export { checkSchemaVersion, SchemaNotMigratedError } from './check-schema-version.ts';

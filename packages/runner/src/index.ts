@@ -4,6 +4,7 @@ export {
   type RunResult,
   type ServedTool,
   type TaskTargets,
+  type TaskUpstreams,
 } from './run-task.ts';
 export { StopRun } from './stop.ts';
 export { createWorkerLoop, stopReasonOf } from './worker-loop.ts';

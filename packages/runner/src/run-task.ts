@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import type { Logger } from '@mtg/log';
 import { claimTask, loadJournal, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
-import { isToolError, type TargetClient } from '@mtg/tool-kit';
+import { isToolError, type TargetClient, type UpstreamTaskClient } from '@mtg/tool-kit';
 import { toolErrorResult, type LongToolDefinition } from '@mtg/tools';
 import { checkServable } from './check-servable.ts';
 import { openRunBoundary } from './run-boundary.ts';
@@ -17,6 +17,15 @@ export interface TaskTargets {
     hooks: { signal: AbortSignal; beforeCall: () => Promise<void> },
   ): TargetClient;
   /** A new stage begins: each target's next call gets a fresh credential. */
+  beginStage(): void;
+}
+
+/** The upstreams of one run: a client per upstream name, and stage boundaries for tokens. */
+export interface TaskUpstreams {
+  client(
+    name: string,
+    hooks: { signal: AbortSignal; beforeCall: () => Promise<void> },
+  ): UpstreamTaskClient;
   beginStage(): void;
 }
 
@@ -37,6 +46,8 @@ export interface RunDeps {
   maxAttempts: number;
   /** Builds the task's target clients (credentials per audience, resilience per target). */
   targetsFor(task: TaskRow, tool: LongToolDefinition): TaskTargets;
+  /** Builds the task's upstream MCP clients (UPSTREAMS_FILE), like its targets. */
+  upstreamsFor?(task: TaskRow, tool: LongToolDefinition): TaskUpstreams;
   logger: Logger;
   /** Aborted on graceful shutdown: the run stops at its next step boundary. */
   drain?: AbortSignal;
@@ -85,7 +96,14 @@ export async function runTask(
   try {
     const journal = await loadJournal(deps.pool, taskId);
     const targets = deps.targetsFor(task, held.tool);
-    const made = createTaskContext(deps, run, { ...held, journal, targets, log });
+    const upstreams = deps.upstreamsFor?.(task, held.tool);
+    const made = createTaskContext(deps, run, {
+      ...held,
+      journal,
+      targets,
+      ...(upstreams ? { upstreams } : {}),
+      log,
+    });
     downstreamSystems = made.downstreamSystems;
     const structured = await executeThroughOutages(deps, run, { taskId, lease, log }, () =>
       held.tool.execute(made.context, task.arguments as never),

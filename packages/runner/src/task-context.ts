@@ -8,11 +8,11 @@ import {
   type Lease,
   type TaskRow,
 } from '@mtg/tasks';
-import type { TargetClient } from '@mtg/tool-kit';
+import type { TargetClient, UpstreamTaskClient } from '@mtg/tool-kit';
 import type { LongToolDefinition, TaskContext } from '@mtg/tools';
 import type { RunBoundary } from './run-boundary.ts';
 import { toStop } from './run-boundary.ts';
-import type { RunDeps, TaskTargets } from './run-task.ts';
+import type { RunDeps, TaskTargets, TaskUpstreams } from './run-task.ts';
 import { abortableSleep, StopRun } from './stop.ts';
 
 /**
@@ -29,12 +29,15 @@ export function createTaskContext(
     tool: LongToolDefinition;
     journal: Map<string, unknown>;
     targets: TaskTargets;
+    /** The worker's upstream MCP servers (UPSTREAMS_FILE), when it has any. */
+    upstreams?: TaskUpstreams;
     log: Logger;
   },
 ): { context: TaskContext; downstreamSystems: Set<string> } {
-  const { task, lease, tool, journal, targets } = r;
+  const { task, lease, tool, journal, targets, upstreams } = r;
   let seq = journal.size;
   const clients = new Map<string, TargetClient>();
+  const upstreamClients = new Map<string, UpstreamTaskClient>();
   const declared = tool.origin?.targets ?? [];
   const downstreamSystems = new Set<string>();
 
@@ -44,6 +47,7 @@ export function createTaskContext(
       throw new StopRun('paused');
     }
     targets.beginStage();
+    upstreams?.beginStage();
     const stepStarted = new Date();
     let output;
     try {
@@ -101,6 +105,22 @@ export function createTaskContext(
           },
         });
         clients.set(name, client);
+      }
+      return client;
+    },
+    upstream(name) {
+      let client = upstreamClients.get(name);
+      if (!client) {
+        if (!upstreams) throw new TypeError(`this worker has no upstreams (UPSTREAMS_FILE)`);
+        // Like a target: every call after the task's boundary check.
+        client = upstreams.client(name, {
+          signal: run.signal,
+          beforeCall: async () => {
+            await run.check();
+            downstreamSystems.add(`upstream:${name}`);
+          },
+        });
+        upstreamClients.set(name, client);
       }
       return client;
     },

@@ -18,5 +18,8 @@ export type {
   ToolLogger,
   ToolOrigin,
   ToolResult,
+  UpstreamTaskClient,
+  UpstreamTaskRef,
+  UpstreamTaskStatus,
   WriteOptions,
 } from './tool-types.ts';

@@ -52,6 +52,57 @@ export interface TargetClient {
   delete(path: string, options: WriteOptions): Promise<Json>;
 }
 
+/** Where an upstream task lives: its id and the MCP session it is bound to. */
+export interface UpstreamTaskRef {
+  taskId: string;
+  sessionId: string | null;
+  protocolVersion: string | null;
+}
+
+export type UpstreamTaskStatus =
+  'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+
+/**
+ * An upstream MCP server for one task, handed in by the worker: every request carries a
+ * token exchanged for the upstream's audience (`sub` = the owner, `act` = the worker; never
+ * the caller's token), passes the task's boundary check and the upstream's protection
+ * (concurrency cap, circuit breaker, timeouts), and is audited.
+ */
+export interface UpstreamTaskClient {
+  readonly name: string;
+  /** tools/call with a `task`: the upstream's task, in a session this client opens. */
+  createTask(
+    tool: string,
+    args: Json,
+    options: { idempotencyKey: string; ttlMs?: number },
+  ): Promise<UpstreamTaskRef & { status: UpstreamTaskStatus; pollIntervalMs?: number }>;
+  getTask(
+    ref: UpstreamTaskRef,
+  ): Promise<{ status: UpstreamTaskStatus; statusMessage?: string; pollIntervalMs?: number }>;
+  /** tasks/result of a terminal task: the CallToolResult. */
+  taskResult(ref: UpstreamTaskRef): Promise<ToolResult>;
+  /**
+   * After our task was stopped: tasks/cancel when the stop ends it (cancel, revocation,
+   * deadline), bounded, answering whether the upstream acknowledged; after a shutdown or a
+   * lost lease nothing is sent (the worker that resumes polls the same upstream task).
+   */
+  cancelTask(ref: UpstreamTaskRef): Promise<boolean>;
+  /** A plain tools/call with a progress token and the idempotency key in `_meta`. */
+  callTool(
+    tool: string,
+    args: Json,
+    options: {
+      idempotencyKey: string;
+      onProgress?: (current: number, total: number | undefined, message?: string) => void;
+    },
+  ): Promise<ToolResult>;
+  /**
+   * The upstream task is over: its session may go (DELETE). Without a ref: this run's
+   * sessions are closed here only, the upstream keeps them (a later run resumes them).
+   */
+  release(ref: UpstreamTaskRef | undefined): Promise<void>;
+}
+
 export interface WriteOptions {
   idempotencyKey: string;
   signal?: AbortSignal;
@@ -76,6 +127,8 @@ export interface TaskContext {
   sleep(ms: number): Promise<void>;
   /** The client of a target the pack declared; a name it did not declare is a TypeError. */
   target(name: string): TargetClient;
+  /** An upstream MCP server (UPSTREAMS_FILE), for the tools the gateway makes of its tools. */
+  upstream?(name: string): UpstreamTaskClient;
   logger: ToolLogger;
 }
 

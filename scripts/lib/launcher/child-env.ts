@@ -1,13 +1,15 @@
 import { createHmac } from 'node:crypto';
+import path from 'node:path';
 import type { DevSecrets } from '../dev-secrets.ts';
 import type { DatabaseUrls } from './database-logins.ts';
 import type { LauncherConfig } from './config.ts';
 
-export type Service = 'idp' | 'downstream' | 'gateway' | 'worker';
+export type Service = 'idp' | 'downstream' | 'upstream-demo' | 'gateway' | 'worker';
 
 /** The stack's addresses, all on loopback. */
 export function stackUrls(
-  config: Pick<LauncherConfig, 'GATEWAY_PORT' | 'IDP_PORT' | 'DOWNSTREAM_PORT'>,
+  config: Pick<LauncherConfig, 'GATEWAY_PORT' | 'IDP_PORT' | 'DOWNSTREAM_PORT'> &
+    Partial<Pick<LauncherConfig, 'UPSTREAM_DEMO_PORT'>>,
 ) {
   const gateway = `http://127.0.0.1:${config.GATEWAY_PORT}`;
   return {
@@ -15,6 +17,7 @@ export function stackUrls(
     idp: `http://127.0.0.1:${config.IDP_PORT}`,
     downstream: `http://127.0.0.1:${config.DOWNSTREAM_PORT}`,
     ssfPush: `${gateway}/ssf/events`,
+    upstreamDemo: `http://127.0.0.1:${config.UPSTREAM_DEMO_PORT ?? 9600}/mcp`,
   };
 }
 
@@ -59,11 +62,14 @@ export function childEnv(
     DOWNSTREAM_URL: urls.downstream,
     SSF_PUSH_URL: urls.ssfPush,
   };
+  if (config.UPSTREAM_DEMO_PORT) env.UPSTREAM_DEMO_PORT = String(config.UPSTREAM_DEMO_PORT);
   // An operator's own SSF_PUSH_AUTH (inherited above) wins over the derived one.
   const pushAuth = env.SSF_PUSH_AUTH ?? ssfPushAuthorization(secrets);
   // The launcher's own DATABASE_URL (the owner's, inherited above) goes to no child.
   delete env.DATABASE_URL;
-  if (service !== 'idp') env.DATABASE_URL = options.databaseUrls[service];
+  // The IdP and the demo upstream use no database.
+  if (service !== 'idp' && service !== 'upstream-demo')
+    env.DATABASE_URL = options.databaseUrls[service];
   switch (service) {
     case 'idp':
       env.IDP_CLIENT_SECRETS = JSON.stringify(secrets.clientSecrets);
@@ -85,7 +91,28 @@ export function childEnv(
         env.WORKER_METRICS_PORT = String(config.WORKER_METRICS_PORT + options.workerIndex - 1);
       break;
     case 'downstream':
+    case 'upstream-demo':
       break;
   }
   return env;
+}
+
+/** Where the launcher writes the UPSTREAMS_FILE that registers the demo upstream. */
+export function demoUpstreamsFile(dataDir: string): string {
+  return path.join(dataDir, 'upstreams.yaml');
+}
+
+/** The UPSTREAMS_FILE of `npm start`: the demo upstream under prefix `demo.`, scope `upstream:demo`. */
+export function demoUpstreamsYaml(config: Pick<LauncherConfig, 'UPSTREAM_DEMO_PORT'>): string {
+  return [
+    '# Written by `npm start`: the demo upstream MCP server (apps/upstream-demo).',
+    'upstreams:',
+    '  demo:',
+    `    url: http://127.0.0.1:${config.UPSTREAM_DEMO_PORT}/mcp`,
+    '    prefix: demo.',
+    '    scope: upstream:demo',
+    '    tools:',
+    '      export_ledger: { mode: task }',
+    '',
+  ].join('\n');
 }

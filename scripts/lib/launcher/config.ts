@@ -21,6 +21,8 @@ export const launcherConfigSchema = z
     GATEWAY_PORT: listenPort(3000),
     IDP_PORT: listenPort(9400),
     DOWNSTREAM_PORT: listenPort(9500),
+    /** The demo upstream MCP server (apps/upstream-demo), registered in UPSTREAMS_FILE. */
+    UPSTREAM_DEMO_PORT: listenPort(9600),
     /** Where dev secrets and the embedded cluster live; default `.data/` in the repository. */
     DATA_DIR: z.string().min(1).optional(),
     /** Port of the embedded PostgreSQL; default 54329, else any free port. */

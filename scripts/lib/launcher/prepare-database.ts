@@ -3,6 +3,7 @@ import { migrate, ROLES, type MigrateResult } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { installQueue } from '@mtg/tasks';
 import { loadToolRegistry, toolLimitsOverrides, toolPacksFromEnv } from '@mtg/tools';
+import { loadUpstreams, upstreamQueue } from '@mtg/upstreams';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../db/migrations', import.meta.url));
 
@@ -23,7 +24,9 @@ export async function prepareDatabase(
   });
   const result = await migrate(url, MIGRATIONS_DIR);
   logger.info('database migrated', { ...result });
-  const queues = [...registry.queues().values()];
+  // UPSTREAMS_FILE: one queue per upstream for its task-mode tools.
+  const upstreams = loadUpstreams(env.UPSTREAMS_FILE).map((u) => upstreamQueue(u.name));
+  const queues = [...registry.queues().values(), ...upstreams];
   await installQueue(url, [ROLES.gateway, ROLES.worker], queues);
   logger.info('job queues installed', { queues });
   return { ...result, queues };

@@ -1,10 +1,17 @@
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '@mtg/dev-postgres';
 import type { Logger } from '@mtg/log';
 import type { DevSecrets } from '../dev-secrets.ts';
 import { checkDatabase } from './check-database.ts';
 import { ChildFailedError, describeExit, startChild, type Child } from './child.ts';
-import { childEnv, stackUrls, type Service } from './child-env.ts';
+import {
+  childEnv,
+  demoUpstreamsFile,
+  demoUpstreamsYaml,
+  stackUrls,
+  type Service,
+} from './child-env.ts';
 import type { LauncherConfig } from './config.ts';
 import {
   provisionDatabaseLogins,
@@ -67,6 +74,7 @@ export function createStack(options: StackOptions) {
   const tiers: Record<Service, Set<Child>> = {
     idp: new Set(),
     downstream: new Set(),
+    'upstream-demo': new Set(),
     gateway: new Set(),
     worker: new Set(),
   };
@@ -77,6 +85,7 @@ export function createStack(options: StackOptions) {
   let databaseStarting: Promise<EmbeddedPostgres | undefined> = Promise.resolve(undefined);
   let databaseUrl = '';
   let databaseUrls: DatabaseUrls | undefined;
+  let upstreamsFile: string | undefined;
   let stopping: Promise<number> | undefined;
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((resolve) => (resolveDone = resolve));
@@ -96,6 +105,8 @@ export function createStack(options: StackOptions) {
     const workerId = workerIndex === undefined ? undefined : `worker-${workerIndex}`;
     const name = workerId ?? service;
     const env = childEnv(service, {
+      // The UPSTREAMS_FILE start() chose (the operator's, or the demo upstream's).
+      ...(upstreamsFile ? { base: { ...process.env, UPSTREAMS_FILE: upstreamsFile } } : {}),
       config,
       databaseUrls: databaseUrls!,
       secrets: options.secrets,
@@ -201,7 +212,12 @@ export function createStack(options: StackOptions) {
       );
       databaseUrl = (await step(started)).url;
     }
-    await step(prepareDatabase(databaseUrl, logger));
+    // The demo upstream is registered (UPSTREAMS_FILE) unless the operator brings their own.
+    upstreamsFile = process.env.UPSTREAMS_FILE ?? demoUpstreamsFile(options.dataDir);
+    if (!process.env.UPSTREAMS_FILE) await writeFile(upstreamsFile, demoUpstreamsYaml(config));
+    await step(
+      prepareDatabase(databaseUrl, logger, { ...process.env, UPSTREAMS_FILE: upstreamsFile }),
+    );
     // The owner URL stops here: every process gets a login of its own.
     databaseUrls = await step(
       provisionDatabaseLogins(databaseUrl, STACK_LOGIN_PREFIX, options.secrets.databasePasswords),
@@ -209,6 +225,8 @@ export function createStack(options: StackOptions) {
 
     await step(launch('idp').ready);
     await step(launch('downstream').ready);
+    // Before the gateway: it lists the upstream's tools when it starts.
+    await step(launch('upstream-demo').ready);
     const rest = [launch('gateway')];
     for (let n = 1; n <= config.WORKERS; n++) rest.push(launch('worker', n));
     const ready = await step(Promise.all(rest.map((c) => c.ready)));
@@ -238,7 +256,11 @@ export function createStack(options: StackOptions) {
       abortStart(new StackStoppedError());
       for (const timer of restartTimers) clearTimeout(timer);
       // Workers may still be finishing jobs that call the IdP and the downstream system.
-      for (const tier of [['gateway', 'worker'], ['downstream'], ['idp']] as Service[][]) {
+      for (const tier of [
+        ['gateway', 'worker'],
+        ['downstream', 'upstream-demo'],
+        ['idp'],
+      ] as Service[][]) {
         const children = tier.flatMap((s) => [...tiers[s]]);
         await Promise.all(
           children.map(async (child) => {

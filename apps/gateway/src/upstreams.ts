@@ -1,0 +1,77 @@
+import { createHash } from 'node:crypto';
+import { clientCredentialsToken, createTokenExchanger } from '@mtg/identity';
+import type { Logger } from '@mtg/log';
+import type { ToolRegistry } from '@mtg/tools';
+import { loadUpstreams, startUpstreamHub, UpstreamError, type UpstreamHub } from '@mtg/upstreams';
+import type { GatewayConfig } from './config.ts';
+
+/** Exchanged upstream tokens kept per gateway process (oldest dropped first). */
+const EXCHANGE_CACHE_SIZE = 10_000;
+
+/**
+ * The gateway's upstreams (UPSTREAMS_FILE): its own client-credentials token lists their
+ * tools; an instant call exchanges the caller's token (RFC 8693, the gateway as client) for
+ * the upstream's audience, so the caller's token never leaves the gateway.
+ */
+export async function startGatewayUpstreams(
+  config: GatewayConfig,
+  logger: Logger,
+  tools: ToolRegistry,
+): Promise<UpstreamHub | undefined> {
+  const upstreams = loadUpstreams(config.UPSTREAMS_FILE);
+  if (!upstreams.length) return undefined;
+  const serviceTokens = new Map<string, () => Promise<string>>();
+  const exchanged = new Map<string, { token: string; expiresAt: number }>();
+  const exchanger = createTokenExchanger({
+    issuer: config.issuer,
+    clientId: config.CLIENT_ID,
+    clientSecret: config.CLIENT_SECRET,
+    style: config.EXCHANGE_STYLE,
+  });
+  return startUpstreamHub({
+    upstreams,
+    databaseUrl: config.DATABASE_URL,
+    databaseRole: config.DATABASE_ROLE,
+    logger,
+    ownLong: tools.long,
+    callsPerMinute: config.RATE_LIMIT_UPSTREAM_CALLS_PER_MINUTE,
+    serviceToken(audience) {
+      let get = serviceTokens.get(audience);
+      if (!get) {
+        get = clientCredentialsToken({
+          issuer: config.issuer,
+          clientId: config.CLIENT_ID,
+          clientSecret: config.CLIENT_SECRET,
+          resource: audience,
+        });
+        serviceTokens.set(audience, get);
+      }
+      return get();
+    },
+    async exchange(callerToken, audience, scope, options = {}) {
+      // One exchange per caller token, upstream and scope while the result is fresh: the
+      // caller's token was verified (and its principal checked for revocation) by this request.
+      const key = createHash('sha256')
+        .update(`${audience}\n${scope}\n${callerToken}`)
+        .digest('hex');
+      const cached = exchanged.get(key);
+      if (cached && !options.fresh && cached.expiresAt - 30_000 > Date.now()) return cached.token;
+      const outcome = await exchanger.exchange({
+        subjectToken: callerToken,
+        target: audience,
+        scope: [scope],
+        ttlSeconds: 300,
+      });
+      if (!outcome.ok) {
+        throw new UpstreamError(
+          'upstream_unauthorized',
+          audience,
+          `the authorization server refused a token for the upstream: ${outcome.description}`,
+        );
+      }
+      if (exchanged.size >= EXCHANGE_CACHE_SIZE) exchanged.delete(exchanged.keys().next().value!);
+      exchanged.set(key, { token: outcome.token.accessToken, expiresAt: outcome.token.expiresAt });
+      return outcome.token.accessToken;
+    },
+  });
+}

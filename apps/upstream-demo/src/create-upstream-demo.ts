@@ -1,0 +1,346 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express } from 'express';
+import { jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  CallToolRequestSchema,
+  CancelTaskRequestSchema,
+  GetTaskPayloadRequestSchema,
+  GetTaskRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** One request the demo upstream accepted, as its debug endpoint shows it. */
+export interface RecordedCall {
+  method: string;
+  tool?: string;
+  taskId?: string;
+  sub: string;
+  act: unknown;
+  aud: unknown;
+  sessionId?: string;
+  idempotencyKey?: string;
+  at: string;
+}
+
+interface DemoTask {
+  taskId: string;
+  status: 'working' | 'completed' | 'failed' | 'cancelled';
+  statusMessage: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+  result?: Record<string, unknown>;
+  timer?: NodeJS.Timeout;
+}
+
+export interface UpstreamDemoOptions {
+  /** Its own resource URL: the audience its tokens must carry. */
+  resource: string;
+  /** The authorization server it trusts (a function when it is only known later). */
+  issuer: string | (() => string);
+  keys: JWTVerifyGetKey;
+  /** Length of one stage of the slow tools. */
+  stepMs: number;
+}
+
+/**
+ * A small MCP server the gateway can front, built with the MCP SDK (v1, 2025-11-25, sessions):
+ * it verifies its own access tokens (issuer, audience = its resource: a token for the gateway
+ * is refused), records `sub` and `act` of every request at GET /_calls, and offers
+ * `build_artifact` (task-capable, four stages), `export_ledger` (no task support, progress
+ * notifications) and `lookup_ticket` (instant).
+ */
+export function createUpstreamDemo(options: UpstreamDemoOptions): {
+  app: Express;
+  calls: RecordedCall[];
+  close(): void;
+} {
+  const calls: RecordedCall[] = [];
+  const tasks = new Map<string, DemoTask>();
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const app = express();
+  app.disable('x-powered-by');
+
+  app.get('/_calls', (_req, res) => {
+    res.json(calls);
+  });
+  // Adds an instant tool and tells every session (notifications/tools/list_changed).
+  const extraTools: string[] = [];
+  const servers = new Set<Server>();
+  app.post('/_tools', express.json(), (req, res) => {
+    const name = String((req.body as { name?: unknown }).name ?? '');
+    if (!/^[a-z_]{1,32}$/.test(name)) {
+      res.status(400).json({ error: 'name: a-z and _ only' });
+      return;
+    }
+    if (!extraTools.includes(name)) extraTools.push(name);
+    for (const s of servers) void s.sendToolListChanged().catch(() => {});
+    res.status(204).end();
+  });
+
+  const authenticate: express.RequestHandler = async (req, res, next) => {
+    const header = req.headers.authorization ?? '';
+    const token = header.startsWith('Bearer ') ? header.slice(7) : '';
+    try {
+      const { payload } = await jwtVerify(token, options.keys, {
+        issuer: typeof options.issuer === 'string' ? options.issuer : options.issuer(),
+        audience: options.resource,
+      });
+      res.locals.claims = payload;
+      next();
+    } catch {
+      res
+        .status(401)
+        .set('www-authenticate', 'Bearer error="invalid_token"')
+        .json({ error: 'invalid_token' });
+    }
+  };
+
+  const record = (
+    claims: Record<string, unknown>,
+    call: Omit<RecordedCall, 'sub' | 'act' | 'aud' | 'at'>,
+  ) => {
+    calls.push({
+      ...call,
+      sub: String(claims.sub),
+      act: claims.act ?? null,
+      aud: claims.aud,
+      at: new Date().toISOString(),
+    });
+  };
+
+  const newServer = (
+    claimsOf: () => Record<string, unknown>,
+    sessionId: () => string | undefined,
+  ) => {
+    const server = new Server(
+      { name: 'upstream-demo', version: '0.1.0' },
+      {
+        capabilities: {
+          tools: { listChanged: true },
+          tasks: { cancel: {}, requests: { tools: { call: {} } } },
+        },
+      },
+    );
+    servers.add(server);
+    server.onclose = () => servers.delete(server);
+    server.setRequestHandler(ListToolsRequestSchema, async () => {
+      record(claimsOf(), { method: 'tools/list', sessionId: sessionId() });
+      return {
+        tools: [
+          ...extraTools.map((name) => ({
+            name,
+            description: `An added tool: echoes its text.`,
+            inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
+          })),
+          {
+            name: 'build_artifact',
+            title: 'Build an artifact',
+            description: 'Builds an artifact in four stages (a task on the upstream).',
+            inputSchema: {
+              type: 'object',
+              properties: { project: { type: 'string' } },
+              required: ['project'],
+            },
+            execution: { taskSupport: 'optional' },
+          },
+          {
+            name: 'export_ledger',
+            title: 'Export a ledger',
+            description: 'Exports a ledger, reporting progress (no task support).',
+            inputSchema: {
+              type: 'object',
+              properties: { ledger: { type: 'string' } },
+              required: ['ledger'],
+            },
+          },
+          {
+            name: 'lookup_ticket',
+            title: 'Look up a ticket',
+            description: 'Returns a ticket at once.',
+            inputSchema: {
+              type: 'object',
+              properties: { id: { type: 'string' } },
+              required: ['id'],
+            },
+          },
+        ],
+      };
+    });
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const { name, arguments: args = {} } = request.params;
+      const meta = request.params._meta as Record<string, unknown> | undefined;
+      const key = meta?.['io.mcp-task-gateway/idempotency-key'];
+      const taskParam = (request.params as { task?: { ttl?: number } }).task;
+      record(claimsOf(), {
+        method: 'tools/call',
+        tool: name,
+        sessionId: sessionId(),
+        ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
+      });
+      if (extraTools.includes(name)) {
+        return { content: [{ type: 'text', text: String(args.text ?? '') }] };
+      }
+      if (name === 'lookup_ticket') {
+        return {
+          content: [{ type: 'text', text: `ticket ${String(args.id)}: open` }],
+          structuredContent: { id: String(args.id), state: 'open', sub: String(claimsOf().sub) },
+        };
+      }
+      if (name === 'build_artifact' && taskParam) {
+        const now = new Date().toISOString();
+        const task: DemoTask = {
+          taskId: randomUUID(),
+          status: 'working',
+          statusMessage: 'stage 1 of 4',
+          createdAt: now,
+          lastUpdatedAt: now,
+        };
+        tasks.set(task.taskId, task);
+        let stage = 1;
+        const advance = () => {
+          if (task.status !== 'working') return;
+          stage++;
+          task.lastUpdatedAt = new Date().toISOString();
+          if (stage > 4) {
+            task.status = 'completed';
+            task.statusMessage = 'built';
+            task.result = {
+              content: [{ type: 'text', text: `built ${String(args.project)}` }],
+              structuredContent: { artifact: `${String(args.project)}.tar.gz` },
+            };
+            return;
+          }
+          task.statusMessage = `stage ${stage} of 4`;
+          task.timer = setTimeout(advance, options.stepMs);
+        };
+        task.timer = setTimeout(advance, options.stepMs);
+        return {
+          task: {
+            taskId: task.taskId,
+            status: task.status,
+            statusMessage: task.statusMessage,
+            createdAt: task.createdAt,
+            lastUpdatedAt: task.lastUpdatedAt,
+            ttl: taskParam.ttl ?? 600_000,
+            pollInterval: Math.max(100, Math.floor(options.stepMs / 2)),
+          },
+        } as never;
+      }
+      if (name === 'export_ledger' || name === 'build_artifact') {
+        const token = request.params._meta?.progressToken;
+        for (let i = 1; i <= 4; i++) {
+          await new Promise((r) => setTimeout(r, options.stepMs));
+          if (extra.signal.aborted) throw new McpError(-32800, 'cancelled');
+          if (token !== undefined) {
+            await extra.sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken: token, progress: i, total: 4, message: `part ${i} of 4` },
+            });
+          }
+        }
+        return {
+          content: [{ type: 'text', text: `exported ${String(args.ledger ?? args.project)}` }],
+          structuredContent: { rows: 4 },
+        };
+      }
+      throw new McpError(-32602, `Unknown tool: ${name}`);
+    });
+    const view = (t: DemoTask) => ({
+      taskId: t.taskId,
+      status: t.status,
+      statusMessage: t.statusMessage,
+      createdAt: t.createdAt,
+      lastUpdatedAt: t.lastUpdatedAt,
+      ttl: 600_000,
+      pollInterval: Math.max(100, Math.floor(options.stepMs / 2)),
+    });
+    const find = (taskId: string) => {
+      const t = tasks.get(taskId);
+      if (!t) throw new McpError(-32602, 'Task not found');
+      return t;
+    };
+    server.setRequestHandler(GetTaskRequestSchema, async (request) => {
+      record(claimsOf(), {
+        method: 'tasks/get',
+        taskId: request.params.taskId,
+        sessionId: sessionId(),
+      });
+      return view(find(request.params.taskId)) as never;
+    });
+    server.setRequestHandler(GetTaskPayloadRequestSchema, async (request) => {
+      record(claimsOf(), {
+        method: 'tasks/result',
+        taskId: request.params.taskId,
+        sessionId: sessionId(),
+      });
+      const t = find(request.params.taskId);
+      if (!t.result) throw new McpError(-32602, `Task ${t.status}`);
+      return {
+        ...t.result,
+        _meta: { 'io.modelcontextprotocol/related-task': { taskId: t.taskId } },
+      } as never;
+    });
+    server.setRequestHandler(CancelTaskRequestSchema, async (request) => {
+      record(claimsOf(), {
+        method: 'tasks/cancel',
+        taskId: request.params.taskId,
+        sessionId: sessionId(),
+      });
+      const t = find(request.params.taskId);
+      if (t.status !== 'working') throw new McpError(-32602, `Task already ${t.status}`);
+      clearTimeout(t.timer);
+      t.status = 'cancelled';
+      t.statusMessage = 'cancelled by the client';
+      t.lastUpdatedAt = new Date().toISOString();
+      return view(t) as never;
+    });
+    return server;
+  };
+
+  app.all('/mcp', express.json({ limit: '1mb' }), authenticate, async (req, res) => {
+    const sessionHeader = req.headers['mcp-session-id'];
+    const existing = typeof sessionHeader === 'string' ? transports.get(sessionHeader) : undefined;
+    if (typeof sessionHeader === 'string' && !existing) {
+      res
+        .status(404)
+        .json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
+      return;
+    }
+    let transport = existing;
+    if (!transport) {
+      // Claims are per request: a session's later requests carry later tokens.
+      const holder: { claims: Record<string, unknown> } = { claims: res.locals.claims };
+      const t = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          transports.set(id, t);
+          sessionClaims.set(id, holder);
+        },
+      });
+      t.onclose = () => {
+        if (t.sessionId) transports.delete(t.sessionId);
+      };
+      await newServer(
+        () => holder.claims,
+        () => t.sessionId,
+      ).connect(t);
+      transport = t;
+    } else {
+      sessionClaims.get(sessionHeader as string)!.claims = res.locals.claims;
+    }
+    await transport.handleRequest(req, res, req.body);
+  });
+  const sessionClaims = new Map<string, { claims: Record<string, unknown> }>();
+
+  return {
+    app,
+    calls,
+    close() {
+      for (const t of tasks.values()) clearTimeout(t.timer);
+      for (const t of transports.values()) void t.close();
+    },
+  };
+}

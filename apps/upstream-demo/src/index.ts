@@ -1,0 +1,5 @@
+export {
+  createUpstreamDemo,
+  type RecordedCall,
+  type UpstreamDemoOptions,
+} from './create-upstream-demo.ts';

@@ -1,0 +1,70 @@
+import type { Pool } from 'pg';
+import type { Logger } from '@mtg/log';
+import type { ServedTool } from '@mtg/runner';
+import {
+  createUpstreamGuard,
+  loadUpstreams,
+  upstreamQueue,
+  upstreamToolsFrom,
+  type UpstreamConfig,
+  type UpstreamGuard,
+} from '@mtg/upstreams';
+import type { WorkerConfig } from './worker-config.ts';
+
+/** How often a worker re-reads the upstream catalogue the gateways keep. */
+const CATALOGUE_REFRESH_MS = 2000;
+
+/**
+ * The worker's side of the upstreams: their task-mode tools, as the gateways stored them in
+ * PostgreSQL, join the tools this worker serves (same rows, same fingerprints as the
+ * gateway's), and are re-read every couple of seconds; one queue per upstream.
+ */
+export async function startWorkerUpstreams(
+  config: WorkerConfig,
+  pool: Pool,
+  served: Map<string, ServedTool>,
+  logger: Logger,
+) {
+  const list = loadUpstreams(config.UPSTREAMS_FILE);
+  if (!list.length) return undefined;
+  const configs = new Map<string, UpstreamConfig>(list.map((u) => [u.name, u]));
+  const guards = new Map<string, UpstreamGuard>(
+    list.map((u) => [
+      u.name,
+      createUpstreamGuard({
+        upstream: u.name,
+        maxConcurrency: u.maxConcurrency,
+        breakerThreshold: u.breakerThreshold,
+        breakerCooldownMs: u.breakerCooldownMs,
+      }),
+    ]),
+  );
+  const mine = new Set<string>();
+  const load = async () => {
+    const tools = await upstreamToolsFrom(pool, list, logger);
+    for (const name of mine) {
+      if (!tools.long.has(name)) {
+        served.delete(name);
+        mine.delete(name);
+      }
+    }
+    for (const [name, e] of tools.long) {
+      if (served.has(name) && !mine.has(name)) continue; // a pack's tool keeps its name
+      served.set(name, { tool: e.tool, fingerprint: e.fingerprint });
+      mine.add(name);
+    }
+  };
+  await load();
+  const timer = setInterval(() => {
+    load().catch((error: Error) =>
+      logger.warn('upstream catalogue read failed', { error: error.message }),
+    );
+  }, CATALOGUE_REFRESH_MS);
+  timer.unref();
+  return {
+    configs,
+    guards,
+    queues: list.map((u) => upstreamQueue(u.name)),
+    stop: () => clearInterval(timer),
+  };
+}

@@ -1,0 +1,325 @@
+import {
+  ToolError,
+  type ToolResult,
+  type UpstreamTaskClient,
+  type UpstreamTaskRef,
+} from '@mtg/tool-kit';
+import { DownstreamUnavailable, type UnavailableCode } from '@mtg/tools';
+import { connectUpstream, type UpstreamConnection } from './connect-upstream.ts';
+import type { UpstreamConfig } from './upstream-config.ts';
+import { isUpstreamError, type UpstreamError } from './upstream-error.ts';
+import type { UpstreamGuard } from './upstream-guard.ts';
+
+export type UpstreamAuditType =
+  'upstream.task_created' | 'upstream.task_cancelled' | 'upstream.task_ended' | 'upstream.call';
+
+export interface TaskUpstreamDeps {
+  upstream: UpstreamConfig;
+  guard: UpstreamGuard;
+  /** The task's token for the upstream's audience (exchanged per stage, worker as actor). */
+  token: () => Promise<string>;
+  /** After a 401: the next token is exchanged afresh. */
+  invalidate: () => void;
+  /** The run's signal: aborted on cancel, revocation, deadline, lost lease, shutdown. */
+  signal: AbortSignal;
+  /**
+   * Whether the run's stop ends the task (cancel, revocation, deadline): only then is the
+   * upstream task cancelled. After a shutdown or a lost lease it is left running for the
+   * worker that resumes it.
+   */
+  stopEndsTask: () => boolean;
+  /** The task's boundary check, before every request that does work. */
+  beforeCall: () => Promise<void>;
+  audit: (type: UpstreamAuditType, data: Record<string, unknown>) => Promise<void>;
+  /** Bound on the acknowledgement of a cancel. */
+  cancelTimeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+const UNAVAILABLE: Record<string, UnavailableCode> = {
+  upstream_circuit_open: 'circuit_open',
+  upstream_timeout: 'timeout',
+  upstream_unreachable: 'unreachable',
+  upstream_server_error: 'server_error',
+};
+
+/**
+ * The worker's client of one upstream for one task. Transient trouble (unreachable, timeouts,
+ * 5xx, an open circuit) comes out as DownstreamUnavailable, so the task waits with a status
+ * message and resumes from its journal; every other failure is the tool's error (a ToolError
+ * with the upstream code). Sessions are opened per run and resumed by their journaled id.
+ */
+export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskClient {
+  const { upstream } = deps;
+  const sessions = new Map<string, Promise<UpstreamConnection>>();
+  let lastToken: string | undefined;
+  const token = async () => (lastToken = await deps.token());
+  const reauthenticate = async () => {
+    deps.invalidate();
+    return token();
+  };
+  const open = (resume?: { sessionId: string; protocolVersion?: string }) =>
+    connectUpstream({
+      upstream: upstream.name,
+      url: upstream.url,
+      token,
+      reauthenticate,
+      maxResponseBytes: upstream.maxResponseBytes,
+      timeoutMs: upstream.timeoutMs,
+      signal: deps.signal,
+      ...(resume ? { resume } : {}),
+      ...(deps.fetch ? { fetch: deps.fetch } : {}),
+    });
+  const sessionFor = (ref: UpstreamTaskRef): Promise<UpstreamConnection> => {
+    const key = ref.sessionId ?? '';
+    let s = sessions.get(key);
+    if (!s) {
+      s = ref.sessionId
+        ? open({
+            sessionId: ref.sessionId,
+            ...(ref.protocolVersion ? { protocolVersion: ref.protocolVersion } : {}),
+          })
+        : open();
+      s.catch(() => sessions.delete(key));
+      sessions.set(key, s);
+    }
+    return s;
+  };
+  const timeoutOf = (tool?: string) =>
+    (tool ? upstream.tools[tool]?.timeoutMs : undefined) ?? upstream.timeoutMs;
+
+  const guarded = async <T>(work: () => Promise<T>): Promise<T> => {
+    await deps.beforeCall();
+    try {
+      return await deps.guard.run(deps.signal, work);
+    } catch (error) {
+      if (deps.signal.aborted) throw deps.signal.reason;
+      throw translate(error);
+    }
+  };
+  const translate = (error: unknown): unknown => {
+    if (!isUpstreamError(error)) return error;
+    const unavailable = UNAVAILABLE[error.code];
+    if (unavailable) {
+      return new DownstreamUnavailable(
+        unavailable,
+        `upstream:${upstream.name}`,
+        deps.guard.retryAfterMs(),
+        error.message,
+        error,
+      );
+    }
+    return new ToolError(error.code, error.message, { cause: error });
+  };
+
+  return {
+    name: upstream.name,
+    async createTask(tool, args, options) {
+      return guarded(async () => {
+        const connection = await open();
+        sessions.set(connection.sessionId ?? '', Promise.resolve(connection));
+        const result = await connection
+          .request(
+            'tools/call',
+            {
+              name: tool,
+              arguments: args,
+              task: options.ttlMs ? { ttl: options.ttlMs } : {},
+              _meta: { 'io.mcp-task-gateway/idempotency-key': options.idempotencyKey },
+            },
+            { signal: deps.signal, timeoutMs: timeoutOf(tool) },
+          )
+          .catch(async (error: unknown) => {
+            sessions.delete(connection.sessionId ?? '');
+            await connection.close();
+            throw error;
+          });
+        const task = result.task as Record<string, unknown> | undefined;
+        if (!task || typeof task.taskId !== 'string') {
+          throw new ToolError(
+            'upstream_protocol_error',
+            `upstream ${upstream.name} answered tools/call without a task`,
+          );
+        }
+        const ref = {
+          taskId: task.taskId,
+          sessionId: connection.sessionId ?? null,
+          protocolVersion: connection.protocolVersion ?? null,
+        };
+        await deps.audit('upstream.task_created', {
+          upstream: upstream.name,
+          upstreamTool: tool,
+          upstreamTaskId: ref.taskId,
+          session: ref.sessionId !== null,
+        });
+        return {
+          ...ref,
+          status: statusOf(task.status),
+          ...(typeof task.pollInterval === 'number' ? { pollIntervalMs: task.pollInterval } : {}),
+        };
+      });
+    },
+    async getTask(ref) {
+      return guarded(async () => {
+        const connection = await sessionFor(ref);
+        const t = await connection.request(
+          'tasks/get',
+          { taskId: ref.taskId },
+          { signal: deps.signal, timeoutMs: upstream.timeoutMs },
+        );
+        return {
+          status: statusOf(t.status),
+          ...(typeof t.statusMessage === 'string' ? { statusMessage: t.statusMessage } : {}),
+          ...(typeof t.pollInterval === 'number' ? { pollIntervalMs: t.pollInterval } : {}),
+        };
+      });
+    },
+    async taskResult(ref) {
+      const result = await guarded(async () => {
+        const connection = await sessionFor(ref);
+        return connection.request(
+          'tasks/result',
+          { taskId: ref.taskId },
+          { signal: deps.signal, timeoutMs: upstream.timeoutMs },
+        );
+      });
+      await deps.audit('upstream.task_ended', {
+        upstream: upstream.name,
+        upstreamTaskId: ref.taskId,
+        status: 'completed',
+        isError: result.isError === true,
+      });
+      return result as unknown as ToolResult;
+    },
+    async cancelTask(ref) {
+      if (!deps.stopEndsTask()) {
+        await closeAll(sessions);
+        return false;
+      }
+      // The run is already stopped: no boundary check, no exchange (a revoked user's
+      // exchange is refused) — the last token of this run, bounded by its own timeout.
+      const bound = AbortSignal.timeout(deps.cancelTimeoutMs ?? 3000);
+      let acknowledged = false;
+      let failure: string | undefined;
+      try {
+        const connection = await connectUpstream({
+          upstream: upstream.name,
+          url: upstream.url,
+          token: async () => lastToken ?? (await deps.token()),
+          reauthenticate: async () => lastToken ?? (await deps.token()),
+          maxResponseBytes: upstream.maxResponseBytes,
+          timeoutMs: deps.cancelTimeoutMs ?? 3000,
+          signal: bound,
+          ...(ref.sessionId
+            ? {
+                resume: {
+                  sessionId: ref.sessionId,
+                  ...(ref.protocolVersion ? { protocolVersion: ref.protocolVersion } : {}),
+                },
+              }
+            : {}),
+          ...(deps.fetch ? { fetch: deps.fetch } : {}),
+        });
+        try {
+          await connection.request(
+            'tasks/cancel',
+            { taskId: ref.taskId },
+            { signal: bound, timeoutMs: deps.cancelTimeoutMs ?? 3000 },
+          );
+          acknowledged = true;
+        } finally {
+          await connection.close();
+        }
+      } catch (error) {
+        failure = isUpstreamError(error) ? error.code : 'upstream_timeout';
+      }
+      await deps.audit('upstream.task_cancelled', {
+        upstream: upstream.name,
+        upstreamTaskId: ref.taskId,
+        acknowledged,
+        ...(failure ? { error: failure } : {}),
+      });
+      await closeAll(sessions);
+      return acknowledged;
+    },
+    async callTool(tool, args, options) {
+      const started = Date.now();
+      let outcome = 'ok';
+      try {
+        const result = await guarded(async () => {
+          const connection = await open();
+          try {
+            return await connection.request(
+              'tools/call',
+              {
+                name: tool,
+                arguments: args,
+                _meta: { 'io.mcp-task-gateway/idempotency-key': options.idempotencyKey },
+              },
+              {
+                signal: deps.signal,
+                timeoutMs: timeoutOf(tool),
+                ...(options.onProgress
+                  ? { onProgress: (p) => options.onProgress!(p.progress, p.total, p.message) }
+                  : {}),
+              },
+            );
+          } finally {
+            await connection.close({ terminate: true });
+          }
+        });
+        if (result.isError === true) outcome = 'tool_error';
+        return result as unknown as ToolResult;
+      } catch (error) {
+        outcome = deps.signal.aborted
+          ? 'cancelled'
+          : ((error as { code?: string }).code ?? 'error');
+        throw error;
+      } finally {
+        await deps.audit('upstream.call', {
+          upstream: upstream.name,
+          upstreamTool: tool,
+          outcome,
+          durationMs: Date.now() - started,
+        });
+      }
+    },
+    async release(ref) {
+      if (!ref) {
+        await closeAll(sessions);
+        return;
+      }
+      const s = sessions.get(ref.sessionId ?? '');
+      sessions.delete(ref.sessionId ?? '');
+      const c = await s?.catch(() => undefined);
+      await c?.close({ terminate: true });
+    },
+  };
+}
+
+async function closeAll(sessions: Map<string, Promise<UpstreamConnection>>) {
+  for (const s of sessions.values()) {
+    const c = await s.catch(() => undefined);
+    await c?.close();
+  }
+  sessions.clear();
+}
+
+function statusOf(
+  value: unknown,
+): 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled' {
+  if (
+    value === 'working' ||
+    value === 'input_required' ||
+    value === 'completed' ||
+    value === 'failed' ||
+    value === 'cancelled'
+  )
+    return value;
+  throw new ToolError(
+    'upstream_protocol_error',
+    `upstream task status ${JSON.stringify(value)} is not an MCP task status`,
+  );
+}
+
+export type { UpstreamError };
