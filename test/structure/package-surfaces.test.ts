@@ -241,7 +241,14 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'runTask',
       'stopReasonOf',
     ],
-    types: ['RunDeps', 'RunResult', 'ServedTool', 'TaskCredentialDeps', 'TaskTargets'],
+    types: [
+      'RunDeps',
+      'RunResult',
+      'ServedTool',
+      'TaskCredentialDeps',
+      'TaskTargets',
+      'TaskUpstreams',
+    ],
   },
   '@mtg/tasks': {
     values: [
@@ -355,6 +362,9 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'ToolOrigin',
       'ToolResult',
       'ToolSpec',
+      'UpstreamTaskClient',
+      'UpstreamTaskRef',
+      'UpstreamTaskStatus',
       'WriteOptions',
     ],
   },
@@ -409,6 +419,26 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'ToolRegistry',
       'ToolResult',
       'UnavailableCode',
+    ],
+  },
+  '@mtg/upstreams': {
+    values: [
+      'UpstreamConfigError',
+      'UpstreamError',
+      'createTaskUpstreamClient',
+      'createUpstreamGuard',
+      'loadUpstreams',
+      'startUpstreamHub',
+      'upstreamQueue',
+      'upstreamToolsFrom',
+    ],
+    types: [
+      'UpstreamAuditType',
+      'UpstreamConfig',
+      'UpstreamErrorCode',
+      'UpstreamGuard',
+      'UpstreamHub',
+      'UpstreamTools',
     ],
   },
 };

@@ -1,11 +1,10 @@
 export {
   loadUpstreams,
-  parseUpstreams,
   upstreamQueue,
   UpstreamConfigError,
   type UpstreamConfig,
 } from './upstream-config.ts';
-export { UpstreamError, isUpstreamError, type UpstreamErrorCode } from './upstream-error.ts';
+export { UpstreamError, type UpstreamErrorCode } from './upstream-error.ts';
 export { createUpstreamGuard, type UpstreamGuard } from './upstream-guard.ts';
 export { startUpstreamHub, type UpstreamHub } from './upstream-hub.ts';
 export { upstreamToolsFrom, type UpstreamTools } from './upstream-catalogue.ts';
