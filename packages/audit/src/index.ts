@@ -61,3 +61,15 @@ export {
   type CreateCheckpointResult,
 } from './create-checkpoint.ts';
 export { ensurePartitions } from './ensure-partitions.ts';
+export {
+  BUNDLE_FORMAT,
+  EvidenceBundle,
+  BundleSelection,
+  type BundleEvent,
+} from './bundle/bundle-format.ts';
+export {
+  buildBundle,
+  type BuildBundleOptions,
+  type BuildBundleResult,
+} from './bundle/build-bundle.ts';
+export { verifyBundle, type BundleFailureCode, type BundleReport } from './bundle/verify-bundle.ts';

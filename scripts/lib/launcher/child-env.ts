@@ -3,11 +3,12 @@ import type { DevSecrets } from '../dev-secrets.ts';
 import type { DatabaseUrls } from './database-logins.ts';
 import type { LauncherConfig } from './config.ts';
 
-export type Service = 'idp' | 'downstream' | 'gateway' | 'worker';
+export type Service = 'idp' | 'downstream' | 'gateway' | 'worker' | 'console';
 
 /** The stack's addresses, all on loopback. */
 export function stackUrls(
-  config: Pick<LauncherConfig, 'GATEWAY_PORT' | 'IDP_PORT' | 'DOWNSTREAM_PORT'>,
+  config: Pick<LauncherConfig, 'GATEWAY_PORT' | 'IDP_PORT' | 'DOWNSTREAM_PORT'> &
+    Partial<Pick<LauncherConfig, 'CONSOLE_PORT'>>,
 ) {
   const gateway = `http://127.0.0.1:${config.GATEWAY_PORT}`;
   return {
@@ -15,6 +16,7 @@ export function stackUrls(
     idp: `http://127.0.0.1:${config.IDP_PORT}`,
     downstream: `http://127.0.0.1:${config.DOWNSTREAM_PORT}`,
     ssfPush: `${gateway}/ssf/events`,
+    console: `http://127.0.0.1:${config.CONSOLE_PORT ?? 9700}`,
   };
 }
 
@@ -37,6 +39,8 @@ export function childEnv(
     config: LauncherConfig;
     /** Each database process's own login (database-logins.ts); never the owner's URL. */
     databaseUrls: DatabaseUrls;
+    /** The console's login (console-login.ts), a member of mtg_auditor only. */
+    consoleDatabaseUrl?: string;
     secrets: DevSecrets;
     /** Resolved DATA_DIR, so every process agrees on it (the IdP keeps its keys there). */
     dataDir: string;
@@ -63,7 +67,8 @@ export function childEnv(
   const pushAuth = env.SSF_PUSH_AUTH ?? ssfPushAuthorization(secrets);
   // The launcher's own DATABASE_URL (the owner's, inherited above) goes to no child.
   delete env.DATABASE_URL;
-  if (service !== 'idp') env.DATABASE_URL = options.databaseUrls[service];
+  if (service === 'console') env.DATABASE_URL = options.consoleDatabaseUrl;
+  else if (service !== 'idp') env.DATABASE_URL = options.databaseUrls[service];
   switch (service) {
     case 'idp':
       env.IDP_CLIENT_SECRETS = JSON.stringify(secrets.clientSecrets);
@@ -85,6 +90,9 @@ export function childEnv(
         env.WORKER_METRICS_PORT = String(config.WORKER_METRICS_PORT + options.workerIndex - 1);
       break;
     case 'downstream':
+      break;
+    case 'console':
+      env.CONSOLE_PORT = String(config.CONSOLE_PORT);
       break;
   }
   return env;

@@ -21,6 +21,7 @@ export const launcherConfigSchema = z
     GATEWAY_PORT: listenPort(3000),
     IDP_PORT: listenPort(9400),
     DOWNSTREAM_PORT: listenPort(9500),
+    CONSOLE_PORT: listenPort(9700),
     /** Where dev secrets and the embedded cluster live; default `.data/` in the repository. */
     DATA_DIR: z.string().min(1).optional(),
     /** Port of the embedded PostgreSQL; default 54329, else any free port. */

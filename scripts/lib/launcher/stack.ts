@@ -6,6 +6,7 @@ import { checkDatabase } from './check-database.ts';
 import { ChildFailedError, describeExit, startChild, type Child } from './child.ts';
 import { childEnv, stackUrls, type Service } from './child-env.ts';
 import type { LauncherConfig } from './config.ts';
+import { provisionConsoleLogin } from './console-login.ts';
 import {
   provisionDatabaseLogins,
   STACK_LOGIN_PREFIX,
@@ -30,6 +31,7 @@ export interface StackInfo {
   mcp: string;
   idp: string;
   downstream: string;
+  console: string;
   workers: number;
   database: 'embedded' | 'external';
   /** Each Prometheus endpoint by process (`gateway`, `worker-1` …), when workers serve one. */
@@ -69,6 +71,7 @@ export function createStack(options: StackOptions) {
     downstream: new Set(),
     gateway: new Set(),
     worker: new Set(),
+    console: new Set(),
   };
   const restartTimers = new Set<NodeJS.Timeout>();
   const processes = recordProcesses(options.dataDir);
@@ -77,6 +80,7 @@ export function createStack(options: StackOptions) {
   let databaseStarting: Promise<EmbeddedPostgres | undefined> = Promise.resolve(undefined);
   let databaseUrl = '';
   let databaseUrls: DatabaseUrls | undefined;
+  let consoleDatabaseUrl: string | undefined;
   let stopping: Promise<number> | undefined;
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((resolve) => (resolveDone = resolve));
@@ -98,6 +102,7 @@ export function createStack(options: StackOptions) {
     const env = childEnv(service, {
       config,
       databaseUrls: databaseUrls!,
+      ...(consoleDatabaseUrl ? { consoleDatabaseUrl } : {}),
       secrets: options.secrets,
       dataDir: options.dataDir,
       workerId,
@@ -206,12 +211,16 @@ export function createStack(options: StackOptions) {
     databaseUrls = await step(
       provisionDatabaseLogins(databaseUrl, STACK_LOGIN_PREFIX, options.secrets.databasePasswords),
     );
+    consoleDatabaseUrl = await step(
+      provisionConsoleLogin(databaseUrl, STACK_LOGIN_PREFIX, options.secrets),
+    );
 
     await step(launch('idp').ready);
     await step(launch('downstream').ready);
     const rest = [launch('gateway')];
     for (let n = 1; n <= config.WORKERS; n++) rest.push(launch('worker', n));
     const ready = await step(Promise.all(rest.map((c) => c.ready)));
+    await step(launch('console').ready);
     // A worker's ready message carries its metrics endpoint, when it serves one.
     const workerMetrics = rest.slice(1).flatMap((child, i) => {
       const url = ready[i + 1]?.url;
@@ -223,6 +232,7 @@ export function createStack(options: StackOptions) {
       mcp: urls.mcp,
       idp: urls.idp,
       downstream: urls.downstream,
+      console: urls.console,
       workers: config.WORKERS,
       database: database ? 'embedded' : 'external',
       metrics: workerMetrics.length
@@ -238,7 +248,11 @@ export function createStack(options: StackOptions) {
       abortStart(new StackStoppedError());
       for (const timer of restartTimers) clearTimeout(timer);
       // Workers may still be finishing jobs that call the IdP and the downstream system.
-      for (const tier of [['gateway', 'worker'], ['downstream'], ['idp']] as Service[][]) {
+      for (const tier of [
+        ['console', 'gateway', 'worker'],
+        ['downstream'],
+        ['idp'],
+      ] as Service[][]) {
         const children = tier.flatMap((s) => [...tiers[s]]);
         await Promise.all(
           children.map(async (child) => {
