@@ -1,6 +1,7 @@
 // Evidence bundles and the auditor CLI, through the real scripts: a bundle of a task, of a
 // tenant's month, of the whole trail; verified offline (no database) against the checkpoint
 // key; one byte edited and the event named; audit:verify's warning for an uncovered head.
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -135,6 +136,41 @@ test("a task's bundle verifies offline; other tenants' events are redacted to th
   expect(verified.code).toBe(0);
 });
 
+const has = (tool: string) => {
+  try {
+    execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+// The independent check of docs/audit.md, run as printed there (when python3 and jq exist).
+(has('python3') && has('jq') ? test : test.skip)(
+  "docs/audit.md's Python and sha256sum checks agree with the bundle, and catch the edit",
+  async () => {
+    const docs = await readFile(new URL('../../docs/audit.md', import.meta.url), 'utf8');
+    const python = /```python\n(# check-bundle\.py[\s\S]*?)```/.exec(docs)![1]!;
+    const script = path.join(dir, 'check-bundle.py');
+    await writeFile(script, python);
+    const file = path.join(dir, 'task.json');
+    expect(execFileSync('python3', [script, file], { encoding: 'utf8' })).toMatch(
+      /^events 1\.\.7 intact up to the checkpoint of \S+\n$/,
+    );
+    const bundle = JSON.parse(await readFile(file, 'utf8'));
+    const jq = `jq -j '.events[0] | "\\(.seq)\\n\\(.occurredAt)\\n\\(.type)\\n\\(.prevHash)\\n\\(.body)"' ${file} | sha256sum`;
+    expect(docs).toContain(jq.replace(file, 'task.json'));
+    expect(execFileSync('sh', ['-c', jq], { encoding: 'utf8' }).split(' ')[0]).toBe(
+      bundle.events[0].hash,
+    );
+    const edited = path.join(dir, 'edited-py.json');
+    await writeFile(edited, (await readFile(file, 'utf8')).replace('Q3', 'Q4'));
+    expect(() => execFileSync('python3', [script, edited], { stdio: 'pipe' })).toThrow(
+      /event 1 was modified/,
+    );
+  },
+);
+
 test('one byte edited in an exported bundle: --bundle names the event', async () => {
   const file = path.join(dir, 'task.json');
   const original = await readFile(file, 'utf8');
@@ -161,7 +197,10 @@ test('one byte edited in an exported bundle: --bundle names the event', async ()
 
   // The checkpoint's signature is checked against the key given.
   b.events[1].hash = h;
-  b.checkpoint.jws = b.checkpoint.jws.slice(0, -2) + (b.checkpoint.jws.endsWith('A') ? 'BB' : 'AA');
+  // One character in the middle of the signature (the last ones may be padding bits only).
+  const jws: string = b.checkpoint.jws;
+  const at = jws.length - 20;
+  b.checkpoint.jws = jws.slice(0, at) + (jws[at] === 'A' ? 'B' : 'A') + jws.slice(at + 1);
   await writeFile(path.join(dir, 'resigned.json'), JSON.stringify(b));
   const resigned = await verifyOffline(path.join(dir, 'resigned.json'));
   expect(resigned.code).toBe(1);
