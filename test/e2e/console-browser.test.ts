@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { checkpointScript } from '../../packages/audit/test/support/run-script.ts';
+import { checkpointScript, verifyScript } from '../../packages/audit/test/support/run-script.ts';
 import { launchChromium, logIn, newContext, screenshotDir } from '../support/browser.ts';
 import { startConsole, type TestConsole } from '../support/console.ts';
 import { pollUntil } from '../support/poll.ts';
@@ -40,7 +40,18 @@ beforeAll(async () => {
     'the report task completes',
   );
   // A denial by another user of the same tenant: mallory asks for nia's task.
-  await wire.get(await stack.token('mallory', 'acme'), reportTask);
+  const mallory = await stack.token('mallory', 'acme');
+  await wire.get(mallory, reportTask);
+  await wire.cancel(mallory, reportTask);
+  // And one at the HTTP layer: lee, no administrator, tries the admin API.
+  await fetch(`${stack.gatewayUrl}/admin/principals/revoke`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${await stack.token('lee', 'acme')}`,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify({ subject: 'nia' }),
+  });
   // Signed checkpoint over the head, with the dev key in dataDir.
   const signed = await checkpointScript([], { DATABASE_URL: stack.db.url, DATA_DIR: dataDir });
   if (signed.code !== 0) throw new Error(signed.stderr);
@@ -74,6 +85,10 @@ const shot = (page: Page, name: string) =>
 
 test('an auditor logs in through the dev IdP, searches a task and opens its timeline with its chain status', async () => {
   const context = await newContext(browser);
+  const login = await context.newPage();
+  await login.goto(`${consoleApp.url}/login`);
+  await shot(login, 'login');
+  await login.close();
   const page = await logIn(context, consoleApp.url, 'auditor', { sub: 'ada', tenant: 'acme' });
   expect(await page.locator('header .who').innerText()).toContain('ada · acme · auditor');
   await page.fill('input[name=user]', 'nia');
@@ -241,6 +256,13 @@ test('security: a form posted without the CSRF token is refused, the CSP header 
   const noToken = await fetchIn(page, '/principals/revoke', { subject: 'nia' });
   expect(noToken.status).toBe(403);
   expect(noToken.text).toContain('csrf_mismatch');
+  // Bad input is a 400 naming the field, not a database error.
+  const badTime = await fetchIn(page, '/tasks?from=yesterday');
+  expect(badTime.status).toBe(400);
+  expect(badTime.text).toContain('from: must be a date and time');
+  const badSince = await fetchIn(page, '/denials?since=forever');
+  expect(badSince.status).toBe(400);
+  expect(badSince.text).toContain('since: must be like 24h or 7d');
   const wrongToken = await fetchIn(page, `/tasks/${otherTask}/cancel`, { csrf: 'x'.repeat(43) });
   expect(wrongToken.status).toBe(403);
   const revoked = await sql(
@@ -282,5 +304,38 @@ test('an operator revokes and restores a principal through the gateway; the revo
   expect(await page.locator('#chain-verdict').innerText()).toContain('intact');
   expect(await page.locator('#chain-uncovered').innerText()).toContain('event(s)');
   await shot(page, 'chain');
+  await page.goto(`${consoleApp.url}/evidence`);
+  await shot(page, 'evidence');
+  await context.close();
+});
+
+test("an auditor downloads the tenant's month from the console, and it verifies offline", async () => {
+  // Sign the head first: the month's last events came after the first checkpoint.
+  expect((await checkpointScript([], { DATABASE_URL: stack.db.url, DATA_DIR: dataDir })).code).toBe(
+    0,
+  );
+  const context = await newContext(browser);
+  const page = await logIn(context, consoleApp.url, 'auditor', { sub: 'ada', tenant: 'acme' });
+  await page.goto(`${consoleApp.url}/evidence`);
+  await page.fill('input[name=month]', new Date().toISOString().slice(0, 7));
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.click('#download-month'),
+  ]);
+  const file = path.join(dataDir, 'month.json');
+  await download.saveAs(file);
+  const verified = await verifyScript(
+    ['--bundle', file, '--keys', path.join(dataDir, 'audit', 'jwks.json')],
+    {
+      DATA_DIR: path.join(dataDir, 'no-database'),
+    },
+  );
+  expect(verified.stdout).toMatch(/verified: events 1\.\.\d+.*up to the checkpoint signed/);
+  expect(verified.code).toBe(0);
+  const selected = await sql(
+    stack.db.url,
+    `SELECT count(*)::int AS n FROM audit.events WHERE tenant = 'acme' AND occurred_at >= date_trunc('month', now())`,
+  );
+  expect(verified.stdout).toContain(`; ${selected[0].n} selected`);
   await context.close();
 });

@@ -60,7 +60,7 @@ export function requireSession(sessions: SessionStore) {
     const session = sessions.get(cookieOf(req, SESSION_COOKIE));
     if (!session?.principal) {
       if (req.method === 'GET') return res.redirect(303, '/login');
-      return res.status(401).type('text').send('not logged in');
+      return res.status(401).type('text').send('not logged in (no_session)');
     }
     res.locals.session = session;
     next();

@@ -384,7 +384,7 @@ export function auditRoutes(deps: {
       <form method="get" action="/evidence" class="search">
         <input type="hidden" name="download" value="1" />
         <label>Month<input type="month" name="month" /></label
-        ><button type="submit">Download month</button>
+        ><button type="submit" id="download-month">Download month</button>
       </form>
       <form method="get" action="/evidence" class="search">
         <input type="hidden" name="download" value="1" />

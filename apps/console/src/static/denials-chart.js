@@ -27,7 +27,8 @@
   }));
   new Chart(canvas, {
     type: 'bar',
-    data: { labels: buckets, datasets },
+    // 2026-12-01T09:00Z → 12-01 09h
+    data: { labels: buckets.map((b) => b.slice(5, 13).replace('T', ' ') + 'h'), datasets },
     options: {
       animation: false,
       maintainAspectRatio: false,
