@@ -216,6 +216,7 @@ test('a user sees only their own tasks, and cannot reach auditor pages by URL', 
   expect(denied!.status()).toBe(403);
   expect((await page.goto(`${consoleApp.url}/tasks/${reportTask}`))!.status()).toBe(404);
   expect((await page.goto(`${consoleApp.url}/chain`))!.status()).toBe(403);
+  expect((await page.goto(`${consoleApp.url}/queues`))!.status()).toBe(403);
   await page.goto(`${consoleApp.url}/tasks`);
   const export_ = await fetchIn(page, '/tasks?format=csv');
   expect(export_.status).toBe(200);
@@ -229,6 +230,8 @@ test('an auditor of another tenant sees nothing of this one', async () => {
   const context = await newContext(browser);
   const page = await logIn(context, consoleApp.url, 'auditor', { sub: 'ada', tenant: 'globex' });
   expect(await page.locator('a.task-link').count()).toBe(0);
+  expect(await page.locator('header nav').innerText()).not.toContain('Queues');
+  expect((await fetchIn(page, '/queues')).status).toBe(403);
   expect((await page.goto(`${consoleApp.url}/tasks/${reportTask}`))!.status()).toBe(404);
   await page.goto(`${consoleApp.url}/denials?since=24h`);
   await page.waitForSelector('#denials-chart[data-rendered]');
@@ -306,6 +309,21 @@ test('an operator revokes and restores a principal through the gateway; the revo
   await shot(page, 'chain');
   await page.goto(`${consoleApp.url}/evidence`);
   await shot(page, 'evidence');
+
+  // Queues and workers, from the gateway's Prometheus endpoint: operators only.
+  await page.goto(`${consoleApp.url}/queues`);
+  expect(await page.locator('#queue-jobs').innerText()).toMatch(
+    /queued\s+\d+[\s\S]*active\s+\d+|active\s+\d+[\s\S]*queued\s+\d+/,
+  );
+  const statuses = await page.locator('#task-statuses').innerText();
+  const [completed] = await sql(
+    stack.db.url,
+    `SELECT count(*)::int AS n FROM app.tasks WHERE status = 'completed'`,
+  );
+  expect(statuses).toMatch(/completed\s+\d+/);
+  expect(Number(/completed\s+(\d+)/.exec(statuses)![1])).toBeLessThanOrEqual(completed.n);
+  expect(await page.locator('#processes').innerText()).toMatch(/gateway\s+http:\S+\/metrics\s+up/);
+  await shot(page, 'queues');
   await context.close();
 });
 

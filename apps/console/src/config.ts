@@ -20,6 +20,32 @@ export const consoleConfigSchema = z
     /** The gateway's MCP endpoint: the audience of the console's tokens and where it acts. */
     GATEWAY_RESOURCE: url().optional(),
     GATEWAY_PORT: port(3000),
+    /**
+     * The Prometheus endpoints of the queues page, `name=url` comma-separated (e.g.
+     * `gateway=http://127.0.0.1:3000/metrics,worker-1=http://127.0.0.1:9601/metrics`);
+     * default: the gateway's /metrics.
+     */
+    CONSOLE_METRICS_URLS: z
+      .string()
+      .transform((s, ctx) => {
+        const out: Array<{ name: string; url: string }> = [];
+        for (const part of s
+          .split(',')
+          .map((p) => p.trim())
+          .filter(Boolean)) {
+          const eq = part.indexOf('=');
+          const url = eq > 0 ? URL.parse(part.slice(eq + 1)) : null;
+          if (!url || !/^https?:$/.test(url.protocol)) {
+            ctx.addIssue({ code: 'custom', message: `${part} is not name=http(s)://…` });
+            return z.NEVER;
+          }
+          out.push({ name: part.slice(0, eq), url: url.href });
+        }
+        return out;
+      })
+      .optional(),
+    /** Bearer token those endpoints require (their METRICS_TOKEN); unset: loopback scrapes. */
+    METRICS_TOKEN: z.string().min(1).optional(),
     /** Public keys of the checkpoint signing keys (JWKS file), for chain status. */
     AUDIT_JWKS_FILE: z.string().min(1).optional(),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),

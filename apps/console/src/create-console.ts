@@ -11,6 +11,7 @@ import { securityHeaders } from './http/security-headers.ts';
 import { createSessionStore } from './http/session-store.ts';
 import { auditRoutes } from './routes/audit-routes.ts';
 import { authRoutes } from './routes/auth-routes.ts';
+import { queueRoutes } from './routes/queue-routes.ts';
 import { taskRoutes } from './routes/task-routes.ts';
 
 export interface ConsoleOptions {
@@ -28,6 +29,10 @@ export interface ConsoleOptions {
   checkpointKeys: () => Promise<JSONWebKeySet | undefined>;
   /** The IdP's token keys; default: its jwks_uri from discovery. */
   tokenKeys?: JWTVerifyGetKey;
+  /** Prometheus endpoints for the queues page; default: the gateway's `/metrics`. */
+  metricsEndpoints?: Array<{ name: string; url: string }>;
+  /** Bearer token of those endpoints (METRICS_TOKEN), when they require one. */
+  metricsToken?: string;
   now?: () => Date;
   fetch?: typeof fetch;
 }
@@ -85,6 +90,16 @@ export function createConsole(options: ConsoleOptions) {
   app.get('/', (_req, res) => res.redirect(303, '/tasks'));
   app.use(taskRoutes({ pool, logger, actions, keys: options.checkpointKeys }));
   app.use(auditRoutes({ pool, logger, actions, keys: options.checkpointKeys, now }));
+  app.use(
+    queueRoutes({
+      logger,
+      endpoints: options.metricsEndpoints ?? [
+        { name: 'gateway', url: new URL('/metrics', options.gatewayResource).href },
+      ],
+      ...(options.metricsToken ? { token: options.metricsToken } : {}),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    }),
+  );
   app.use((_req: Request, res: Response) => res.status(404).type('text').send('not found'));
   // A failure of ours (the database away) is a plain 500 page; its text stays in the log.
   app.use(

@@ -61,6 +61,8 @@ async function main() {
     ...(config.CONSOLE_CLIENT_SECRET ? { clientSecret: config.CONSOLE_CLIENT_SECRET } : {}),
     gatewayResource: config.gatewayResource,
     checkpointKeys,
+    ...(config.CONSOLE_METRICS_URLS ? { metricsEndpoints: config.CONSOLE_METRICS_URLS } : {}),
+    ...(config.METRICS_TOKEN ? { metricsToken: config.METRICS_TOKEN } : {}),
   });
   server.on('request', app);
   logger.info('listening', { url });

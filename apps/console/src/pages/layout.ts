@@ -1,13 +1,14 @@
 import { html, type SafeHtml } from '../http/html.ts';
 import type { Session } from '../http/session-store.ts';
 
-const NAV: Array<{ href: string; label: string; staff: boolean }> = [
+const NAV: Array<{ href: string; label: string; staff: boolean; operator?: boolean }> = [
   { href: '/tasks', label: 'Tasks', staff: false },
   { href: '/denials', label: 'Denials', staff: true },
   { href: '/principals', label: 'Principals', staff: true },
   { href: '/revocations', label: 'Revocations', staff: true },
   { href: '/chain', label: 'Chain health', staff: true },
   { href: '/evidence', label: 'Evidence', staff: true },
+  { href: '/queues', label: 'Queues', staff: true, operator: true },
 ];
 
 /** The page around every view: navigation by role, who is logged in, and logout. */
@@ -19,9 +20,9 @@ export function layout(
 ): string {
   const p = session?.principal;
   const nav = p
-    ? NAV.filter((n) => !n.staff || p.role !== 'user').map(
-        (n) => html`<a href="${n.href}">${n.label}</a>`,
-      )
+    ? NAV.filter(
+        (n) => (!n.staff || p.role !== 'user') && (!n.operator || p.role === 'operator'),
+      ).map((n) => html`<a href="${n.href}">${n.label}</a>`)
     : [];
   const who = p
     ? html`<span class="who">${p.subject} · ${p.tenant} · <b>${p.role}</b></span>
