@@ -48,6 +48,8 @@ export const consoleConfigSchema = z
     METRICS_TOKEN: z.string().min(1).optional(),
     /** Public keys of the checkpoint signing keys (JWKS file), for chain status. */
     AUDIT_JWKS_FILE: z.string().min(1).optional(),
+    /** Where the development stack keeps its state (the dev checkpoint keys). */
+    DATA_DIR: z.string().min(1).optional(),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   })
   .transform((c) => ({

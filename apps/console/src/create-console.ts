@@ -83,6 +83,7 @@ export function createConsole(options: ConsoleOptions) {
       keys: tokenKeys,
       issuer: options.issuer,
       audience: options.gatewayResource,
+      baseUrl: options.baseUrl,
       logger,
     }),
   );

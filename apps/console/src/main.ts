@@ -32,9 +32,7 @@ async function main() {
   const jwksFile =
     config.AUDIT_JWKS_FILE ??
     path.join(
-      path.resolve(
-        process.env.DATA_DIR ?? path.join(import.meta.dirname, '..', '..', '..', '.data'),
-      ),
+      path.resolve(config.DATA_DIR ?? path.join(import.meta.dirname, '..', '..', '..', '.data')),
       'audit',
       'jwks.json',
     );

@@ -23,6 +23,8 @@ export function authRoutes(deps: {
   keys: JWTVerifyGetKey;
   issuer: string;
   audience: string;
+  /** The console's own address: the callback URL is rebuilt on it, whatever Host said. */
+  baseUrl: string;
   logger: Logger;
 }): Router {
   const { oidc, sessions, logger } = deps;
@@ -105,7 +107,7 @@ export function authRoutes(deps: {
     }
     let token: string;
     try {
-      const here = new URL(req.originalUrl, `http://${req.headers.host}`);
+      const here = new URL(req.originalUrl, deps.baseUrl);
       token = await oidc.complete(here, session.login);
     } catch (error) {
       logger.info('login refused', { error: (error as Error).message });
