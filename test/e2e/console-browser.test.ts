@@ -323,6 +323,17 @@ test('an operator revokes and restores a principal through the gateway; the revo
   expect(statuses).toMatch(/completed\s+\d+/);
   expect(Number(/completed\s+(\d+)/.exec(statuses)![1])).toBeLessThanOrEqual(completed.n);
   expect(await page.locator('#processes').innerText()).toMatch(/gateway\s+http:\S+\/metrics\s+up/);
+  const figures = JSON.parse((await fetchIn(page, '/queues?format=json')).text);
+  expect(figures).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({
+        process: 'cluster',
+        metric: 'mtg_queue_jobs',
+        labels: expect.objectContaining({ state: 'queued' }),
+      }),
+      expect.objectContaining({ process: 'gateway', metric: 'state', value: 'up' }),
+    ]),
+  );
   await shot(page, 'queues');
   await context.close();
 });

@@ -1,9 +1,10 @@
 import { Router, type Request, type Response } from 'express';
 import type { Logger } from '@mtg/log';
-import { requireRole, sessionOf } from '../http/guards.ts';
+import { exportFormatOf, sendExport } from '../http/export.ts';
+import { refuse, requireRole, sessionOf } from '../http/guards.ts';
 import { html } from '../http/html.ts';
 import { readMetrics, type Endpoint, type Sample } from '../queries/read-metrics.ts';
-import { layout } from '../pages/layout.ts';
+import { exportLinks, layout } from '../pages/layout.ts';
 import { table } from '../pages/table.ts';
 
 const CIRCUIT = ['closed', 'open', 'half-open', 'isolated'];
@@ -23,7 +24,11 @@ export function queueRoutes(deps: {
   router.get(
     '/queues',
     requireRole(deps.logger, ['operator']),
-    async (_req: Request, res: Response) => {
+    async (req: Request, res: Response) => {
+      const format = exportFormatOf(req.query.format);
+      if (format === 'invalid') {
+        return refuse(res, deps.logger, 400, 'invalid_request', 'format must be csv or json');
+      }
       const readings = await readMetrics(deps.endpoints, {
         ...(deps.token ? { token: deps.token } : {}),
         ...(deps.fetch ? { fetch: deps.fetch } : {}),
@@ -50,6 +55,23 @@ export function queueRoutes(deps: {
               .join(', ') || '—'
           : '',
       }));
+      if (format) {
+        // One row per figure: cluster-wide ones with process "cluster", then each process.
+        const figures = [
+          ...(['mtg_queue_jobs', 'mtg_tasks', 'mtg_tasks_unserved'] as const).flatMap((name) =>
+            cluster
+              .filter((s) => s.name === name)
+              .map((s) => ({ process: 'cluster', metric: name, labels: s.labels, value: s.value })),
+          ),
+          ...processes.map((p) => ({
+            process: p.process,
+            metric: 'state',
+            labels: { url: p.url, runs: String(p.runs ?? ''), circuits: p.circuits },
+            value: p.state,
+          })),
+        ];
+        return sendExport(res, format, 'queues', ['process', 'metric', 'labels', 'value'], figures);
+      }
       const kv = [
         { key: 'key' as const, label: 'State' },
         { key: 'value' as const, label: 'Count' },
@@ -78,6 +100,7 @@ export function queueRoutes(deps: {
             )}
           </div>
         </div>
+        ${exportLinks('/queues', {})}
         <h2>Processes</h2>
         <div id="processes">
           ${table(
