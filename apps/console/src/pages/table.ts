@@ -26,7 +26,7 @@ export function table<R extends object>(
           html`<tr>
             ${columns.map((c) => {
               const v = c.cell ? c.cell(r) : cellText((r as Record<string, unknown>)[c.key]);
-              return html`<td>${v instanceof SafeHtml ? v : v}</td>`;
+              return html`<td>${v}</td>`;
             })}
           </tr>`,
       )}
