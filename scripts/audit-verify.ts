@@ -1,10 +1,18 @@
-// npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE] [--from-checkpoint SEQ|latest] [--json]
+// npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE] [--from-checkpoint SEQ|latest] [--json] [--record]
+// npm run -s audit:verify -- --archive FILE [--keys JWKS_FILE] [--json]
 // npm run -s audit:verify -- --bundle FILE [--keys JWKS_FILE] [--json]
 // Verifies the audit chain and its signed checkpoints; exit 0 when intact, 1 naming the
 // first bad event otherwise (docs/audit.md).
+import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { AuditVerifyUsageError, verifyAuditTrail, type VerifyAuditTrailReport } from '@mtg/audit';
+import {
+  AuditVerifyUsageError,
+  verifyArchive,
+  verifyAuditTrail,
+  type VerifyAuditTrailReport,
+} from '@mtg/audit';
 import { ConfigError, parseConfig } from '@mtg/config';
 import { z } from 'zod';
 import { dataDir } from './lib/dev-secrets.ts';
@@ -15,14 +23,19 @@ import { devKeyPaths } from './lib/audit/signing-key-source.ts';
 import { describeBundle, verifyBundleFile } from './lib/audit/verify-bundle-file.ts';
 
 const USAGE = `usage: npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE]
-                               [--from-checkpoint SEQ|latest] [--json]
+                               [--from-checkpoint SEQ|latest] [--json] [--record]
+       npm run -s audit:verify -- --archive FILE [--keys JWKS_FILE] [--json]
        npm run -s audit:verify -- --bundle FILE [--keys JWKS_FILE] [--json]
 
 Verifies every event of audit.events in seq order (hash, link to the previous event, no gap,
 query columns) and every signed checkpoint (audit.checkpoints, plus --checkpoints files kept
 elsewhere) against the public keys (--keys, else AUDIT_JWKS_FILE, else the dev keys in
 <DATA_DIR>/audit/jwks.json). --from-checkpoint starts from a verified checkpoint instead of
-the first event (archived months, or only what is new).
+the first event (archived months, or only what is new). --record stores the verdict in
+audit.verifications (role mtg_audit_signer), where the metrics and alerts read it.
+
+--archive FILE verifies a month exported by audit:archive, without a database: every event's
+hash and link, the columns, the count, and the signed checkpoint of its last event.
 
 --bundle verifies an evidence bundle (from the console or \`npm run -s audit -- bundle\`)
 offline, with no database: every event's hash, every link, and the signed checkpoint that
@@ -56,6 +69,8 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       'batch-size': { type: 'string' },
       json: { type: 'boolean' },
       bundle: { type: 'string' },
+      archive: { type: 'string' },
+      record: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -65,6 +80,20 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     return 0;
   }
   const config = parseConfig(schema, env);
+  if (values.archive !== undefined && values.bundle !== undefined) {
+    throw new CliError('give --archive or --bundle, not both');
+  }
+  if (values.archive !== undefined) {
+    if (values.checkpoints || values['from-checkpoint'] || values.record)
+      throw new CliError('--archive goes with --keys and --json only');
+    const file =
+      values.keys ?? config.AUDIT_JWKS_FILE ?? (await existing(devKeyPaths(dataDir(env)).jwksFile));
+    if (!file)
+      throw new CliError(
+        "--archive needs the signing keys' public JWKS (--keys FILE or AUDIT_JWKS_FILE)",
+      );
+    return verifyArchiveFile(values.archive, await readJwks(file), values.json === true);
+  }
   const from = values['from-checkpoint'];
   if (from !== undefined && from !== 'latest' && !/^[1-9]\d*$/.test(from)) {
     throw new CliError(`--from-checkpoint takes an event's seq or "latest", not ${from}`);
@@ -78,9 +107,9 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     values.keys ?? config.AUDIT_JWKS_FILE ?? (await existing(devKeyPaths(dataDir(env)).jwksFile));
   const keys = keysFile ? await readJwks(keysFile) : undefined;
   if (values.bundle !== undefined) {
-    if (values.checkpoints || from !== undefined) {
+    if (values.checkpoints || from !== undefined || values.record) {
       throw new CliError(
-        '--bundle verifies the bundle alone: it takes no --checkpoints or --from-checkpoint',
+        '--bundle verifies the bundle alone: it takes no --checkpoints, --from-checkpoint or --record',
       );
     }
     if (!keys) {
@@ -107,6 +136,17 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       ...(from ? { fromCheckpoint: from === 'latest' ? 'latest' : Number(from) } : {}),
       ...(batchSize ? { batchSize } : {}),
     });
+    if (values.record) {
+      const failure = report.failure
+        ? `${report.failure.code} at ${report.failure.seq}: ${report.failure.message}`
+        : (report.checkpointProblems[0]?.message ?? null);
+      await client.query('SELECT audit.record_verification($1, $2, $3, $4)', [
+        'verify',
+        report.ok,
+        report.lastSeq ?? null,
+        failure,
+      ]);
+    }
   } catch (error) {
     if (error instanceof AuditVerifyUsageError) throw new CliError(error.message);
     throw new CliError(`verification could not run against ${where}: ${messageOf(error)}`, 3);
@@ -169,6 +209,30 @@ function describe(r: VerifyAuditTrailReport): string[] {
   for (const p of r.checkpointProblems) lines.push(`checkpoint problem (${p.code}): ${p.message}`);
   lines.push(`checked ${r.events} events${range}${start}, ${checkpoints}, ${rate}`);
   return lines;
+}
+
+async function verifyArchiveFile(
+  file: string,
+  keys: Awaited<ReturnType<typeof readJwks>>,
+  json: boolean,
+): Promise<number> {
+  try {
+    await stat(file);
+  } catch (error) {
+    throw new CliError(`cannot read the archive ${file}: ${(error as NodeJS.ErrnoException).code}`);
+  }
+  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  const v = await verifyArchive(lines, keys);
+  if (json) process.stdout.write(JSON.stringify({ file, ...v }, null, 2) + '\n');
+  else if (v.ok)
+    process.stdout.write(
+      `archive intact: ${v.header.partition}, events ${v.header.firstSeq}..${v.header.lastSeq} (${v.events}), ${v.checkpoints} checkpoint(s) verified\n`,
+    );
+  else
+    process.stdout.write(
+      `archive BROKEN${v.seq !== undefined ? ` at event ${v.seq}` : ''} (${v.code}): ${v.message}\n`,
+    );
+  return v.ok ? 0 : 1;
 }
 
 async function existing(file: string): Promise<string | undefined> {

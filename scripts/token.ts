@@ -15,7 +15,11 @@ http://127.0.0.1:$GATEWAY_PORT/mcp; the default scopes are every non-admin scope
 class CliError extends Error {}
 
 function isLoopback(url: URL): boolean {
-  return ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+  // RFC 6761: every name under .localhost is loopback (the compose stack's mtg.localhost).
+  return (
+    ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) ||
+    url.hostname.endsWith('.localhost')
+  );
 }
 
 async function clientSecret(clientId: string, env: NodeJS.ProcessEnv): Promise<string> {

@@ -1,7 +1,8 @@
+import { connectV1 } from '../support/clients.ts';
 import { pollUntil } from '../support/poll.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
-import { jobToolsWire } from '../support/wires.ts';
+import { coreWire, extWire, jobToolsWire } from '../support/wires.ts';
 
 let stack: Stack;
 beforeAll(async () => {
@@ -12,12 +13,15 @@ afterAll(async () => {
 });
 
 test('a dot-segment argument cannot walk out of the target path: the task ends with the tool error and nothing is written', async () => {
-  const wire = jobToolsWire(stack.mcpUrl);
   const token = await stack.token('dora', 'acme');
-  for (const collection of ['..', '.']) {
+  for (const [wire, collection] of [
+    [jobToolsWire(stack.mcpUrl), '..'],
+    [coreWire(stack.mcpUrl), '.'],
+    [extWire(stack.mcpUrl), '..'],
+  ] as const) {
     const taskId = await wire.start(token, 'bulk_update_records', {
       collection,
-      count: 10,
+      count: 10 + collection.length + (wire.name.length % 7),
       patch: { a: 1 },
     });
     const done = await pollUntil(
@@ -26,14 +30,27 @@ test('a dot-segment argument cannot walk out of the target path: the task ends w
       20_000,
       50,
     );
-    expect(done.ok && done.value).toMatchObject({ status: 'completed', outcome: 'tool_error' });
-    const result = await wire.result(token, taskId);
+    expect(done.ok && done.value.status).toBe('completed');
+    // The job tools' test wire keeps only the text of an error: read the whole result there.
+    const result = wire.name.startsWith('job tools')
+      ? await connectV1(stack.mcpUrl, token).then(async (c) => {
+          try {
+            return await c.callTool({ name: 'get_job_result', arguments: { jobId: taskId } });
+          } finally {
+            await c.close();
+          }
+        })
+      : await wire.result(token, taskId);
+    // The tool's error reaches the caller with its code, on every wire.
     expect(JSON.stringify(result)).toContain("has a '.' or '..' segment");
+    expect(JSON.stringify(result)).toContain(
+      '"io.mcp-task-gateway/tool-error":{"code":"invalid_target_path"}',
+    );
     expect(await stack.writes(taskId)).toEqual([]);
-    const [{ attempts }] = await sql(stack.db.url, 'SELECT attempts FROM app.tasks WHERE id = $1', [
+    const [row] = await sql(stack.db.url, 'SELECT attempts, outcome FROM app.tasks WHERE id = $1', [
       taskId,
     ]);
-    expect(attempts).toBe(1); // refused, not retried
+    expect(row).toEqual({ attempts: 1, outcome: 'tool_error' }); // refused, not retried
   }
   const landed = await sql(
     stack.db.url,

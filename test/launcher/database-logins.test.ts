@@ -223,6 +223,7 @@ describe('docker-compose and npm run migrate', () => {
       'DATABASE_URL',
       'DOWNSTREAM_DATABASE_PASSWORD',
       'GATEWAY_DATABASE_PASSWORD',
+      'TOOL_PACKS', // migrate installs the packs' queues
       'WORKER_DATABASE_PASSWORD',
     ]);
   });

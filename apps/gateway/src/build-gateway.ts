@@ -3,7 +3,19 @@ import { checkApplicationLogin, createPool } from '@mtg/db';
 import { createCredentialCipher, createKeySource, createTokenExchanger } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
-import { createGatewayMetrics, createRegistry, registerClusterGauges } from '@mtg/metrics';
+import { observeAuditAppends } from '@mtg/audit';
+import { withTaskSpans } from './mcp/trace-task-service.ts';
+import {
+  createAuditAppendMetrics,
+  createExchangeMetrics,
+  createGatewayMetrics,
+  createRegistry,
+  instrumentExchanger,
+  registerAuditGauges,
+  registerClusterGauges,
+  registerPoolGauges,
+  registerQueueDepthGauges,
+} from '@mtg/metrics';
 import {
   CHANNELS,
   countUnservedTasks,
@@ -138,20 +150,25 @@ export async function buildGateway(
   };
   const registry = createRegistry('gateway');
   const gatewayMetrics = createGatewayMetrics(registry);
+  // Read when scraped, or observed where the work happens: nothing on the request path waits.
+  registerPoolGauges(registry, pool);
+  registerAuditGauges(registry, { db: pool });
+  registerQueueDepthGauges(registry, {
+    queues: tools.queues(),
+    depth: (queue) =>
+      boss
+        .getQueue(queue)
+        .then((q) => (q ? { queued: q.queuedCount, active: q.activeCount } : undefined)),
+  });
+  const appendSeconds = createAuditAppendMetrics(registry);
+  observeAuditAppends(pool, (seconds) => appendSeconds.observe(seconds));
+  delegation.exchanger = instrumentExchanger(delegation.exchanger, createExchangeMetrics(registry));
   const service = createTaskService({
     pool,
     queue: createJobQueue(boss),
     events,
     tools: longTools,
-    placement: (name) => {
-      const entry = tools.entry(name)!;
-      return {
-        queue: entry.queue!,
-        version: entry.version,
-        fingerprint: entry.fingerprint,
-        registryFingerprint: tools.fingerprint,
-      };
-    },
+    placement: (name) => tools.placement(name),
     queueServed: createQueueServed(pool),
     delegation,
     limits: {
@@ -203,7 +220,13 @@ export async function buildGateway(
     ),
     (reason) => gatewayMetrics.denials.inc({ layer: 'task', reason }),
   );
-  const tasks = policy ? withToolPolicy(limited, policy) : limited;
+  const tasks = withTaskSpans(policy ? withToolPolicy(limited, policy) : limited, async (jobId) => {
+    const r = await pool.query<{ traceparent: string | null }>(
+      `SELECT data->>'traceparent' AS traceparent FROM pgboss.job WHERE id = $1`,
+      [jobId],
+    );
+    return r.rows[0]?.traceparent ?? undefined;
+  });
 
   const app = createApp({
     resource: config.resource,

@@ -9,6 +9,8 @@ import type { Policy } from '@mtg/policy';
 import type { TaskService } from '@mtg/tasks';
 import type { Catalogue, LongToolDefinition } from '@mtg/tools';
 import { authenticate } from './http/authenticate.ts';
+import { recordClientOrigin } from './http/client-origin.ts';
+import { traced, traceRequests } from './http/trace-request.ts';
 import { correlateAndLog } from './http/correlation.ts';
 import { healthRoutes } from './http/health.ts';
 import { RPC, sendRpcError, sendUnavailable } from './http/json-rpc-error.ts';
@@ -125,12 +127,15 @@ export function createApp(deps: GatewayDeps): express.Express {
   // revocation.
   const bearerGates = [
     validateOrigin(deps.allowedOrigins, onGuardDenied),
-    authenticate({
-      verify: deps.verify,
-      resourceMetadataUrl,
-      logger: deps.logger,
-      onDenied: onTokenDenied,
-    }),
+    traced(
+      'authenticate',
+      authenticate({
+        verify: deps.verify,
+        resourceMetadataUrl,
+        logger: deps.logger,
+        onDenied: onTokenDenied,
+      }),
+    ),
     refuseServicePrincipals({
       ...deps.admission,
       resourceMetadataUrl,
@@ -144,6 +149,8 @@ export function createApp(deps: GatewayDeps): express.Express {
   ];
 
   if (deps.metrics) app.use(recordRequestDurations(deps.metrics.gateway));
+  app.use(traceRequests());
+  app.use(recordClientOrigin(deps.workloads.trustedProxies));
   app.use(correlateAndLog(deps.logger));
   app.use(validateHost(deps.allowedHosts, onGuardDenied));
   app.use(healthRoutes({ pool: deps.pool, keysReady: deps.keysReady }));

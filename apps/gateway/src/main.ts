@@ -1,7 +1,8 @@
 import { ConfigError, parseConfig } from '@mtg/config';
-import { ApplicationLoginError } from '@mtg/db';
+import { ApplicationLoginError, checkSchemaVersion, SchemaNotMigratedError } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { PolicyFileError } from '@mtg/policy';
+import { startTracingFromEnv } from '@mtg/telemetry';
 import { loadToolRegistry, RegistryError } from '@mtg/tools';
 import { buildGateway } from './build-gateway.ts';
 import { gatewayConfigSchema } from './config.ts';
@@ -24,13 +25,19 @@ async function main() {
     env: process.env,
     limits: config.TOOL_LIMITS,
   });
+  await checkSchemaVersion(config.DATABASE_URL);
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md, "Tracing").
+  const tracing = await startTracingFromEnv(process.env, 'gateway');
   const gateway = await buildGateway(config, logger, { registry });
   await serveUntilSignalled(gateway.app, {
     port: config.GATEWAY_PORT,
     host: config.GATEWAY_HOST,
     logger,
     ready: { service: 'gateway', url: config.resource },
-    onClose: () => gateway.close(),
+    onClose: async () => {
+      await gateway.close();
+      await tracing?.shutdown();
+    },
     ...(gateway.tls ? { tls: gateway.tls } : {}),
   });
 }
@@ -40,7 +47,8 @@ main().catch((error) => {
     error instanceof ConfigError ||
     error instanceof PolicyFileError ||
     error instanceof RegistryError ||
-    error instanceof ApplicationLoginError
+    error instanceof ApplicationLoginError ||
+    error instanceof SchemaNotMigratedError
   ) {
     // Found while reading the files and packs the config names (TLS, policy, TOOL_PACKS) or
     // checking its database login: no stack trace needed.

@@ -3,6 +3,9 @@ import type { Express } from 'express';
 import type { Logger } from '@mtg/log';
 import { createGatewayServer } from './tls.ts';
 
+/** How long in-flight requests may run after SIGTERM (deploy/ grace periods exceed it). */
+export const DEFAULT_DRAIN_MS = 10_000;
+
 /**
  * Listens, reports readiness to a parent launcher, and on SIGTERM/SIGINT stops accepting,
  * lets in-flight requests finish (bounded), runs onClose, and exits 0.
@@ -49,7 +52,10 @@ export async function serveUntilSignalled(
     server.closeIdleConnections();
     // Connections go idle as their in-flight request completes: close them as they do.
     const sweep = setInterval(() => server.closeIdleConnections(), 100);
-    const drain = setTimeout(() => server.closeAllConnections(), options.drainMs ?? 10_000);
+    const drain = setTimeout(
+      () => server.closeAllConnections(),
+      options.drainMs ?? DEFAULT_DRAIN_MS,
+    );
     await closed;
     clearInterval(sweep);
     clearTimeout(drain);

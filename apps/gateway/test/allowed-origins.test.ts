@@ -1,7 +1,11 @@
 import { parseConfig } from '../../../packages/config/src/index.ts';
 import { gatewayConfigSchema, LOOPBACK_ORIGINS } from '../src/config.ts';
 
-const base = { DATABASE_URL: 'postgres://x', CLIENT_SECRET: 's', CREDENTIAL_KEY: 'k' };
+const base = {
+  DATABASE_URL: 'postgres://x',
+  CLIENT_SECRET: 's',
+  CREDENTIAL_KEY: Buffer.alloc(32, 1).toString('base64'),
+};
 const originsFor = (env: Record<string, string>) =>
   parseConfig(gatewayConfigSchema, { ...base, ...env }).allowedOrigins;
 

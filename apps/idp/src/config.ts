@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonRecord, port, url } from '@mtg/config';
+import { json, jsonRecord, port, url } from '@mtg/config';
 import { STATIC_CLIENTS } from './clients.ts';
 
 const absoluteUri = () =>
@@ -9,23 +9,13 @@ const absoluteUri = () =>
 
 /** `{"mcp-worker": ["https://upstream.example/api", ...], ...}`: JSON, client → resources. */
 const exchangeTargets = () =>
-  z
-    .string()
-    .transform((s, ctx) => {
-      try {
-        return JSON.parse(s) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be JSON' });
-        return z.NEVER;
-      }
-    })
-    .pipe(
-      z.record(
-        z.string(),
-        z.array(absoluteUri()),
-        'must be a JSON object of client id → array of resource URIs',
-      ),
-    );
+  json().pipe(
+    z.record(
+      z.string(),
+      z.array(absoluteUri()),
+      'must be a JSON object of client id → array of resource URIs',
+    ),
+  );
 
 const optionalPort = z.coerce.number().int().min(0).max(65535).optional();
 

@@ -6,9 +6,16 @@ import {
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import {
+  createExchangeMetrics,
   createRegistry,
+  createTargetCallMetrics,
   createWorkerMetrics,
+  instrumentExchanger,
+  instrumentFetch,
   registerClusterGauges,
+  registerPoolGauges,
+  registerQueueDepthGauges,
+  registerSlotGauges,
   serveMetrics,
   CIRCUIT_STATE_VALUE,
   type MetricsServer,
@@ -28,7 +35,9 @@ import {
   type DownstreamResilience,
   type ToolRegistry,
 } from '@mtg/tools';
+import { inSpan } from '@mtg/telemetry';
 import { createTaskTargets } from './task-targets.ts';
+import { serveHealth, type HealthServer } from './serve-health.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
 import type { WorkerConfig } from './worker-config.ts';
 
@@ -39,6 +48,8 @@ export interface Worker {
   running(): number;
   /** Its Prometheus endpoint once started, when WORKER_METRICS_PORT is set. */
   metricsUrl(): string | undefined;
+  /** Its probes (`/healthz`, `/readyz`) once started: always served (WORKER_HEALTH_PORT). */
+  healthUrl(): string | undefined;
 }
 
 /**
@@ -136,8 +147,19 @@ export async function buildWorker(
   }
   const observe =
     config.WORKER_METRICS_PORT > 0
-      ? workerObservability(pool, boss, [...resilience.values()], config.workerId, queues)
+      ? workerObservability(pool, boss, [...resilience.values()], config.workerId, queues, {
+          served: new Map([...served.keys()].map((name) => [name, registry.entry(name)!.queue!])),
+          slots: { busy: () => loop.running(), total: config.WORKER_CONCURRENCY },
+        })
       : undefined;
+  if (observe)
+    credentialDeps.exchanger = instrumentExchanger(credentialDeps.exchanger, observe.exchanges);
+  // Each exchange a span of the task's trace (a no-op span when tracing is off).
+  const exchanger = credentialDeps.exchanger;
+  credentialDeps.exchanger = {
+    ...exchanger,
+    exchange: (request) => inSpan('token.exchange', {}, () => exchanger.exchange(request)),
+  };
   const announce = () =>
     announceWorker(pool, {
       id: config.workerId,
@@ -160,7 +182,12 @@ export async function buildWorker(
       maxAttempts: config.WORKER_MAX_ATTEMPTS,
       logger,
       ...(observe ? { onTaskEnded: observe.taskEnded } : {}),
-      targetsFor: createTaskTargets({ credentials: credentialDeps, targets, resilience }),
+      targetsFor: createTaskTargets({
+        credentials: credentialDeps,
+        targets,
+        resilience,
+        ...(observe ? { fetchFor: observe.fetchFor } : {}),
+      }),
     },
   });
   const maintenance = createMaintenance({
@@ -175,11 +202,30 @@ export async function buildWorker(
   let metricsServer: MetricsServer | undefined;
   let metricsUrl: string | undefined;
   let announcer: NodeJS.Timeout | undefined;
+  let health: HealthServer | undefined;
+  let healthUrl: string | undefined;
+  let subscribed = false;
+  let draining = false;
 
   return {
     running: loop.running,
     metricsUrl: () => metricsUrl,
+    healthUrl: () => healthUrl,
     async start() {
+      // First, so a probe can tell "starting" (503) from "gone" (no answer).
+      health = await serveHealth({
+        port: config.WORKER_HEALTH_PORT,
+        host: config.WORKER_HEALTH_HOST,
+        checks: {
+          database: async () => {
+            await pool.query('SELECT 1');
+            return true;
+          },
+          subscribed: () => subscribed,
+          draining: () => draining,
+        },
+      });
+      healthUrl = `http://${config.WORKER_HEALTH_HOST}:${health.port}`;
       if (observe) {
         metricsServer = await serveMetrics({
           registry: observe.registry,
@@ -198,18 +244,22 @@ export async function buildWorker(
       }, 5000);
       announcer.unref();
       await loop.start();
+      subscribed = true;
       maintenance.start();
       logger.info('serving', { tools: [...served.keys()], queues });
     },
     async stop() {
+      draining = true;
       clearInterval(announcer);
       maintenance.stop();
       await metricsServer?.close();
       await loop.stop(config.SHUTDOWN_GRACE_MS);
+      subscribed = false;
       await retireWorker(pool, config.workerId).catch(() => {});
       await events.close();
       await boss.stop({ graceful: false, close: false }).catch(() => {});
       await pool.end();
+      await health?.close();
     },
   };
 }
@@ -245,9 +295,25 @@ function workerObservability(
   resilience: DownstreamResilience[],
   workerId: string,
   queues: string[],
+  own: {
+    served: ReadonlyMap<string, string>;
+    slots: { busy: () => number; total: number };
+  },
 ) {
   const registry = createRegistry('worker', { worker: workerId });
   const metrics = createWorkerMetrics(registry);
+  registerPoolGauges(registry, pool);
+  registerSlotGauges(registry, own.slots);
+  registerQueueDepthGauges(registry, {
+    queues: own.served,
+    depth: (queue) =>
+      boss
+        .getQueue(queue)
+        .then((q) => (q ? { queued: q.queuedCount, active: q.activeCount } : undefined)),
+  });
+  const exchanges = createExchangeMetrics(registry);
+  const targetCalls = createTargetCallMetrics(registry);
+  const fetchFor = (target: string) => instrumentFetch(fetch, targetCalls, target);
   registerClusterGauges(registry, {
     db: pool,
     queueDepth: async () => {
@@ -270,5 +336,5 @@ function workerObservability(
   // A run's result says how it ended, not whether this worker ended the task (another
   // process may have first): durations come from where the settlement commits, taskEnded.
   const runEnded = (_taskId: string, result: RunResult) => metrics.runs.inc({ result });
-  return { registry, runEnded, taskEnded: metrics.taskEnded };
+  return { registry, runEnded, taskEnded: metrics.taskEnded, exchanges, fetchFor };
 }

@@ -1,6 +1,13 @@
 import { ConfigError, parseConfig } from '@mtg/config';
-import { ApplicationLoginError, checkApplicationLogin, createPool } from '@mtg/db';
+import {
+  ApplicationLoginError,
+  checkApplicationLogin,
+  checkSchemaVersion,
+  createPool,
+  SchemaNotMigratedError,
+} from '@mtg/db';
 import { createLogger } from '@mtg/log';
+import { startTracingFromEnv } from '@mtg/telemetry';
 import { loadToolRegistry, RegistryError, TargetConfigError } from '@mtg/tools';
 import { buildWorker, servedTools } from './build-worker.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
@@ -38,8 +45,17 @@ async function main() {
     throw error;
   }
 
-  // Fail at start, with the reason, when the database or the role is not there, or when the
-  // login could become the owner.
+  // Fail at start, with the reason, when the database is not migrated or the role is not
+  // there, or when the login could become the owner.
+  try {
+    await checkSchemaVersion(config.DATABASE_URL);
+  } catch (error) {
+    if (error instanceof SchemaNotMigratedError) {
+      process.stderr.write(`worker: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
   const probe = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
@@ -50,6 +66,18 @@ async function main() {
     await checkApplicationLogin(probe, config.DATABASE_ROLE);
   } finally {
     await probe.end();
+  }
+
+  // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; before the worker, so its fetch is traced.
+  let tracing;
+  try {
+    tracing = await startTracingFromEnv(process.env, 'worker', config.workerId);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`worker: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
   }
 
   let worker;
@@ -68,6 +96,7 @@ async function main() {
     stopping = true;
     logger.info('stopping', { reason });
     await worker.stop();
+    await tracing?.shutdown();
     logger.info('stopped');
     process.exit(0);
   };
@@ -77,12 +106,13 @@ async function main() {
   process.on('disconnect', () => void stop('launcher gone'));
 
   await worker.start();
-  logger.info('worker started');
   const metricsUrl = worker.metricsUrl();
+  logger.info('worker started', { health: worker.healthUrl() });
   process.send?.({
     type: 'ready',
     service: 'worker',
     workerId: config.workerId,
+    healthUrl: worker.healthUrl(),
     ...(metricsUrl ? { url: metricsUrl } : {}),
   });
 }

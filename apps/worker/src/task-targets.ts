@@ -17,6 +17,8 @@ export function createTaskTargets(deps: {
   credentials: TaskCredentialDeps;
   targets: ReadonlyMap<string, TargetConfig>;
   resilience: ReadonlyMap<string, DownstreamResilience>;
+  /** The fetch each target's client uses (observed for metrics); default: the global one. */
+  fetchFor?: (target: string) => typeof fetch;
 }) {
   return (task: TaskRow, tool: LongToolDefinition): TaskTargets => {
     const credentials = new Map<string, ReturnType<typeof createTaskCredentials>>();
@@ -42,6 +44,7 @@ export function createTaskTargets(deps: {
           signal: hooks.signal,
           beforeCall: hooks.beforeCall,
           resilience,
+          ...(deps.fetchFor ? { fetch: deps.fetchFor(name) } : {}),
         });
       },
       beginStage() {

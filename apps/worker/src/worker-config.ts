@@ -51,6 +51,10 @@ export const workerConfigSchema = z
     DOWNSTREAM_BREAKER_THRESHOLD: z.coerce.number().int().min(1).default(5),
     /** How long an open circuit holds calls back before one probe may go through. */
     DOWNSTREAM_BREAKER_COOLDOWN_MS: z.coerce.number().int().min(10).default(10_000),
+    // --- Probes (always served) ---
+    /** Port of `/healthz` and `/readyz`; 0: any free port (logged, and sent to the launcher). */
+    WORKER_HEALTH_PORT: z.coerce.number().int().min(0).max(65_535).default(0),
+    WORKER_HEALTH_HOST: z.string().min(1).default('127.0.0.1'),
     // --- Metrics ---
     /** Port of the worker's Prometheus endpoint (GET /metrics); 0: no endpoint. */
     WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).default(0),

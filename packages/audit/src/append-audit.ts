@@ -1,6 +1,8 @@
+import { trace } from '@opentelemetry/api';
 import { runPrepared, type Queryable } from '@mtg/db';
 import { canonicalJson } from './canonical-json.ts';
 import { APPEND, APPEND_MANY, createGroupCommit } from './group-commit.ts';
+import { currentRequestOrigin, type RequestOrigin } from './request-origin.ts';
 
 export type AuditEventType =
   | 'task.created'
@@ -41,10 +43,38 @@ export interface AuditEvent {
   reason?: string;
   correlationId?: string;
   actor?: { subject: string; client?: string; kind: 'user' | 'admin' | 'worker' | 'system' };
+  /** Denials only: the refused request's client address and user agent (request-origin.ts). */
+  origin?: RequestOrigin;
+  /** The trace the event was written in, when tracing is on (docs/operations.md, "Tracing"). */
+  traceId?: string;
   data?: Record<string, unknown>;
 }
 
+const DENIALS: ReadonlySet<AuditEventType> = new Set(['auth.denied', 'task.denied']);
+
+/**
+ * What the context adds: the trace id of the span the event is written in (tracing on), and
+ * for a denial written while a request is handled, where that request came from.
+ */
+function withOrigin(event: AuditEvent): AuditEvent {
+  const sc = event.traceId ? undefined : trace.getActiveSpan()?.spanContext();
+  if (sc && trace.isSpanContextValid(sc)) event = { ...event, traceId: sc.traceId };
+  if (event.origin || !DENIALS.has(event.type)) return event;
+  const origin = currentRequestOrigin();
+  return origin && (origin.ip || origin.userAgent) ? { ...event, origin } : event;
+}
+
 const groups = new WeakMap<object, (type: string, body: string) => Promise<number>>();
+const observers = new WeakMap<object, (seconds: number) => void>();
+
+/**
+ * Reports how long each append through `pool` takes, from the call until its group has
+ * committed (the append latency metric). Appends inside a caller's transaction are part of
+ * that transaction's time and are not reported.
+ */
+export function observeAuditAppends(pool: Queryable, observe: (seconds: number) => void): void {
+  observers.set(pool, observe);
+}
 
 /** A pool (each query its own autocommit transaction), not one client's session. */
 function isPool(db: Queryable): boolean {
@@ -63,12 +93,18 @@ function isPool(db: Queryable): boolean {
  * settles only after the event is durable.
  */
 export async function appendAudit(db: Queryable, event: AuditEvent): Promise<number> {
-  const { type, ...body } = event;
+  const { type, ...body } = withOrigin(event);
   const text = canonicalJson(body);
   if (isPool(db)) {
     let group = groups.get(db);
     if (!group) groups.set(db, (group = createGroupCommit(db)));
-    return group(type, text);
+    const observe = observers.get(db);
+    if (!observe) return group(type, text);
+    const started = performance.now();
+    return group(type, text).then((seq) => {
+      observe((performance.now() - started) / 1000);
+      return seq;
+    });
   }
   const result = await runPrepared<{ seq: string }>(db, APPEND, [type, text]);
   return Number(result.rows[0]!.seq);
@@ -86,7 +122,10 @@ export async function appendAuditEvents(
   if (isPool(db)) return Promise.all(events.map((e) => appendAudit(db, e)));
   if (events.length === 0) return [];
   const types = events.map((e) => e.type);
-  const bodies = events.map(({ type: _type, ...body }) => canonicalJson(body));
+  const bodies = events.map((e) => {
+    const { type: _type, ...body } = withOrigin(e);
+    return canonicalJson(body);
+  });
   const result = await runPrepared<{ seqs: unknown[] }>(db, APPEND_MANY, [types, bodies]);
   return result.rows[0]!.seqs.map(Number);
 }

@@ -1,10 +1,16 @@
 export {
   appendAudit,
   appendAuditEvents,
+  observeAuditAppends,
   type AuditEvent,
   type AuditEventType,
 } from './append-audit.ts';
 export { canonicalJson } from './canonical-json.ts';
+export {
+  runWithRequestOrigin,
+  currentRequestOrigin,
+  type RequestOrigin,
+} from './request-origin.ts';
 export {
   eventHash,
   hashInput,
@@ -61,6 +67,18 @@ export {
   type CreateCheckpointResult,
 } from './create-checkpoint.ts';
 export { ensurePartitions } from './ensure-partitions.ts';
+export {
+  ARCHIVE_KIND,
+  ARCHIVE_VERSION,
+  type ArchiveHeader,
+  type ArchiveLine,
+} from './archive/archive-format.ts';
+export {
+  verifyArchive,
+  type ArchiveVerification,
+  type ArchiveFailureCode,
+} from './archive/verify-archive.ts';
+export { exportMonth, type MonthBounds } from './archive/export-month.ts';
 export {
   BUNDLE_FORMAT,
   EvidenceBundle,

@@ -35,3 +35,14 @@ export const bool = (fallback: boolean) =>
     .enum(['true', 'false', '1', '0'])
     .default(fallback ? 'true' : 'false')
     .transform((v) => v === 'true' || v === '1');
+
+/** A JSON document in one variable, parsed; pipe it into the schema of its shape. */
+export const json = () =>
+  z.string().transform((s, ctx): unknown => {
+    try {
+      return JSON.parse(s) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+      return z.NEVER;
+    }
+  });

@@ -26,3 +26,8 @@ export {
   type EmbeddedPostgresErrorCode,
   type EmbeddedPostgresLogger,
 } from './embedded-postgres.ts';
+export {
+  checkSchemaVersion,
+  SchemaNotMigratedError,
+  MIGRATIONS_DIR,
+} from './check-schema-version.ts';

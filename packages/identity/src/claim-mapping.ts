@@ -9,7 +9,7 @@ export type ScopeClaim = { claim: string; format: 'space' | 'array' };
  */
 export type TenantMapping = { claim?: string[]; fromIssuerRealm?: boolean; fixed?: string };
 
-/** Which token claims make up a principal. Issuers disagree (`research/identity.md`). */
+/** Which token claims make up a principal. Issuers disagree (docs/identity.md, "Issuers and exchange styles"). */
 export type ClaimMapping = {
   /** First present claim wins. */
   subject: string[];

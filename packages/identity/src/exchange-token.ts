@@ -6,7 +6,7 @@ export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
 /**
- * How the authorization server takes an exchange (research/identity.md):
+ * How the authorization server takes an exchange (docs/identity.md, "Issuers and exchange styles"):
  * - `rfc8693-resource`: RFC 8693 with a `resource` indicator (the dev IdP, oidc-provider);
  * - `rfc8693-audience`: RFC 8693 with `audience` (Keycloak, Okta, Auth0 on-behalf-of);
  * - `entra-obo`: Entra ID on-behalf-of (jwt-bearer + requested_token_use), scope `<app>/.default`.

@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import winston from 'winston';
 import { redact } from './redact.ts';
 
@@ -6,6 +7,17 @@ export type Logger = winston.Logger;
 const redactFormat = winston.format((info) => {
   const clean = redact({ ...info }) as Record<string, unknown>;
   for (const k of Object.keys(clean)) (info as Record<string, unknown>)[k] = clean[k];
+  return info;
+});
+
+// With tracing on, a line written inside a span names it (trace_id, span_id); off, the API's
+// no-op context has no span and nothing is added.
+const traceFormat = winston.format((info) => {
+  const sc = trace.getActiveSpan()?.spanContext();
+  if (sc && trace.isSpanContextValid(sc) && info.trace_id === undefined) {
+    info.trace_id = sc.traceId;
+    info.span_id = sc.spanId;
+  }
   return info;
 });
 
@@ -20,6 +32,7 @@ export function createLogger(
     defaultMeta: { service },
     format: winston.format.combine(
       redactFormat(),
+      traceFormat(),
       winston.format.timestamp(),
       winston.format.json(),
     ),

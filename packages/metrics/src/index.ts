@@ -6,3 +6,16 @@ export { createTaskEndMetrics, type EndedTask, type TaskEndMetrics } from './tas
 export { scrapeAllowed } from './scrape-access.ts';
 export { serveMetrics, type MetricsServer } from './serve-metrics.ts';
 export type { Registry } from 'prom-client';
+export {
+  registerPoolGauges,
+  registerAuditGauges,
+  registerQueueDepthGauges,
+  registerSlotGauges,
+  createAuditAppendMetrics,
+  createExchangeMetrics,
+  createTargetCallMetrics,
+  type ExchangeMetrics,
+  type TargetCallMetrics,
+  type PoolCounts,
+} from './operations-metrics.ts';
+export { instrumentExchanger, instrumentFetch } from './instrument-calls.ts';

@@ -7,7 +7,7 @@ export {
 } from './run-task.ts';
 export { StopRun, abortableSleep, type StopReason } from './stop.ts';
 export { claimLease, renewAndCheck, releaseLease, type Lease } from './lease.ts';
-export { createWorkerLoop, type WorkerLoopOptions } from './worker-loop.ts';
+export { createWorkerLoop, stopReasonOf, type WorkerLoopOptions } from './worker-loop.ts';
 export { createMaintenance } from './maintenance.ts';
 export {
   createTaskCredentials,

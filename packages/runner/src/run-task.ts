@@ -1,3 +1,4 @@
+import { inSpan } from '@mtg/telemetry';
 import type { Pool } from 'pg';
 import { appendAudit } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
@@ -212,7 +213,9 @@ export async function runTask(
           const stepStarted = new Date();
           let output;
           try {
-            output = await fn(run.signal);
+            output = await inSpan(`step ${name}`, { attributes: { 'mtg.step': name } }, () =>
+              fn(run.signal),
+            );
           } catch (error) {
             if (run.signal.aborted) throw toStop(run.signal.reason);
             throw error;

@@ -2,6 +2,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Logger } from '@mtg/log';
 import { CHANNELS, HEARTBEAT_SECONDS, type TaskEvents } from '@mtg/tasks';
 import { runTask, type RunDeps, type RunResult } from './run-task.ts';
+import { runInJobTrace } from '@mtg/telemetry';
 import { StopRun } from './stop.ts';
 
 export interface WorkerLoopOptions {
@@ -93,7 +94,12 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     heartbeat.unref();
     const done = (async () => {
       try {
-        const result = await runTask({ ...o.run, drain: drain.signal }, taskId, stop.signal);
+        const result = await runInJobTrace(
+          job.data,
+          'task.run',
+          { 'mtg.task.id': taskId, 'messaging.destination.name': job.name },
+          () => runTask({ ...o.run, drain: drain.signal }, taskId, stop.signal),
+        );
         o.logger.info('task run ended', { taskId, result });
         o.onRunEnded?.(taskId, result);
         if (
@@ -138,13 +144,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
         o.events.on(CHANNELS.control, (payload) => {
           const entry = running.get(String(payload.taskId));
           if (!entry) return;
-          const reason =
-            payload.action === 'deadline'
-              ? 'deadline'
-              : payload.action === 'revoke'
-                ? 'revoked'
-                : 'cancel';
-          entry.stop.abort(new StopRun(reason));
+          entry.stop.abort(new StopRun(stopReasonOf(payload)));
         }),
       );
       poller = setInterval(() => void kick(), o.pollMs);
@@ -169,4 +169,11 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       clearTimeout(timer);
     },
   };
+}
+
+/** What a control notification (`{ taskId, action }`) asks of the running task. */
+export function stopReasonOf(payload: Record<string, unknown>): 'deadline' | 'revoked' | 'cancel' {
+  if (payload.action === 'deadline') return 'deadline';
+  if (payload.action === 'revoke') return 'revoked';
+  return 'cancel';
 }

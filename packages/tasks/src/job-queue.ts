@@ -1,5 +1,6 @@
 import { PgBoss } from 'pg-boss';
 import { queryMaybePrepared, type Pool, type Queryable } from '@mtg/db';
+import { traceCarrier } from '@mtg/telemetry';
 /** The narrow face of pg-boss the verbs and workers use. */
 export interface JobQueue {
   /** Enqueues the task's job on its tool's queue in the caller's transaction (gone on ROLLBACK). */
@@ -36,7 +37,8 @@ export function createJobQueue(boss: PgBoss): JobQueue {
     async enqueue(db, { queue, taskId, jobId, expireInSeconds }) {
       await boss.send(
         queue,
-        { taskId },
+        // The creating request's trace context rides with the job (empty when not tracing).
+        { taskId, ...traceCarrier() },
         {
           id: jobId,
           ...JOB_OPTIONS,

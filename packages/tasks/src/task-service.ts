@@ -81,7 +81,8 @@ export interface TaskService {
   read(
     taskId: string,
     ctx: VerbContext,
-    options: { withResult: boolean },
+    /** `verb`: how the read is named in authorization and audit (default `get`). */
+    options: { withResult: boolean; verb?: 'get' | 'result' },
   ): Promise<TaskOutcome<TaskReading>>;
   /** The stored result of a terminal task; `result_not_ready` while it runs. */
   result(taskId: string, ctx: VerbContext): Promise<ResultOutcome>;
@@ -135,7 +136,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     },
 
     async read(taskId, ctx, options) {
-      const auth = await authorizeTask(deps, taskId, 'get', ctx, scopeOf);
+      const auth = await authorizeTask(deps, taskId, options.verb ?? 'get', ctx, scopeOf);
       if (!auth.ok) return auth;
       const row = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (random() < deps.statusReadSampleRate) {

@@ -29,6 +29,10 @@ export function correlateAndLog(logger: Logger) {
         subject: principal?.subject,
         tenant: principal?.tenant,
         client: principal?.client,
+        trace_id: res.locals.traceId,
+        span_id: res.locals.spanId,
+        clientIp: res.locals.clientIp,
+        userAgent: res.locals.userAgent,
       });
     });
     next();

@@ -56,7 +56,7 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
     inputSchema: jobId,
     async run(c, { jobId }) {
       // One read for status and result: one authorization, one rate-limit point.
-      const r = await tasks.read(jobId, ctxOf(c), { withResult: true });
+      const r = await tasks.read(jobId, ctxOf(c), { withResult: true, verb: 'result' });
       if (!r.ok) return err(r);
       const t = r.task;
       if (t.status === 'working' || t.status === 'input_required')
@@ -66,9 +66,11 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
         );
       if (t.status === 'completed') {
         if (r.result === 'gone' || r.result === undefined) return err(RESULT_GONE);
+        const stored = r.result.result as ToolResult & { _meta?: Record<string, unknown> };
+        // The tool's own _meta (its error code) stays; the related task is added to it.
         return {
-          ...r.result.result,
-          _meta: { 'io.modelcontextprotocol/related-task': { taskId: jobId } },
+          ...stored,
+          _meta: { ...stored._meta, 'io.modelcontextprotocol/related-task': { taskId: jobId } },
         } as ToolResult;
       }
       return {

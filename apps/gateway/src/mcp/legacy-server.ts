@@ -44,7 +44,7 @@ class LegacyServer extends Server {
 /**
  * A fresh v1-SDK server for one 2025-era request (2025-11-25, 2025-06-18, 2025-03-26),
  * with the 2025-11-25 core tasks served from Postgres. The SDK's TaskStore is not used:
- * it never sees auth info and its cancel is not atomic (research/mcp-protocol.md); these
+ * it never sees auth info and its cancel is not atomic (docs/architecture.md, "One endpoint, three eras"); these
  * handlers call the task service, which authorizes every verb.
  */
 export function createLegacyServer(dispatch: Dispatch, options: { resultWaitMs: number }): Server {

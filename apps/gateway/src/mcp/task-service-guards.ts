@@ -76,7 +76,9 @@ export function withRateLimits(tasks: TaskService, limits: RateLimits, pool: Poo
     // A status read with its result is one read: one point, not one for each half.
     async read(taskId, ctx, options) {
       const d = await limits.poll(ctx.principal);
-      return d.ok ? tasks.read(taskId, ctx, options) : refuse(d, ctx, 'get', taskId);
+      return d.ok
+        ? tasks.read(taskId, ctx, options)
+        : refuse(d, ctx, options.verb ?? 'get', taskId);
     },
     async result(taskId, ctx) {
       const d = await limits.poll(ctx.principal);
@@ -189,7 +191,8 @@ export function withDatabaseOutage(tasks: TaskService, logger: Logger): TaskServ
     ...tasks,
     start: (input) => guard('start', () => tasks.start(input)),
     get: (taskId, ctx) => guard('get', () => tasks.get(taskId, ctx)),
-    read: (taskId, ctx, options) => guard('get', () => tasks.read(taskId, ctx, options)),
+    read: (taskId, ctx, options) =>
+      guard(options.verb ?? 'get', () => tasks.read(taskId, ctx, options)),
     result: (taskId, ctx) => guard('result', () => tasks.result(taskId, ctx)),
     awaitResult: (taskId, ctx, waitMs) =>
       guard('result', () => tasks.awaitResult(taskId, ctx, waitMs)),

@@ -3,7 +3,14 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createPool, migrate, recreateDatabase, ROLES } from '@mtg/db';
 import { createLogger } from '@mtg/log';
-import { runTask, StopRun, type RunResult, type ServedTool, type TaskTargets } from '@mtg/runner';
+import {
+  runTask,
+  StopRun,
+  stopReasonOf,
+  type RunResult,
+  type ServedTool,
+  type TaskTargets,
+} from '@mtg/runner';
 import {
   CHANNELS,
   createBoss,
@@ -139,15 +146,7 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
     queue: createJobQueue(boss),
     events,
     tools: registry.long,
-    placement: (tool) => {
-      const e = registry.entry(tool)!;
-      return {
-        queue: e.queue!,
-        version: e.version,
-        fingerprint: e.fingerprint,
-        registryFingerprint: registry.fingerprint,
-      };
-    },
+    placement: (name) => registry.placement(name),
     limits: {
       maxActivePerUser: 1000,
       maxActivePerTenant: 1000,
@@ -180,13 +179,7 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
   events.on(CHANNELS.control, (payload) => {
     const stop = stops.get(String(payload.taskId));
     if (!stop) return;
-    const reason =
-      payload.action === 'deadline'
-        ? 'deadline'
-        : payload.action === 'revoke'
-          ? 'revoked'
-          : 'cancel';
-    stop.abort(new StopRun(reason));
+    stop.abort(new StopRun(stopReasonOf(payload)));
   });
 
   const resilience = createDownstreamResilience({

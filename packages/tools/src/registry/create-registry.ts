@@ -42,6 +42,13 @@ export interface ToolRegistry {
   queues(): ReadonlyMap<string, string>;
   /** Names, versions and schema fingerprints of every tool, hashed. */
   readonly fingerprint: string;
+  /** Where a long tool's new tasks go, and what they record of the tool's version. */
+  placement(name: string): {
+    queue: string;
+    version: string;
+    fingerprint: string;
+    registryFingerprint: string;
+  };
 }
 
 /** Queue names stay within pg-boss's alphabet: tool names already do (TOOL_NAME). */
@@ -138,6 +145,16 @@ export function createRegistry(
     targets: () => [...new Set(packs.flatMap((p) => p.targets))].sort(),
     entry: (name) => entries.get(name),
     queues: () => queues,
+    placement(name) {
+      const e = entries.get(name);
+      if (!e?.queue) throw new TypeError(`${name} is not a long tool of this registry`);
+      return {
+        queue: e.queue,
+        version: e.version,
+        fingerprint: e.fingerprint,
+        registryFingerprint: fingerprint,
+      };
+    },
   };
 }
 

@@ -1,0 +1,334 @@
+// Renders every overlay of deploy/kubernetes with `kubectl kustomize` and checks what a
+// cluster would: each object against the Kubernetes API schemas (kubernetes-models, plus the
+// KEDA and Prometheus Operator models for their kinds), then what operating the product
+// needs — probes, requests and limits, non-root and read-only containers, grace periods
+// longer than the drains, one ScaledObject per worker pool on that pool's own queues, and no
+// secret inlined. Skipped, saying so, where kubectl is not installed.
+import { execFileSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { DEFAULT_DRAIN_MS } from '../../apps/gateway/src/serve.ts';
+import { loadToolRegistry } from '../../packages/tools/src/index.ts';
+
+const ROOT = fileURLToPath(new URL('../../deploy/kubernetes/', import.meta.url));
+const OVERLAYS = readdirSync(`${ROOT}overlays`).sort();
+
+function kubectlVersion(): string | undefined {
+  try {
+    return execFileSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
+  } catch {
+    return undefined;
+  }
+}
+const kubectl = kubectlVersion();
+const describeWithKubectl = kubectl ? describe : describe.skip;
+if (!kubectl) {
+  process.stderr.write(
+    'kubernetes-manifests: SKIPPED — `kubectl` is not on PATH, so the overlays cannot be ' +
+      'rendered (install kubectl ≥ 1.27, which has kustomize built in, to run these checks)\n',
+  );
+}
+
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: any };
+  [k: string]: any;
+};
+type Model = { new (data: unknown): { validate(): void } };
+
+const MODEL_MODULES = [
+  'kubernetes-models/v1',
+  'kubernetes-models/apps/v1',
+  'kubernetes-models/batch/v1',
+  'kubernetes-models/autoscaling/v2',
+  'kubernetes-models/policy/v1',
+  'kubernetes-models/networking.k8s.io/v1',
+  '@kubernetes-models/keda/keda.sh/v1alpha1',
+  '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1',
+];
+
+async function loadModels(): Promise<Map<string, Model>> {
+  const models = new Map<string, Model>();
+  for (const m of MODEL_MODULES) {
+    for (const value of Object.values(await import(m))) {
+      const model = value as Model & { apiVersion?: string; kind?: string };
+      if (typeof model === 'function' && model.apiVersion && model.kind) {
+        models.set(`${model.apiVersion}/${model.kind}`, model);
+      }
+    }
+  }
+  return models;
+}
+
+function render(overlay: string): Obj[] {
+  const out = execFileSync('kubectl', ['kustomize', `${ROOT}overlays/${overlay}`], {
+    encoding: 'utf8',
+  });
+  return parseAllDocuments(out).map((d) => d.toJS() as Obj);
+}
+
+const podTemplate = (o: Obj) =>
+  o.kind === 'CronJob' ? o.spec.jobTemplate.spec.template : o.spec?.template;
+const envOf = (container: any, objects: Obj[]): Record<string, string> => {
+  const env: Record<string, string> = {};
+  for (const from of container.envFrom ?? []) {
+    const cm = objects.find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name === from.configMapRef?.name,
+    );
+    Object.assign(env, cm?.data ?? {});
+  }
+  for (const e of container.env ?? []) if (typeof e.value === 'string') env[e.name] = e.value;
+  return env;
+};
+const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
+  Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+
+let models: Map<string, Model>;
+beforeAll(async () => {
+  models = await loadModels();
+});
+
+describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
+  test('the validator refuses an object that breaks the API schema (so passing means something)', () => {
+    const Deployment = models.get('apps/v1/Deployment')!;
+    const broken = new Deployment({
+      metadata: { name: 'broken' },
+      spec: {
+        selector: { matchLabels: { a: 'b' } },
+        template: { spec: { containers: [{ name: 'c', ports: [{ containerPort: 'http' }] }] } },
+      },
+    });
+    expect(() => broken.validate()).toThrow();
+  });
+
+  describe.each(OVERLAYS)('overlay %s', (overlay) => {
+    let objects: Obj[];
+    beforeAll(() => {
+      objects = render(overlay);
+    });
+    const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
+    const workloads = () =>
+      objects.filter((o) => ['Deployment', 'Job', 'CronJob'].includes(o.kind));
+
+    test('every object is valid against its API schema', () => {
+      expect(objects.length).toBeGreaterThan(10);
+      for (const o of objects) {
+        const Model = models.get(`${o.apiVersion}/${o.kind}`);
+        if (!Model) throw new Error(`no schema for ${o.apiVersion} ${o.kind} (${o.metadata.name})`);
+        try {
+          new Model(o).validate();
+        } catch (error) {
+          throw new Error(`${o.kind} ${o.metadata.name}: ${(error as Error).message}`);
+        }
+      }
+    });
+
+    test('every container has resource requests and limits, runs as non-root on a read-only root filesystem', () => {
+      for (const w of workloads()) {
+        const spec = podTemplate(w).spec;
+        for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+          const where = `${w.kind} ${w.metadata.name} container ${c.name}`;
+          for (const k of ['cpu', 'memory']) {
+            expect([where, k, c.resources?.requests?.[k]]).toEqual([where, k, expect.any(String)]);
+            expect([where, k, c.resources?.limits?.[k]]).toEqual([where, k, expect.any(String)]);
+          }
+          expect([
+            where,
+            c.securityContext?.runAsNonRoot ?? spec.securityContext?.runAsNonRoot,
+          ]).toEqual([where, true]);
+          expect([where, c.securityContext?.readOnlyRootFilesystem]).toEqual([where, true]);
+          expect([where, c.securityContext?.allowPrivilegeEscalation]).toEqual([where, false]);
+          expect([where, c.securityContext?.capabilities?.drop]).toEqual([where, ['ALL']]);
+        }
+        expect(spec.automountServiceAccountToken).toBe(false);
+      }
+    });
+
+    test('every long-running container has a readiness and a liveness probe', () => {
+      for (const d of ofKind('Deployment')) {
+        for (const c of podTemplate(d).spec.containers) {
+          expect([d.metadata.name, c.readinessProbe?.httpGet?.path]).toEqual([
+            d.metadata.name,
+            '/readyz',
+          ]);
+          expect([d.metadata.name, c.livenessProbe?.httpGet?.path]).toEqual([
+            d.metadata.name,
+            '/healthz',
+          ]);
+        }
+      }
+    });
+
+    test('grace periods exceed the drains: the gateway its preStop pause plus request drain, a worker its SHUTDOWN_GRACE_MS', () => {
+      const deployments = ofKind('Deployment');
+      const gateway = deployments.find((d) => d.metadata.name === 'mtg-gateway')!;
+      const g = podTemplate(gateway).spec;
+      const preStop = Number(g.containers[0].lifecycle.preStop.exec.command[1]);
+      expect(g.terminationGracePeriodSeconds).toBeGreaterThan(preStop + DEFAULT_DRAIN_MS / 1000);
+      const workers = deployments.filter((d) => d.metadata.name.startsWith('mtg-worker'));
+      expect(workers.length).toBeGreaterThan(0);
+      for (const w of workers) {
+        const spec = podTemplate(w).spec;
+        const grace = Number(envOf(spec.containers[0], objects).SHUTDOWN_GRACE_MS);
+        expect(grace).toBeGreaterThan(0);
+        // The drain, then closing the queue and database connections: a few seconds more.
+        expect(spec.terminationGracePeriodSeconds * 1000).toBeGreaterThanOrEqual(grace + 10_000);
+      }
+    });
+
+    test("the gateway's Host check lets the probes and scrapes in (they send the pod IP as Host)", () => {
+      const gateway = ofKind('Deployment').find((d) => d.metadata.name === 'mtg-gateway')!;
+      const env = podTemplate(gateway).spec.containers[0].env as Array<Record<string, any>>;
+      const podIp = env.findIndex((e) => e.valueFrom?.fieldRef?.fieldPath === 'status.podIP');
+      const allowed = env.findIndex((e) => e.name === 'ALLOWED_HOSTS');
+      expect(podIp).toBeGreaterThanOrEqual(0);
+      // A $(VAR) reference expands only variables defined before it.
+      expect(allowed).toBeGreaterThan(podIp);
+      expect(env[allowed]!.value).toBe(`$(PUBLIC_HOSTS),$(${env[podIp]!.name})`);
+      const config = ofKind('ConfigMap')[0]!;
+      expect(config.data.PUBLIC_HOSTS).toEqual(expect.any(String));
+      expect(config.data.ALLOWED_HOSTS).toBeUndefined();
+    });
+
+    test('the gateway has several replicas, an HPA on CPU, a PodDisruptionBudget and a Service', () => {
+      const gateway = ofKind('Deployment').find((d) => d.metadata.name === 'mtg-gateway')!;
+      expect(gateway.spec.replicas).toBeGreaterThan(1);
+      const hpa = ofKind('HorizontalPodAutoscaler').find(
+        (h) => h.spec.scaleTargetRef.name === 'mtg-gateway',
+      )!;
+      expect(hpa.spec.minReplicas).toBeGreaterThan(1);
+      expect(hpa.spec.metrics[0].resource.name).toBe('cpu');
+      const labels = podTemplate(gateway).metadata.labels;
+      expect(
+        ofKind('PodDisruptionBudget').some((p) => matches(p.spec.selector.matchLabels, labels)),
+      ).toBe(true);
+      expect(ofKind('Service').some((s) => matches(s.spec.selector, labels))).toBe(true);
+    });
+
+    test("each worker pool has a PodDisruptionBudget and a KEDA ScaledObject counting its own tools' queues", async () => {
+      const registry = await loadToolRegistry({
+        packs: ['@mtg/demo-tools'],
+        env: {},
+      });
+      for (const w of ofKind('Deployment').filter((d) =>
+        d.metadata.name.startsWith('mtg-worker'),
+      )) {
+        const labels = podTemplate(w).metadata.labels;
+        const pdbs = ofKind('PodDisruptionBudget').filter((p) =>
+          matches(p.spec.selector.matchLabels, labels),
+        );
+        expect([w.metadata.name, pdbs.length]).toEqual([w.metadata.name, 1]);
+        const scaled = ofKind('ScaledObject').filter(
+          (s) => s.spec.scaleTargetRef.name === w.metadata.name,
+        );
+        expect([w.metadata.name, scaled.length]).toEqual([w.metadata.name, 1]);
+        const trigger = scaled[0]!.spec.triggers[0];
+        expect(trigger.type).toBe('postgresql');
+        const env = envOf(podTemplate(w).spec.containers[0], objects);
+        const tools = env.WORKER_TOOLS ? env.WORKER_TOOLS.split(',') : [...registry.long.keys()];
+        const patterns = [...trigger.metadata.query.matchAll(/name LIKE '([^']+)'/g)].map(
+          (m) => m[1],
+        );
+        const like = (p: string) => new RegExp(`^${p.replace(/\./g, '\\.').replace(/%/g, '.*')}$`);
+        // Every queue the pool serves is counted, and no other tool's queue is.
+        for (const [name, tool] of registry.long) {
+          const queue = registry.entry(name)!.queue!;
+          const counted = patterns.some((p) => like(p).test(queue));
+          expect([w.metadata.name, tool.name, counted]).toEqual([
+            w.metadata.name,
+            tool.name,
+            tools.includes(name) || !env.WORKER_TOOLS,
+          ]);
+        }
+        expect(trigger.metadata.query).toContain("state IN ('created', 'retry')");
+      }
+    });
+
+    test('the migrations Job runs the migrations with the same ConfigMap (TOOL_PACKS) as the apps', () => {
+      const [job] = ofKind('Job');
+      expect(job!.spec.template.spec.containers[0].command).toEqual(['node', 'scripts/migrate.ts']);
+      const config = job!.spec.template.spec.containers[0].envFrom[0].configMapRef.name;
+      for (const d of ofKind('Deployment')) {
+        const spec = podTemplate(d).spec;
+        expect(spec.containers[0].envFrom[0].configMapRef.name).toBe(config);
+        expect(spec.initContainers[0].command).toEqual(['node', 'scripts/wait-for-migrations.ts']);
+      }
+    });
+
+    test('secrets are referenced, never inlined, and the dev IdP is not deployed', () => {
+      expect(ofKind('Secret')).toEqual([]);
+      for (const w of workloads()) {
+        for (const c of [
+          ...(podTemplate(w).spec.initContainers ?? []),
+          ...podTemplate(w).spec.containers,
+        ]) {
+          expect(c.command.join(' ')).not.toContain('apps/idp');
+          for (const e of c.env ?? []) {
+            if (
+              /SECRET|KEY|TOKEN|PASSWORD|DATABASE_URL|AUTH$/.test(e.name) &&
+              !e.name.endsWith('_FILE')
+            ) {
+              expect([c.name, e.name, e.valueFrom?.secretKeyRef?.name]).toEqual([
+                c.name,
+                e.name,
+                expect.any(String),
+              ]);
+            }
+          }
+        }
+      }
+      for (const cm of ofKind('ConfigMap')) {
+        expect(
+          Object.keys(cm.data).filter((k) => /SECRET|PASSWORD|TOKEN|DATABASE_URL/.test(k)),
+        ).toEqual([]);
+      }
+    });
+
+    test('every pod may reach DNS and PostgreSQL past the default deny', () => {
+      const egress = ofKind('NetworkPolicy').filter((p) => p.spec.policyTypes.includes('Egress'));
+      const allows = (labels: Record<string, string>, port: number) =>
+        egress.some(
+          (p) =>
+            Object.keys(p.spec.podSelector).length > 0 &&
+            matches(p.spec.podSelector.matchLabels ?? {}, labels) &&
+            (p.spec.egress ?? []).some((rule: any) =>
+              (rule.ports ?? []).some((x: any) => x.port === port),
+            ),
+        );
+      for (const w of workloads()) {
+        const labels = podTemplate(w).metadata.labels;
+        expect([w.metadata.name, allows(labels, 53), allows(labels, 5432)]).toEqual([
+          w.metadata.name,
+          true,
+          true,
+        ]);
+      }
+    });
+
+    test('the audit CronJobs sign and verify hourly and archive monthly', () => {
+      const jobs = Object.fromEntries(ofKind('CronJob').map((c) => [c.metadata.name, c]));
+      const command = (name: string) =>
+        jobs[name]!.spec.jobTemplate.spec.template.spec.containers[0].command.join(' ');
+      expect(command('mtg-audit-checkpoint')).toContain('scripts/audit-checkpoint.ts');
+      expect(command('mtg-audit-checkpoint')).toContain(
+        'scripts/audit-verify.ts --from-checkpoint latest --record',
+      );
+      expect(command('mtg-audit-archive')).toContain('scripts/audit-archive.ts --out /archive');
+      expect(jobs['mtg-audit-archive']!.spec.concurrencyPolicy).toBe('Forbid');
+    });
+
+    test('a default-deny NetworkPolicy and ServiceMonitors for the gateways and the workers', () => {
+      const deny = ofKind('NetworkPolicy').find(
+        (p) => Object.keys(p.spec.podSelector).length === 0,
+      );
+      expect(deny?.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+      expect(
+        ofKind('ServiceMonitor')
+          .map((s) => s.metadata.name)
+          .sort(),
+      ).toEqual(['mtg-gateway', 'mtg-worker']);
+    });
+  });
+});
