@@ -133,6 +133,8 @@ test('a denial made by another user appears in the denials chart and the top sub
   );
   expect(denials[0].n).toBeGreaterThan(0);
   expect(await page.locator('#top-subjects').locator('..').innerText()).toContain('mallory');
+  // The gateway records the client address of each denial (origin.ip): here, loopback.
+  expect(await page.locator('#top-ips').locator('..').innerText()).toMatch(/127\.0\.0\.1/);
   await shot(page, 'denials');
 
   // The CSV export, with the page's own session, row for row against the database.
@@ -143,7 +145,8 @@ test('a denial made by another user appears in the denials chart and the top sub
   expect(lines[0]).toBe('seq,occurred_at,type,reason,subject,client,client_ip,tool,verb,task_id');
   const expected = await sql(
     stack.db.url,
-    `SELECT seq::int, type, reason, subject FROM audit.denials WHERE tenant = 'acme' ORDER BY seq DESC`,
+    `SELECT seq::int, type, reason, subject, body::jsonb -> 'origin' ->> 'ip' AS ip FROM audit.events
+      WHERE tenant = 'acme' AND type IN ('task.denied', 'auth.denied') ORDER BY seq DESC`,
   );
   expect(lines.slice(1).map((l) => l.split(','))).toEqual(
     expected.map((r) => [
@@ -153,7 +156,7 @@ test('a denial made by another user appears in the denials chart and the top sub
       r.reason ?? '',
       r.subject ?? '',
       expect.any(String),
-      '',
+      r.ip ?? '',
       expect.any(String),
       expect.any(String),
       expect.any(String),
