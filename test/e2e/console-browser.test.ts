@@ -325,6 +325,10 @@ test('an operator revokes and restores a principal through the gateway; the revo
   );
   expect(statuses).toMatch(/completed\s+\d+/);
   expect(Number(/completed\s+(\d+)/.exec(statuses)![1])).toBeLessThanOrEqual(completed.n);
+  // One row per long tool's queue (the demo pack's three).
+  expect(await page.locator('#queue-depth').innerText()).toMatch(
+    /bulk_update_records\s+\S+\s+\d+\s+\d+/,
+  );
   expect(await page.locator('#processes').innerText()).toMatch(/gateway\s+http:\S+\/metrics\s+up/);
   const figures = JSON.parse((await fetchIn(page, '/queues?format=json')).text);
   expect(figures).toEqual(

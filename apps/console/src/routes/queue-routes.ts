@@ -48,6 +48,7 @@ export function queueRoutes(deps: {
         url: r.endpoint.url,
         state: r.ok ? 'up' : `unreachable (${r.error})`,
         runs: r.ok ? sum(r.samples, 'mtg_task_runs_total') : null,
+        slots: r.ok ? slotsOf(r.samples) : '',
         circuits: r.ok
           ? r.samples
               .filter((s) => s.name === 'mtg_downstream_circuit_state')
@@ -58,7 +59,9 @@ export function queueRoutes(deps: {
       if (format) {
         // One row per figure: cluster-wide ones with process "cluster", then each process.
         const figures = [
-          ...(['mtg_queue_jobs', 'mtg_tasks', 'mtg_tasks_unserved'] as const).flatMap((name) =>
+          ...(
+            ['mtg_queue_jobs', 'mtg_queue_depth', 'mtg_tasks', 'mtg_tasks_unserved'] as const
+          ).flatMap((name) =>
             cluster
               .filter((s) => s.name === name)
               .map((s) => ({ process: 'cluster', metric: name, labels: s.labels, value: s.value })),
@@ -66,7 +69,12 @@ export function queueRoutes(deps: {
           ...processes.map((p) => ({
             process: p.process,
             metric: 'state',
-            labels: { url: p.url, runs: String(p.runs ?? ''), circuits: p.circuits },
+            labels: {
+              url: p.url,
+              runs: String(p.runs ?? ''),
+              slots: p.slots,
+              circuits: p.circuits,
+            },
             value: p.state,
           })),
         ];
@@ -100,6 +108,19 @@ export function queueRoutes(deps: {
             )}
           </div>
         </div>
+        <h2>Per queue (one per long tool: a worker pool serves its tools' queues)</h2>
+        <div id="queue-depth">
+          ${table(
+            [
+              { key: 'tool', label: 'Tool' },
+              { key: 'queue', label: 'Queue' },
+              { key: 'queued', label: 'Queued' },
+              { key: 'active', label: 'Running' },
+            ],
+            perQueue(cluster),
+            'No per-queue metrics.',
+          )}
+        </div>
         ${exportLinks('/queues', {})}
         <h2>Processes</h2>
         <div id="processes">
@@ -109,6 +130,7 @@ export function queueRoutes(deps: {
               { key: 'url', label: 'Metrics' },
               { key: 'state', label: 'State' },
               { key: 'runs', label: 'Task runs' },
+              { key: 'slots', label: 'Slots busy/total' },
               { key: 'circuits', label: 'Circuit breakers' },
             ],
             processes,
@@ -118,4 +140,30 @@ export function queueRoutes(deps: {
     },
   );
   return router;
+}
+
+/** mtg_queue_depth{tool,queue,state} as one row per queue. */
+function perQueue(samples: Sample[]) {
+  const byQueue = new Map<
+    string,
+    { tool: string; queue: string; queued: number; active: number }
+  >();
+  for (const s of samples) {
+    if (s.name !== 'mtg_queue_depth') continue;
+    const queue = s.labels.queue ?? '';
+    const row = byQueue.get(queue) ?? { tool: s.labels.tool ?? '', queue, queued: 0, active: 0 };
+    if (s.labels.state === 'queued') row.queued = s.value;
+    if (s.labels.state === 'active') row.active = s.value;
+    byQueue.set(queue, row);
+  }
+  return [...byQueue.values()];
+}
+
+/** A worker's mtg_worker_slots{state="busy"|"total"} as `busy/total` ('—' for others). */
+function slotsOf(samples: Sample[]): string {
+  const of = (state: string) =>
+    samples.find((s) => s.name === 'mtg_worker_slots' && s.labels.state === state)?.value;
+  const busy = of('busy');
+  const total = of('total');
+  return total === undefined ? '—' : `${busy ?? 0}/${total}`;
 }
