@@ -245,7 +245,9 @@ test('the auditor CLI: a task, denials and a principal, as table, CSV and JSON',
   const denials = await audit(['denials', '--since', '7d', '--format', 'csv']);
   expect(denials.code).toBe(0);
   const lines = denials.stdout.trim().split('\r\n');
-  expect(lines[0]).toBe('seq,occurred_at,type,tenant,reason,subject,client,tool,verb,task_id');
+  expect(lines[0]).toBe(
+    'seq,occurred_at,type,tenant,reason,subject,client,tool,verb,task_id,client_ip',
+  );
   expect(
     lines.slice(1).map((l) =>
       l

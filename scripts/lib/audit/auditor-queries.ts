@@ -37,12 +37,17 @@ export const DENIAL_COLUMNS = [
   'tool',
   'verb',
   'task_id',
+  'client_ip',
 ] as const;
 
 export async function denialsSince(db: pg.ClientBase, since: Date, tenant?: string) {
+  // audit.denials plus the client address (the body's origin.ip, which the view leaves out).
   const { rows } = await db.query(
-    `SELECT seq, occurred_at, type, tenant, reason, subject, client, tool, verb, task_id
-       FROM audit.denials WHERE occurred_at >= $1 AND ($2::text IS NULL OR tenant = $2) ORDER BY seq`,
+    `SELECT seq, occurred_at, type, tenant, reason, subject, client, tool,
+            b -> 'data' ->> 'verb' AS verb, task_id, b -> 'origin' ->> 'ip' AS client_ip
+       FROM (SELECT *, replace(body, '\\u0000', '\\ufffd')::jsonb AS b FROM audit.event_log
+              WHERE type IN ('task.denied', 'auth.denied')) e
+      WHERE occurred_at >= $1 AND ($2::text IS NULL OR tenant = $2) ORDER BY seq`,
     [since, tenant ?? null],
   );
   return rows;
