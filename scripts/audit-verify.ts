@@ -1,5 +1,6 @@
 // npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE] [--from-checkpoint SEQ|latest] [--json] [--record]
 // npm run -s audit:verify -- --archive FILE [--keys JWKS_FILE] [--json]
+// npm run -s audit:verify -- --bundle FILE [--keys JWKS_FILE] [--json]
 // Verifies the audit chain and its signed checkpoints; exit 0 when intact, 1 naming the
 // first bad event otherwise (docs/audit.md).
 import { createReadStream } from 'node:fs';
@@ -19,10 +20,12 @@ import { readCheckpointFile } from './lib/audit/checkpoint-file.ts';
 import { CliError, connect, messageOf, resolveDatabaseUrl } from './lib/audit/database.ts';
 import { readJwks } from './lib/audit/key-files.ts';
 import { devKeyPaths } from './lib/audit/signing-key-source.ts';
+import { describeBundle, verifyBundleFile } from './lib/audit/verify-bundle-file.ts';
 
 const USAGE = `usage: npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE]
                                [--from-checkpoint SEQ|latest] [--json] [--record]
        npm run -s audit:verify -- --archive FILE [--keys JWKS_FILE] [--json]
+       npm run -s audit:verify -- --bundle FILE [--keys JWKS_FILE] [--json]
 
 Verifies every event of audit.events in seq order (hash, link to the previous event, no gap,
 query columns) and every signed checkpoint (audit.checkpoints, plus --checkpoints files kept
@@ -33,6 +36,13 @@ audit.verifications (role mtg_audit_signer), where the metrics and alerts read i
 
 --archive FILE verifies a month exported by audit:archive, without a database: every event's
 hash and link, the columns, the count, and the signed checkpoint of its last event.
+
+--bundle verifies an evidence bundle (from the console or \`npm run -s audit -- bundle\`)
+offline, with no database: every event's hash, every link, and the signed checkpoint that
+ends it, against the public keys.
+
+A warning (stderr) says when no signed checkpoint covers the head: a truncated tail or a
+rehashed chain after the last checkpoint would then go unseen.
 
 Database: DATABASE_URL, else the running embedded PostgreSQL of \`npm start\`; role
 DATABASE_ROLE (default mtg_auditor, which reads the audit views only).
@@ -58,6 +68,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       'from-checkpoint': { type: 'string' },
       'batch-size': { type: 'string' },
       json: { type: 'boolean' },
+      bundle: { type: 'string' },
       archive: { type: 'string' },
       record: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -69,6 +80,9 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     return 0;
   }
   const config = parseConfig(schema, env);
+  if (values.archive !== undefined && values.bundle !== undefined) {
+    throw new CliError('give --archive or --bundle, not both');
+  }
   if (values.archive !== undefined) {
     if (values.checkpoints || values['from-checkpoint'] || values.record)
       throw new CliError('--archive goes with --keys and --json only');
@@ -92,6 +106,23 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const keysFile =
     values.keys ?? config.AUDIT_JWKS_FILE ?? (await existing(devKeyPaths(dataDir(env)).jwksFile));
   const keys = keysFile ? await readJwks(keysFile) : undefined;
+  if (values.bundle !== undefined) {
+    if (values.checkpoints || from !== undefined || values.record) {
+      throw new CliError(
+        '--bundle verifies the bundle alone: it takes no --checkpoints, --from-checkpoint or --record',
+      );
+    }
+    if (!keys) {
+      throw new CliError(
+        "--bundle needs the checkpoint signing keys' public JWKS (--keys FILE or AUDIT_JWKS_FILE)",
+      );
+    }
+    const result = await verifyBundleFile(values.bundle, keys);
+    if (values.json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    else
+      for (const line of describeBundle(values.bundle, result)) process.stdout.write(line + '\n');
+    return result.ok ? 0 : 1;
+  }
   const external = [];
   for (const file of values.checkpoints ?? []) external.push(...(await readCheckpointFile(file)));
 
@@ -123,12 +154,36 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     await client.end().catch(() => {});
   }
 
+  const warnings = uncoveredHead(report);
+  for (const w of warnings) process.stderr.write(`audit:verify: warning: ${w}\n`);
   if (values.json) {
-    process.stdout.write(JSON.stringify({ ...report, keys: keysFile ?? null }, null, 2) + '\n');
+    process.stdout.write(
+      JSON.stringify({ ...report, warnings, keys: keysFile ?? null }, null, 2) + '\n',
+    );
   } else {
     for (const line of describe(report)) process.stdout.write(line + '\n');
   }
   return report.ok ? 0 : 1;
+}
+
+/**
+ * A chain whose head no signed checkpoint covers verifies against itself only: someone who
+ * can write the database could cut its tail or rewrite and rehash it after the last
+ * checkpoint and still get "intact". Say so, and how to fix it.
+ */
+function uncoveredHead(r: VerifyAuditTrailReport): string[] {
+  if (!r.ok || r.lastSeq === undefined) return [];
+  const covered = r.checkpoints.latest?.seq ?? 0;
+  if (covered >= r.lastSeq) return [];
+  const which =
+    covered === 0
+      ? `no signed checkpoint covers the chain (events ${r.firstSeq}..${r.lastSeq})`
+      : `no signed checkpoint covers the head: events ${covered + 1}..${r.lastSeq} come after the latest checkpoint (event ${covered})`;
+  return [
+    `${which}, so a truncated tail or a rewritten and rehashed chain there would go unseen. ` +
+      'Sign the head with `npm run -s audit:checkpoint` (or keep it running with --every SECONDS) ' +
+      'and keep a copy of the checkpoints outside the database (--out FILE).',
+  ];
 }
 
 function describe(r: VerifyAuditTrailReport): string[] {

@@ -15,15 +15,33 @@ import {
   type CheckResult,
 } from './lib/evidence/checks.ts';
 import { renderMarkdown } from './lib/evidence/render.ts';
+import {
+  bySeq,
+  checkTarget,
+  headSeq,
+  runCoverage,
+  syntheticTenants,
+} from './lib/evidence/run-scope.ts';
 import { stackClient } from './lib/evidence/stack-client.ts';
 
-const USAGE = `npm run evidence [-- --out DIR]
+const USAGE = `npm run evidence [-- --out DIR] [--allow-external-database]
 Runs the security review's adversarial pass against a running stack (npm start) and writes
 evidence/report.md and evidence/report.json. Ports from GATEWAY_PORT, IDP_PORT,
-DOWNSTREAM_PORT; database from DATABASE_URL or the running embedded PostgreSQL.`;
+DOWNSTREAM_PORT; database from DATABASE_URL or the running embedded PostgreSQL.
+
+Every request of the pass is audited: it runs in two tenants of its own, synthetic-<run> and
+synthetic-<run>-other, and refuses a DATABASE_URL other than the development stack's
+embedded database (the pass would write into that chain) unless --allow-external-database.
+The report states the period and the chain range it covers.`;
 
 async function main() {
-  const { values } = parseArgs({ options: { out: { type: 'string' }, help: { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: {
+      out: { type: 'string' },
+      'allow-external-database': { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+  });
   if (values.help) return void console.log(USAGE);
   const env = process.env;
   const endpoints = {
@@ -31,20 +49,29 @@ async function main() {
     idp: env.IDP_ISSUER ?? `http://127.0.0.1:${env.IDP_PORT ?? 9400}`,
     downstream: env.DOWNSTREAM_URL ?? `http://127.0.0.1:${env.DOWNSTREAM_PORT ?? 9500}`,
   };
+  const { url, where } = await resolveDatabaseUrl(env.DATABASE_URL, dataDir(env));
+  const target = checkTarget(where, values['allow-external-database'] === true);
+  if (!target.ok) {
+    process.stderr.write(`evidence: ${target.message}\n`);
+    process.exitCode = 2;
+    return;
+  }
   const secrets = await loadOrCreateDevSecrets(dataDir(env));
   const stack = stackClient(endpoints, secrets);
-  const { url } = await resolveDatabaseUrl(env.DATABASE_URL, dataDir(env));
   const db = new pg.Client({ connectionString: url, application_name: 'evidence' });
   await db.connect();
-  const ctx = { stack, db };
+  const tenants = syntheticTenants(stack.unique('run').slice(4));
+  const ctx = { stack, db, tenants };
+  const firstHead = await headSeq(db);
   const tolerance = Number(env.AUTH_CLOCK_TOLERANCE_SECONDS ?? 30);
   const started = new Date();
   const results: CheckResult[] = [];
+  let coverage: Awaited<ReturnType<typeof runCoverage>> | undefined;
   const run = async (name: string, fn: () => Promise<CheckResult>) => {
     process.stderr.write(`evidence: ${name}… `);
     try {
       const r = await fn();
-      results.push(r);
+      results.push({ ...r, audit: bySeq(r.audit) });
       process.stderr.write(`${r.passed ? 'PASS' : 'FAIL'}: ${r.summary}\n`);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -68,6 +95,7 @@ async function main() {
     await run('cancel-then-writes', () => cancelThenWrites(ctx));
     await run('user-disabled-mid-run', () => userDisabledMidRun(ctx));
     await run('token-expiry-mid-run', () => expiry);
+    coverage = await runCoverage(db, tenants, { from: started, to: new Date() }, firstHead);
   } finally {
     await db.end();
   }
@@ -92,6 +120,8 @@ async function main() {
     generatedAt: new Date().toISOString(),
     startedAt: started.toISOString(),
     endpoints,
+    database: where,
+    coverage,
     checks: results,
     auditVerification: verification,
   };

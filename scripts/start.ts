@@ -57,7 +57,7 @@ async function main(): Promise<number> {
   try {
     const info = await stack.start();
     process.stdout.write(
-      `ready: mcp=${info.mcp} idp=${info.idp} downstream=${info.downstream} ` +
+      `ready: mcp=${info.mcp} idp=${info.idp} downstream=${info.downstream} console=${info.console} ` +
         `workers=${info.workers} database=${info.database}\n`,
     );
     // A line of its own: tools parse the `ready:` line, whose fields stay as they are.

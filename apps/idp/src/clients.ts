@@ -6,6 +6,11 @@ export const SERVICE_CLIENTS = ['mcp-gateway', 'mcp-worker'] as const;
 export const STATIC_CLIENTS = [...AGENT_CLIENTS, ...SERVICE_CLIENTS] as const;
 export type StaticClientId = (typeof STATIC_CLIENTS)[number];
 
+/** The audit console (apps/console): a public client, a person at a browser. */
+export const CONSOLE_CLIENT = 'mcp-console';
+/** Where the console receives the authorization code (on any loopback port). */
+export const CONSOLE_CALLBACK_PATH = '/auth/callback';
+
 export function isAgentClient(clientId: string): boolean {
   return (AGENT_CLIENTS as readonly string[]).includes(clientId);
 }
@@ -17,7 +22,7 @@ const LOOPBACK_REDIRECT_URIS = ['127.0.0.1', 'localhost'].flatMap((host) =>
   LOOPBACK_CALLBACK_PATHS.map((p) => `http://${host}${p}`),
 );
 
-/** The contract's four confidential clients. */
+/** The contract's four confidential clients, and the console's public one. */
 export function staticClients(secrets: Record<StaticClientId, string>): ClientMetadata[] {
   const agents = AGENT_CLIENTS.map((id): ClientMetadata => ({
     client_id: id,
@@ -39,5 +44,17 @@ export function staticClients(secrets: Record<StaticClientId, string>): ClientMe
     response_types: [],
     redirect_uris: [],
   }));
-  return [...agents, ...services];
+  // No secret: PKCE binds the code to the console process that asked for it, and a secret
+  // shipped with every development stack would protect nothing. A production IdP may
+  // register the console as confidential instead (CONSOLE_CLIENT_SECRET, docs/console.md).
+  const consoleClient: ClientMetadata = {
+    client_id: CONSOLE_CLIENT,
+    client_name: 'MCP console',
+    application_type: 'native',
+    token_endpoint_auth_method: 'none',
+    grant_types: ['authorization_code'],
+    response_types: ['code'],
+    redirect_uris: ['127.0.0.1', 'localhost'].map((h) => `http://${h}${CONSOLE_CALLBACK_PATH}`),
+  };
+  return [...agents, ...services, consoleClient];
 }

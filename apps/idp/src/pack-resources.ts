@@ -12,7 +12,7 @@ export function packResources(
   base: Pick<Resources, 'downstream'>,
 ): Pick<Resources, 'scopes' | 'targets'> {
   return {
-    scopes: [...new Set([...registry.scopes(), 'tasks:admin'])],
+    scopes: [...new Set([...registry.scopes(), 'tasks:admin', 'audit:read'])],
     targets: [...new Set([...targets.values()].map((t) => t.audience))].filter(
       (a) => a !== base.downstream,
     ),

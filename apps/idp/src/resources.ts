@@ -7,11 +7,15 @@ export const RESOURCE_SCOPES = [
   'reports:run',
   'records:write',
   'tasks:admin',
+  'audit:read',
 ] as const;
+
+/** Scopes that are never granted unless asked for: administration and audit access. */
+export const PRIVILEGED_SCOPES: readonly string[] = ['tasks:admin', 'audit:read'];
 
 /** What a user token carries when no scope is requested: everything but administration. */
 export const DEFAULT_USER_SCOPES: readonly string[] = RESOURCE_SCOPES.filter(
-  (s) => s !== 'tasks:admin',
+  (s) => !PRIVILEGED_SCOPES.includes(s),
 );
 
 /** Resource indicators (RFC 8707) of the stack; each becomes a JWT access token audience. */
@@ -28,7 +32,7 @@ export interface Resources {
   upstreams?: readonly string[];
   /**
    * The scopes granted for these resources: the loaded packs' tool scopes plus `tasks:admin`
-   * (default: the contract's list, RESOURCE_SCOPES).
+   * and `audit:read` (default: the contract's list, RESOURCE_SCOPES).
    */
   scopes?: readonly string[];
 }
@@ -60,7 +64,7 @@ export function scopesOf(resources: Resources): readonly string[] {
 
 /** What a user token carries when no scope is requested: everything but administration. */
 export function defaultUserScopes(resources: Resources): string[] {
-  return scopesOf(resources).filter((s) => s !== 'tasks:admin');
+  return scopesOf(resources).filter((s) => !PRIVILEGED_SCOPES.includes(s));
 }
 
 /**

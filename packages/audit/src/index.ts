@@ -66,3 +66,15 @@ export {
   type ArchiveFailureCode,
 } from './archive/verify-archive.ts';
 export { exportMonth, type MonthBounds } from './archive/export-month.ts';
+export {
+  BUNDLE_FORMAT,
+  EvidenceBundle,
+  BundleSelection,
+  type BundleEvent,
+} from './bundle/bundle-format.ts';
+export {
+  buildBundle,
+  type BuildBundleOptions,
+  type BuildBundleResult,
+} from './bundle/build-bundle.ts';
+export { verifyBundle, type BundleFailureCode, type BundleReport } from './bundle/verify-bundle.ts';

@@ -14,9 +14,9 @@ export interface CheckResult {
 export interface CheckContext {
   stack: StackClient;
   db: pg.Client;
+  /** The run's synthetic tenants (run-scope.ts): every event of the pass is in one of them. */
+  tenants: { main: string; other: string };
 }
-
-const TENANT = 'evidence';
 const BULK = (n: number, tag: string) => ({ collection: `evidence-${tag}`, count: n, patch: { reviewed: true } });
 
 async function auditFor(db: pg.Client, taskId: string, types?: string[]) {
@@ -31,16 +31,16 @@ async function auditFor(db: pg.Client, taskId: string, types?: string[]) {
 const same = (a: Answer, b: Answer) => JSON.stringify(a) === JSON.stringify(b);
 
 /** Other users, another tenant and another client cannot reach a task: answers equal a random id's. */
-export async function crossPrincipalAccess({ stack, db }: CheckContext): Promise<CheckResult> {
+export async function crossPrincipalAccess({ stack, db, tenants }: CheckContext): Promise<CheckResult> {
   const owner = stack.unique('owner');
-  const ownerToken = await stack.token(owner, TENANT);
+  const ownerToken = await stack.token(owner, tenants.main);
   const started = await stack.call(ownerToken, 'bulk_update_records', BULK(20_000, 'xp'));
   if (!started.ok) throw new Error(`start failed: ${started.error}`);
   const taskId = started.value.jobId as string;
   const strangers: Array<[string, string]> = [
-    ['another user, same tenant', await stack.token(stack.unique('other'), TENANT)],
-    ['same user name, another tenant', await stack.token(owner, `${TENANT}-other`)],
-    ['same user, another client', await stack.token(owner, TENANT, { client: 'mcp-agent-2' })],
+    ['another user, same tenant', await stack.token(stack.unique('other'), tenants.main)],
+    ['same user name, another tenant', await stack.token(owner, tenants.other)],
+    ['same user, another client', await stack.token(owner, tenants.main, { client: 'mcp-agent-2' })],
   ];
   const rows: Array<Record<string, unknown>> = [];
   let passed = true;
@@ -67,8 +67,8 @@ export async function crossPrincipalAccess({ stack, db }: CheckContext): Promise
 }
 
 /** Twenty identical starts make one task. */
-export async function identicalStarts({ stack, db }: CheckContext): Promise<CheckResult> {
-  const token = await stack.token(stack.unique('storm'), TENANT);
+export async function identicalStarts({ stack, db, tenants }: CheckContext): Promise<CheckResult> {
+  const token = await stack.token(stack.unique('storm'), tenants.main);
   const args = { report: stack.unique('evidence-report'), rows: 10 };
   const answers = await Promise.all(Array.from({ length: 20 }, () => stack.call(token, 'generate_report', args)));
   const ids = new Set(answers.map((a) => (a.ok ? a.value.jobId : `error:${a.error}`)));
@@ -86,8 +86,8 @@ export async function identicalStarts({ stack, db }: CheckContext): Promise<Chec
 }
 
 /** Guessing task ids yields nothing. */
-export async function iteratingIds({ stack }: CheckContext): Promise<CheckResult> {
-  const token = await stack.token(stack.unique('prober'), TENANT);
+export async function iteratingIds({ stack, tenants }: CheckContext): Promise<CheckResult> {
+  const token = await stack.token(stack.unique('prober'), tenants.main);
   const answers = new Set<string>();
   for (let i = 0; i < 25; i++) answers.add(JSON.stringify(await stack.call(token, 'get_job_status', { jobId: stack.randomId() })));
   for (const guess of ['0'.repeat(32), '1', '../etc/passwd', "' OR 1=1 --"]) {
@@ -104,8 +104,8 @@ export async function iteratingIds({ stack }: CheckContext): Promise<CheckResult
 }
 
 /** After cancel returns, no downstream write lands. */
-export async function cancelThenWrites({ stack, db }: CheckContext): Promise<CheckResult> {
-  const token = await stack.token(stack.unique('canceller'), TENANT);
+export async function cancelThenWrites({ stack, db, tenants }: CheckContext): Promise<CheckResult> {
+  const token = await stack.token(stack.unique('canceller'), tenants.main);
   const started = await stack.call(token, 'bulk_update_records', BULK(40_000, 'cancel'));
   if (!started.ok) throw new Error(`start failed: ${started.error}`);
   const taskId = started.value.jobId as string;
@@ -128,15 +128,15 @@ export async function cancelThenWrites({ stack, db }: CheckContext): Promise<Che
 }
 
 /** The creating token expires mid-run: 401 to polls, the work continues under the delegation. */
-export async function tokenExpiryMidRun({ stack, db }: CheckContext, toleranceSeconds: number): Promise<CheckResult> {
+export async function tokenExpiryMidRun({ stack, db, tenants }: CheckContext, toleranceSeconds: number): Promise<CheckResult> {
   const user = stack.unique('expiring');
-  const shortLived = await stack.token(user, TENANT, { ttl: 3 });
+  const shortLived = await stack.token(user, tenants.main, { ttl: 3 });
   const started = await stack.call(shortLived, 'generate_report', { report: stack.unique('expiry'), rows: 5 });
   if (!started.ok) throw new Error(`start failed: ${started.error}`);
   const taskId = started.value.jobId as string;
   await new Promise((r) => setTimeout(r, (3 + toleranceSeconds + 1) * 1000));
   const poll = await stack.pollStatus(shortLived, taskId);
-  const fresh = await stack.token(user, TENANT);
+  const fresh = await stack.token(user, tenants.main);
   const final = await waitFor(() => stack.call(fresh, 'get_job_status', { jobId: taskId }), (a) => a.ok && a.value.status !== 'working', 120_000);
   const status = final.ok ? final.value.status : final.error;
   return {
@@ -150,15 +150,15 @@ export async function tokenExpiryMidRun({ stack, db }: CheckContext, toleranceSe
 }
 
 /** Disabling the user mid-run (a real SET from the IdP) stops the task at the next boundary. */
-export async function userDisabledMidRun({ stack, db }: CheckContext): Promise<CheckResult> {
+export async function userDisabledMidRun({ stack, db, tenants }: CheckContext): Promise<CheckResult> {
   const user = stack.unique('disabled');
-  const token = await stack.token(user, TENANT);
+  const token = await stack.token(user, tenants.main);
   const started = await stack.call(token, 'bulk_update_records', BULK(40_000, 'disable'));
   if (!started.ok) throw new Error(`start failed: ${started.error}`);
   const taskId = started.value.jobId as string;
   await waitFor(() => stack.writes(taskId), (w) => w.length >= 1, 60_000);
   const t0 = Date.now();
-  await stack.idpUser('disable', user, TENANT);
+  await stack.idpUser('disable', user, tenants.main);
   const row = await waitFor(
     async () => (await db.query('SELECT status, outcome, ended_at FROM app.tasks WHERE id = $1', [taskId])).rows[0],
     (r) => r.status !== 'working',
@@ -170,11 +170,11 @@ export async function userDisabledMidRun({ stack, db }: CheckContext): Promise<C
   const writes = await stack.writes(taskId);
   const late = writes.filter((w) => row.ended_at && Date.parse(w.at) > new Date(row.ended_at).getTime());
   const poll = await stack.pollStatus(token, taskId);
-  await stack.idpUser('enable', user, TENANT);
+  await stack.idpUser('enable', user, tenants.main);
   const principal = await db.query(
     `SELECT seq, occurred_at, type, subject, tenant, reason FROM audit.events
       WHERE tenant = $1 AND subject = $2 AND type LIKE 'principal.%' ORDER BY seq`,
-    [TENANT, user],
+    [tenants.main, user],
   );
   return {
     id: 'user-disabled-mid-run',

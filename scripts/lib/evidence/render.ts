@@ -1,8 +1,10 @@
 import type { CheckResult } from './checks.ts';
+import type { RunCoverage } from './run-scope.ts';
 
 export function renderMarkdown(report: {
   generatedAt: string;
   endpoints: Record<string, string>;
+  coverage?: RunCoverage | undefined;
   checks: CheckResult[];
   auditVerification: { exitCode: number; output: string };
 }): string {
@@ -11,6 +13,7 @@ export function renderMarkdown(report: {
     '',
     `Generated ${report.generatedAt} against ${report.endpoints.mcp}.`,
     '',
+    ...coverageLines(report.coverage),
     '| check | result | summary |',
     '|---|---|---|',
     ...report.checks.map((c) => `| ${c.title} | ${c.passed ? 'PASS' : '**FAIL**'} | ${c.summary.replace(/\|/g, '\\|')} |`),
@@ -31,4 +34,19 @@ export function renderMarkdown(report: {
   }
   lines.push('## Audit chain verification', '', '```', report.auditVerification.output, '```', '');
   return lines.join('\n');
+}
+
+/** What the report covers: its period, its chain range, and that its traffic is synthetic. */
+function coverageLines(c: RunCoverage | undefined): string[] {
+  if (!c) return ['Coverage: unknown (the pass did not finish).', ''];
+  const range =
+    c.chainRange.lastSeq >= c.chainRange.firstSeq
+      ? `events ${c.chainRange.firstSeq}..${c.chainRange.lastSeq}`
+      : 'no events';
+  return [
+    `Period: ${c.period.from} to ${c.period.to}. Chain range: ${range} — ${c.events.synthetic} of them the pass's own, in its synthetic tenants ${c.syntheticTenants.map((t) => `\`${t}\``).join(' and ')}; ${c.events.other} from other traffic meanwhile.`,
+    '',
+    'This is a self-test with synthetic users in synthetic tenants: it shows how the deployment answers these attacks, not what real traffic did. Audit excerpts are in chain (`seq`) order.',
+    '',
+  ];
 }

@@ -4,12 +4,12 @@ import type { DevSecrets } from '../dev-secrets.ts';
 import type { DatabaseUrls } from './database-logins.ts';
 import type { LauncherConfig } from './config.ts';
 
-export type Service = 'idp' | 'downstream' | 'upstream-demo' | 'gateway' | 'worker';
+export type Service = 'idp' | 'downstream' | 'upstream-demo' | 'gateway' | 'worker' | 'console';
 
 /** The stack's addresses, all on loopback. */
 export function stackUrls(
   config: Pick<LauncherConfig, 'GATEWAY_PORT' | 'IDP_PORT' | 'DOWNSTREAM_PORT'> &
-    Partial<Pick<LauncherConfig, 'UPSTREAM_DEMO_PORT'>>,
+    Partial<Pick<LauncherConfig, 'UPSTREAM_DEMO_PORT' | 'CONSOLE_PORT'>>,
 ) {
   const gateway = `http://127.0.0.1:${config.GATEWAY_PORT}`;
   return {
@@ -18,6 +18,7 @@ export function stackUrls(
     downstream: `http://127.0.0.1:${config.DOWNSTREAM_PORT}`,
     ssfPush: `${gateway}/ssf/events`,
     upstreamDemo: `http://127.0.0.1:${config.UPSTREAM_DEMO_PORT ?? 9600}/mcp`,
+    console: `http://127.0.0.1:${config.CONSOLE_PORT ?? 9700}`,
   };
 }
 
@@ -40,6 +41,8 @@ export function childEnv(
     config: LauncherConfig;
     /** Each database process's own login (database-logins.ts); never the owner's URL. */
     databaseUrls: DatabaseUrls;
+    /** The console's login (console-login.ts), a member of mtg_auditor only. */
+    consoleDatabaseUrl?: string;
     secrets: DevSecrets;
     /** Resolved DATA_DIR, so every process agrees on it (the IdP keeps its keys there). */
     dataDir: string;
@@ -67,8 +70,9 @@ export function childEnv(
   const pushAuth = env.SSF_PUSH_AUTH ?? ssfPushAuthorization(secrets);
   // The launcher's own DATABASE_URL (the owner's, inherited above) goes to no child.
   delete env.DATABASE_URL;
-  // The IdP and the demo upstream use no database.
-  if (service !== 'idp' && service !== 'upstream-demo')
+  // The IdP and the demo upstream use no database; the console has a login of its own.
+  if (service === 'console') env.DATABASE_URL = options.consoleDatabaseUrl;
+  else if (service !== 'idp' && service !== 'upstream-demo')
     env.DATABASE_URL = options.databaseUrls[service];
   switch (service) {
     case 'idp':
@@ -92,6 +96,9 @@ export function childEnv(
       break;
     case 'downstream':
     case 'upstream-demo':
+      break;
+    case 'console':
+      env.CONSOLE_PORT = String(config.CONSOLE_PORT);
       break;
   }
   return env;

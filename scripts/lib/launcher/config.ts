@@ -23,6 +23,7 @@ export const launcherConfigSchema = z
     DOWNSTREAM_PORT: listenPort(9500),
     /** The demo upstream MCP server (apps/upstream-demo), registered in UPSTREAMS_FILE. */
     UPSTREAM_DEMO_PORT: listenPort(9600),
+    CONSOLE_PORT: listenPort(9700),
     /** Where dev secrets and the embedded cluster live; default `.data/` in the repository. */
     DATA_DIR: z.string().min(1).optional(),
     /** Port of the embedded PostgreSQL; default 54329, else any free port. */

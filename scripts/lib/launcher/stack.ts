@@ -13,6 +13,7 @@ import {
   type Service,
 } from './child-env.ts';
 import type { LauncherConfig } from './config.ts';
+import { provisionConsoleLogin } from './console-login.ts';
 import {
   provisionDatabaseLogins,
   STACK_LOGIN_PREFIX,
@@ -37,6 +38,7 @@ export interface StackInfo {
   mcp: string;
   idp: string;
   downstream: string;
+  console: string;
   workers: number;
   database: 'embedded' | 'external';
   /** Each Prometheus endpoint by process (`gateway`, `worker-1` …), when workers serve one. */
@@ -77,6 +79,7 @@ export function createStack(options: StackOptions) {
     'upstream-demo': new Set(),
     gateway: new Set(),
     worker: new Set(),
+    console: new Set(),
   };
   const restartTimers = new Set<NodeJS.Timeout>();
   const processes = recordProcesses(options.dataDir);
@@ -86,6 +89,7 @@ export function createStack(options: StackOptions) {
   let databaseUrl = '';
   let databaseUrls: DatabaseUrls | undefined;
   let upstreamsFile: string | undefined;
+  let consoleDatabaseUrl: string | undefined;
   let stopping: Promise<number> | undefined;
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((resolve) => (resolveDone = resolve));
@@ -109,6 +113,7 @@ export function createStack(options: StackOptions) {
       ...(upstreamsFile ? { base: { ...process.env, UPSTREAMS_FILE: upstreamsFile } } : {}),
       config,
       databaseUrls: databaseUrls!,
+      ...(consoleDatabaseUrl ? { consoleDatabaseUrl } : {}),
       secrets: options.secrets,
       dataDir: options.dataDir,
       workerId,
@@ -222,6 +227,9 @@ export function createStack(options: StackOptions) {
     databaseUrls = await step(
       provisionDatabaseLogins(databaseUrl, STACK_LOGIN_PREFIX, options.secrets.databasePasswords),
     );
+    consoleDatabaseUrl = await step(
+      provisionConsoleLogin(databaseUrl, STACK_LOGIN_PREFIX, options.secrets),
+    );
 
     await step(launch('idp').ready);
     await step(launch('downstream').ready);
@@ -230,6 +238,7 @@ export function createStack(options: StackOptions) {
     const rest = [launch('gateway')];
     for (let n = 1; n <= config.WORKERS; n++) rest.push(launch('worker', n));
     const ready = await step(Promise.all(rest.map((c) => c.ready)));
+    await step(launch('console').ready);
     // A worker's ready message carries its metrics endpoint, when it serves one.
     const workerMetrics = rest.slice(1).flatMap((child, i) => {
       const url = ready[i + 1]?.url;
@@ -241,6 +250,7 @@ export function createStack(options: StackOptions) {
       mcp: urls.mcp,
       idp: urls.idp,
       downstream: urls.downstream,
+      console: urls.console,
       workers: config.WORKERS,
       database: database ? 'embedded' : 'external',
       metrics: workerMetrics.length
@@ -257,7 +267,7 @@ export function createStack(options: StackOptions) {
       for (const timer of restartTimers) clearTimeout(timer);
       // Workers may still be finishing jobs that call the IdP and the downstream system.
       for (const tier of [
-        ['gateway', 'worker'],
+        ['console', 'gateway', 'worker'],
         ['downstream', 'upstream-demo'],
         ['idp'],
       ] as Service[][]) {

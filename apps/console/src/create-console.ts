@@ -1,0 +1,120 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { createRemoteJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import type { Pool } from '@mtg/db';
+import type { Logger } from '@mtg/log';
+import { createGatewayActions } from './actions/gateway-actions.ts';
+import { createOidcClient } from './auth/oidc-client.ts';
+import { requireSession } from './http/guards.ts';
+import { securityHeaders } from './http/security-headers.ts';
+import { createSessionStore } from './http/session-store.ts';
+import { auditRoutes } from './routes/audit-routes.ts';
+import { authRoutes } from './routes/auth-routes.ts';
+import { queueRoutes } from './routes/queue-routes.ts';
+import { taskRoutes } from './routes/task-routes.ts';
+
+export interface ConsoleOptions {
+  /** A pool whose sessions run as mtg_auditor (the audit views, nothing else). */
+  pool: Pool;
+  logger: Logger;
+  /** Where browsers reach the console: the redirect URI is `<baseUrl>/auth/callback`. */
+  baseUrl: string;
+  issuer: string;
+  clientId: string;
+  clientSecret?: string;
+  /** The gateway's MCP endpoint: the tokens' audience and where actions go. */
+  gatewayResource: string;
+  /** The checkpoint signing keys' public JWKS, read when a page needs it. */
+  checkpointKeys: () => Promise<JSONWebKeySet | undefined>;
+  /** The IdP's token keys; default: its jwks_uri from discovery. */
+  tokenKeys?: JWTVerifyGetKey;
+  /** Prometheus endpoints for the queues page; default: the gateway's `/metrics`. */
+  metricsEndpoints?: Array<{ name: string; url: string }>;
+  /** Bearer token of those endpoints (METRICS_TOKEN), when they require one. */
+  metricsToken?: string;
+  now?: () => Date;
+  fetch?: typeof fetch;
+}
+
+const STATIC_DIR = path.join(import.meta.dirname, 'static');
+/** The chart library's browser build, served as a file of its own (the CSP allows no other origin). */
+function chartJsFile(): string {
+  // The package exports no subpath for its UMD build; it sits next to the main entry.
+  const main = createRequire(import.meta.url).resolve('chart.js');
+  return path.join(path.dirname(main), 'chart.umd.min.js');
+}
+
+/** The console's Express app: login, sessions, CSRF and CSP, the pages and the actions. */
+export function createConsole(options: ConsoleOptions) {
+  const { pool, logger } = options;
+  const now = options.now ?? (() => new Date());
+  const oidc = createOidcClient({
+    issuer: options.issuer,
+    clientId: options.clientId,
+    ...(options.clientSecret ? { clientSecret: options.clientSecret } : {}),
+    redirectUri: new URL('/auth/callback', options.baseUrl).href,
+    resource: options.gatewayResource,
+  });
+  let remoteKeys: JWTVerifyGetKey | undefined;
+  const tokenKeys: JWTVerifyGetKey =
+    options.tokenKeys ??
+    (async (header, token) => {
+      remoteKeys ??= createRemoteJWKSet(new URL(await oidc.jwksUri()));
+      return remoteKeys(header, token);
+    });
+  const sessions = createSessionStore(() => now().getTime());
+  const actions = createGatewayActions({
+    mcpUrl: options.gatewayResource,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+
+  const chartJs = chartJsFile();
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(securityHeaders);
+  app.get('/static/chart.umd.min.js', (_req, res) => res.sendFile(chartJs));
+  app.use('/static', express.static(STATIC_DIR, { index: false, fallthrough: false }));
+  app.get('/healthz', (_req, res) => res.json({ ok: true }));
+  app.use(
+    authRoutes({
+      oidc,
+      sessions,
+      keys: tokenKeys,
+      issuer: options.issuer,
+      audience: options.gatewayResource,
+      baseUrl: options.baseUrl,
+      logger,
+    }),
+  );
+  app.use(requireSession(sessions));
+  app.get('/', (_req, res) => res.redirect(303, '/tasks'));
+  app.use(taskRoutes({ pool, logger, actions, keys: options.checkpointKeys }));
+  app.use(auditRoutes({ pool, logger, actions, keys: options.checkpointKeys, now }));
+  app.use(
+    queueRoutes({
+      logger,
+      endpoints: options.metricsEndpoints ?? [
+        { name: 'gateway', url: new URL('/metrics', options.gatewayResource).href },
+      ],
+      ...(options.metricsToken ? { token: options.metricsToken } : {}),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    }),
+  );
+  app.use((_req: Request, res: Response) => res.status(404).type('text').send('not found'));
+  // A failure of ours (the database away) is a plain 500 page; its text stays in the log.
+  app.use(
+    (error: Error & { status?: number }, req: Request, res: Response, _next: NextFunction) => {
+      if (error.status && error.status < 500) {
+        res
+          .status(error.status)
+          .type('text')
+          .send(error.status === 413 ? 'request too large' : 'bad request');
+        return;
+      }
+      logger.error('console request failed', { path: req.path, error: error.message });
+      res.status(500).type('text').send('The console could not answer (see its log).');
+    },
+  );
+  return { app, sessions };
+}

@@ -1,0 +1,53 @@
+import type { Response } from 'express';
+
+/** A cell as text: timestamps in ISO 8601 UTC, objects as JSON. */
+export function cellText(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+function csvField(value: unknown): string {
+  const text = cellText(value);
+  // A leading =, +, - or @ would be a formula in a spreadsheet: quote and prefix it.
+  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+}
+
+export function toCsv(
+  columns: readonly string[],
+  rows: readonly Record<string, unknown>[],
+): string {
+  const lines = [columns.map(csvField).join(',')];
+  for (const row of rows) lines.push(columns.map((c) => csvField(row[c])).join(','));
+  return lines.join('\r\n') + '\r\n';
+}
+
+export type ExportFormat = 'csv' | 'json';
+
+export function exportFormatOf(value: unknown): ExportFormat | undefined | 'invalid' {
+  if (value === undefined || value === 'html') return undefined;
+  return value === 'csv' || value === 'json' ? value : 'invalid';
+}
+
+/** Sends a list as a download: CSV with a header row, or a JSON array of objects. */
+export function sendExport(
+  res: Response,
+  format: ExportFormat,
+  name: string,
+  columns: readonly string[],
+  rows: readonly Record<string, unknown>[],
+): void {
+  res.set('Content-Disposition', `attachment; filename="${name}.${format}"`);
+  if (format === 'csv') {
+    res.type('text/csv; charset=utf-8').send(toCsv(columns, rows));
+    return;
+  }
+  const objects = rows.map((r) =>
+    Object.fromEntries(
+      columns.map((c) => [c, r[c] instanceof Date ? (r[c] as Date).toISOString() : (r[c] ?? null)]),
+    ),
+  );
+  res.type('application/json').send(JSON.stringify(objects, null, 2));
+}

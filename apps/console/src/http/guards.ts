@@ -1,0 +1,101 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '@mtg/log';
+import type { ConsoleRole } from '../auth/roles.ts';
+import type { ReadScope } from '../queries/scope.ts';
+import { cookieOf, SESSION_COOKIE } from './cookies.ts';
+import { html } from './html.ts';
+import type { ConsolePrincipal, Session, SessionStore } from './session-store.ts';
+import { layout } from '../pages/layout.ts';
+
+/**
+ * Why the console refuses a request. The console cannot append to the audit trail (its
+ * database login reads the views only), so these are logged with their code; actions are
+ * refused and audited by the gateway itself.
+ */
+export type ConsoleDenial = 'no_session' | 'role_required' | 'csrf_mismatch' | 'invalid_request';
+
+export function sessionOf(res: Response): Session {
+  return res.locals.session as Session;
+}
+
+export function principalOf(res: Response): ConsolePrincipal {
+  return sessionOf(res).principal!;
+}
+
+/** What the principal may read: their tenant; for a user, their own tasks only. */
+export function readScopeOf(p: ConsolePrincipal): ReadScope {
+  return p.role === 'user' ? { tenant: p.tenant, ownerOnly: p.subject } : { tenant: p.tenant };
+}
+
+export function refuse(
+  res: Response,
+  logger: Logger,
+  status: number,
+  code: ConsoleDenial,
+  message: string,
+): void {
+  const p = (res.locals.session as Session | undefined)?.principal;
+  logger.info('console request refused', {
+    code,
+    status,
+    ...(p ? { tenant: p.tenant, subject: p.subject, role: p.role } : {}),
+  });
+  const session = res.locals.session as Session | undefined;
+  res
+    .status(status)
+    .type('html')
+    .send(
+      layout(
+        status === 403 ? 'Not allowed' : 'Refused',
+        session,
+        html`<p class="bad" data-code="${code}">${message}</p>`,
+      ),
+    );
+}
+
+/** Loads the session from its cookie; a page without one sends the browser to log in. */
+export function requireSession(sessions: SessionStore) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const session = sessions.get(cookieOf(req, SESSION_COOKIE));
+    if (!session?.principal) {
+      if (req.method === 'GET') return res.redirect(303, '/login');
+      return res.status(401).type('text').send('not logged in (no_session)');
+    }
+    res.locals.session = session;
+    next();
+  };
+}
+
+export function requireRole(logger: Logger, roles: readonly ConsoleRole[]) {
+  return (_req: Request, res: Response, next: NextFunction) => {
+    const p = principalOf(res);
+    if (roles.includes(p.role)) return next();
+    refuse(
+      res,
+      logger,
+      403,
+      'role_required',
+      `This page is for ${roles.join(' and ')}s; you are logged in as a ${p.role}.`,
+    );
+  };
+}
+
+/** Every POST carries the session's CSRF token in the form field `csrf`. */
+export function requireCsrf(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const session = res.locals.session as Session | undefined;
+    const sent = typeof req.body?.csrf === 'string' ? Buffer.from(req.body.csrf) : Buffer.alloc(0);
+    const expected = Buffer.from(session?.csrf ?? '');
+    if (expected.length > 0 && sent.length === expected.length && timingSafeEqual(sent, expected)) {
+      return next();
+    }
+    refuse(
+      res,
+      logger,
+      403,
+      'csrf_mismatch',
+      'The form was not sent from this console session (CSRF token missing or wrong). Reload the page and try again.',
+    );
+  };
+}

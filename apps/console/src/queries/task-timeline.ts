@@ -1,0 +1,54 @@
+import type { Queryable } from '@mtg/db';
+import type { ReadScope } from './scope.ts';
+
+export interface TimelineEvent {
+  seq: number;
+  occurred_at: string;
+  type: string;
+  subject: string | null;
+  client: string | null;
+  tool: string | null;
+  reason: string | null;
+  correlation_id: string | null;
+  actor_subject: string | null;
+  actor_kind: string | null;
+  data: Record<string, unknown> | null;
+}
+
+/**
+ * Every audit event of one task in seq order, or undefined when the task is not of this
+ * tenant (or, for a user, not their own): the same answer as a task that does not exist.
+ */
+export async function taskTimeline(
+  db: Queryable,
+  scope: ReadScope,
+  taskId: string,
+): Promise<TimelineEvent[] | undefined> {
+  const { rows } = await db.query<TimelineEvent>(
+    `SELECT seq, occurred_at, type, subject, client, tool, reason, correlation_id,
+            actor_subject, actor_kind, data
+       FROM audit.task_timeline WHERE task_id = $1 AND tenant = $2 ORDER BY seq`,
+    [taskId, scope.tenant],
+  );
+  const created = rows.find((r) => r.type === 'task.created');
+  if (!created) return undefined;
+  if (scope.ownerOnly !== undefined && created.subject !== scope.ownerOnly) return undefined;
+  return rows;
+}
+
+/** The systems a task touched, as its events name them (delegation audiences, targets). */
+export function systemsTouched(events: TimelineEvent[]): string[] {
+  const found = new Set<string>();
+  for (const e of events) {
+    const d = e.data ?? {};
+    for (const v of [
+      d.target,
+      d.audience,
+      d.upstream,
+      (d.to as { audience?: unknown })?.audience,
+    ]) {
+      if (typeof v === 'string' && v) found.add(v);
+    }
+  }
+  return [...found];
+}

@@ -1,0 +1,146 @@
+import express, { Router, type Request, type Response } from 'express';
+import type { JWTVerifyGetKey } from 'jose';
+import type { Logger } from '@mtg/log';
+import type { OidcClient } from '../auth/oidc-client.ts';
+import type { ConsoleRole } from '../auth/roles.ts';
+import { verifyConsoleToken } from '../auth/verify-console-token.ts';
+import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/cookies.ts';
+import { requireCsrf } from '../http/guards.ts';
+import { html } from '../http/html.ts';
+import type { SessionStore } from '../http/session-store.ts';
+import { layout } from '../pages/layout.ts';
+
+const ROLES: ConsoleRole[] = ['auditor', 'operator', 'user'];
+
+/**
+ * Login by authorization code + PKCE: /login offers the roles, /login/start?role= sends the
+ * browser to the IdP asking for that role's scopes, /auth/callback redeems the code and opens
+ * a session whose role comes from the scopes the IdP granted, never from the request.
+ */
+export function authRoutes(deps: {
+  oidc: OidcClient;
+  sessions: SessionStore;
+  keys: JWTVerifyGetKey;
+  issuer: string;
+  audience: string;
+  /** The console's own address: the callback URL is rebuilt on it, whatever Host said. */
+  baseUrl: string;
+  logger: Logger;
+}): Router {
+  const { oidc, sessions, logger } = deps;
+  const router = Router();
+
+  router.get('/login', (_req: Request, res: Response) => {
+    res.type('html').send(
+      layout(
+        'Log in',
+        undefined,
+        html`<p>
+            Log in with your identity provider. Pick what you need; your provider decides what you
+            are granted, and the console shows only that.
+          </p>
+          <ul class="logins">
+            <li>
+              <a href="/login/start?role=auditor" id="login-auditor">Log in as an auditor</a> (scope
+              <code>audit:read</code>)
+            </li>
+            <li>
+              <a href="/login/start?role=operator" id="login-operator">Log in as an operator</a>
+              (scope <code>tasks:admin</code>)
+            </li>
+            <li>
+              <a href="/login/start?role=user" id="login-user">Log in to see your own tasks</a>
+            </li>
+          </ul>`,
+      ),
+    );
+  });
+
+  router.get('/login/start', async (req: Request, res: Response) => {
+    const role = ROLES.find((r) => r === req.query.role) ?? 'user';
+    let begun;
+    try {
+      begun = await oidc.begin(role);
+    } catch (error) {
+      logger.warn('identity provider unreachable', { error: (error as Error).message });
+      res
+        .status(502)
+        .type('html')
+        .send(
+          layout(
+            'Log in',
+            undefined,
+            html`<p class="bad">The identity provider cannot be reached; try again shortly.</p>`,
+          ),
+        );
+      return;
+    }
+    const session = sessions.startLogin({
+      state: begun.state,
+      codeVerifier: begun.codeVerifier,
+      role,
+    });
+    setSessionCookie(res, session.id, 600);
+    res.redirect(303, begun.url.href);
+  });
+
+  router.get('/auth/callback', async (req: Request, res: Response) => {
+    const session = sessions.get(cookieOf(req, SESSION_COOKIE));
+    const fail = (status: number, message: string) =>
+      res
+        .status(status)
+        .type('html')
+        .send(
+          layout(
+            'Log in failed',
+            undefined,
+            html`<p class="bad">${message}</p>
+              <p><a href="/login">Log in again</a></p>`,
+          ),
+        );
+    if (!session?.login) return fail(400, 'This login was not started here, or it expired.');
+    if (typeof req.query.error === 'string') {
+      return fail(
+        403,
+        `The identity provider refused: ${req.query.error}${typeof req.query.error_description === 'string' ? ` (${req.query.error_description})` : ''}`,
+      );
+    }
+    let token: string;
+    try {
+      const here = new URL(req.originalUrl, deps.baseUrl);
+      token = await oidc.complete(here, session.login);
+    } catch (error) {
+      logger.info('login refused', { error: (error as Error).message });
+      return fail(400, 'The login could not be completed (state or code rejected).');
+    }
+    const verified = await verifyConsoleToken(token, deps);
+    if (!verified.ok) {
+      logger.info('login token refused', { code: verified.code, error: verified.message });
+      return fail(403, `The token is not usable here (${verified.code}).`);
+    }
+    const next = sessions.establish(session, verified.principal);
+    setSessionCookie(res, next.id, verified.principal.expiresAt - Math.floor(Date.now() / 1000));
+    logger.info('console login', {
+      tenant: verified.principal.tenant,
+      subject: verified.principal.subject,
+      role: verified.principal.role,
+    });
+    res.redirect(303, '/tasks');
+  });
+
+  router.post(
+    '/logout',
+    express.urlencoded({ extended: false, limit: '4kb' }),
+    (req: Request, res: Response, next) => {
+      res.locals.session = sessions.get(cookieOf(req, SESSION_COOKIE));
+      next();
+    },
+    requireCsrf(logger),
+    (_req: Request, res: Response) => {
+      sessions.end(res.locals.session.id);
+      clearSessionCookie(res);
+      res.redirect(303, '/login');
+    },
+  );
+  return router;
+}

@@ -1,0 +1,102 @@
+// npm run evidence: only into a development chain unless asked, only in synthetic tenants of
+// its own, and a report that states its period and chain range with excerpts in seq order.
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { runScript } from '../../packages/audit/test/support/run-script.ts';
+import { bySeq } from '../../scripts/lib/evidence/run-scope.ts';
+import { createTestDatabase } from '../support/database.ts';
+import { sql } from '../support/sql.ts';
+import { startStack, type Stack } from '../support/stack.ts';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'mtg-evidence-'));
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+test('it refuses a database other than the development stack, and writes nothing', async () => {
+  const db = await createTestDatabase();
+  try {
+    const out = path.join(dir, 'refused');
+    const r = await runScript('scripts/evidence.ts', ['--out', out], {
+      DATABASE_URL: db.url,
+      DATA_DIR: path.join(dir, 'data-refused'),
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      /not the development stack's embedded database.*--allow-external-database/,
+    );
+    expect(await sql(db.url, 'SELECT count(*)::int AS n FROM audit.events')).toEqual([{ n: 0 }]);
+    await expect(stat(out)).rejects.toMatchObject({ code: 'ENOENT' });
+  } finally {
+    await db.drop();
+  }
+});
+
+test('excerpts are put in chain order', () => {
+  expect(bySeq([{ seq: 9 }, { seq: '3' }, { seq: 12 }]).map((r) => Number(r.seq))).toEqual([
+    3, 9, 12,
+  ]);
+});
+
+describe('with --allow-external-database against a running stack', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({
+      workers: 1,
+      env: { DEMO_STEP_MS: '100', AUTH_CLOCK_TOLERANCE_SECONDS: '1' },
+    });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  test('every event it causes is in its synthetic tenants, and the report states period and chain range', async () => {
+    const data = path.join(dir, 'data');
+    await mkdir(data, { recursive: true });
+    await writeFile(path.join(data, 'dev-secrets.json'), JSON.stringify(stack.secrets));
+    const before = (
+      await sql(stack.db.url, 'SELECT coalesce(max(seq), 0)::int AS n FROM audit.events')
+    )[0].n;
+    const out = path.join(dir, 'report');
+    const r = await runScript('scripts/evidence.ts', ['--out', out, '--allow-external-database'], {
+      DATABASE_URL: stack.db.url,
+      DATA_DIR: data,
+      GATEWAY_RESOURCE: stack.mcpUrl,
+      IDP_ISSUER: stack.issuer,
+      DOWNSTREAM_URL: stack.downstreamUrl,
+      AUTH_CLOCK_TOLERANCE_SECONDS: '1',
+    });
+    const report = JSON.parse(await readFile(path.join(out, 'report.json'), 'utf8'));
+    const written = await sql(
+      stack.db.url,
+      'SELECT DISTINCT tenant FROM audit.events WHERE seq > $1 AND tenant IS NOT NULL',
+      [before],
+    );
+    expect(written.length).toBeGreaterThan(0);
+    for (const w of written) expect(report.coverage.syntheticTenants).toContain(w.tenant);
+    expect(written.every((w) => /^synthetic-/.test(w.tenant))).toBe(true);
+    expect(report.coverage.chainRange.firstSeq).toBe(before + 1);
+    expect(report.coverage.events.other).toBe(
+      (
+        await sql(
+          stack.db.url,
+          'SELECT count(*)::int AS n FROM audit.events WHERE seq > $1 AND seq <= $2 AND (tenant IS NULL OR tenant NOT LIKE $3)',
+          [before, report.coverage.chainRange.lastSeq, 'synthetic-%'],
+        )
+      )[0].n,
+    );
+    for (const check of report.checks) {
+      const seqs = check.audit.map((e: { seq: number }) => Number(e.seq));
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    }
+    const md = await readFile(path.join(out, 'report.md'), 'utf8');
+    expect(md).toMatch(
+      /Period: \S+ to \S+\. Chain range: events \d+\.\.\d+ — \d+ of them the pass's own, in its synthetic tenants `synthetic-/,
+    );
+    expect(r.stderr).not.toMatch(/ERROR/);
+  }, 180_000);
+});
