@@ -68,7 +68,7 @@ export {
 export { exportMonth, type MonthBounds } from './archive/export-month.ts';
 export {
   BUNDLE_FORMAT,
-  EvidenceBundle,
+  type EvidenceBundle,
   BundleSelection,
   type BundleEvent,
 } from './bundle/bundle-format.ts';
