@@ -102,7 +102,23 @@ test('an instant upstream call is proxied with a token exchanged for the upstrea
     tenant: 'acme',
     data: { upstream: 'demo', upstreamTool: 'lookup_ticket', outcome: 'ok', argumentKeys: ['id'] },
   });
+  // Counted per upstream and outcome on the gateway's /metrics.
+  expect(await upstreamCalls('ok')).toBeGreaterThanOrEqual(1);
 });
+
+/** The gateway's mtg_upstream_calls_total for the demo upstream and one outcome. */
+async function upstreamCalls(outcome: string): Promise<number> {
+  const text = await (await fetch(new URL('/metrics', stack.gatewayUrl))).text();
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith('mtg_upstream_calls_total{') &&
+        l.includes('upstream="demo"') &&
+        l.includes(`outcome="${outcome}"`),
+    );
+  return line ? Number(line.split(' ').pop()) : 0;
+}
 
 for (const wire of [coreWire, extWire, jobToolsWire]) {
   test(`a task-capable upstream tool becomes a durable task on the ${wire('').name} wire; the upstream saw the user, acted for by the worker`, async () => {
@@ -216,6 +232,9 @@ test('with the upstream stopped an instant call is a clear tool error, never a 5
       );
       // The tools are still listed: served from the last good catalogue.
       expect((await client.listTools()).tools.map((t) => t.name)).toContain('demo.lookup_ticket');
+      expect(
+        (await upstreamCalls('failed')) + (await upstreamCalls('circuit_open')),
+      ).toBeGreaterThanOrEqual(1);
     } finally {
       await client.close();
     }

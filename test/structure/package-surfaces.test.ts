@@ -211,6 +211,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'registerPoolGauges',
       'registerQueueDepthGauges',
       'registerSlotGauges',
+      'registerUpstreamCallMetrics',
       'scrapeAllowed',
       'serveMetrics',
     ],
@@ -444,6 +445,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
     ],
     types: [
       'UpstreamAuditType',
+      'UpstreamCallOutcome',
       'UpstreamConfig',
       'UpstreamErrorCode',
       'UpstreamGuard',

@@ -14,6 +14,7 @@ import {
   registerAuditGauges,
   registerClusterGauges,
   registerPoolGauges,
+  registerUpstreamCallMetrics,
   registerQueueDepthGauges,
 } from '@mtg/metrics';
 import {
@@ -159,6 +160,7 @@ export async function buildGateway(
   // Read when scraped, or observed where the work happens: nothing on the request path waits.
   registerPoolGauges(registry, pool);
   registerAuditGauges(registry, { db: pool });
+  if (upstreams) registerUpstreamCallMetrics(registry, () => upstreams.guards);
   registerQueueDepthGauges(registry, {
     queues: tools.queues(),
     depth: (queue) =>

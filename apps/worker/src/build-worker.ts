@@ -16,6 +16,7 @@ import {
   registerPoolGauges,
   registerQueueDepthGauges,
   registerSlotGauges,
+  registerUpstreamCallMetrics,
   serveMetrics,
   CIRCUIT_STATE_VALUE,
   type MetricsServer,
@@ -39,6 +40,7 @@ import { inSpan } from '@mtg/telemetry';
 import { createTaskTargets } from './task-targets.ts';
 import { serveHealth, type HealthServer } from './serve-health.ts';
 import { createTaskUpstreams } from './task-upstreams.ts';
+import type { UpstreamGuard } from '@mtg/upstreams';
 import { startWorkerUpstreams } from './worker-upstreams.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
 import type { WorkerConfig } from './worker-config.ts';
@@ -159,6 +161,7 @@ export async function buildWorker(
       ? workerObservability(pool, boss, [...resilience.values()], config.workerId, queues, {
           served: new Map([...served.keys()].map((name) => [name, registry.entry(name)!.queue!])),
           slots: { busy: () => loop.running(), total: config.WORKER_CONCURRENCY },
+          ...(upstreams ? { upstreamGuards: upstreams.guards } : {}),
         })
       : undefined;
   if (observe)
@@ -319,12 +322,15 @@ function workerObservability(
   own: {
     served: ReadonlyMap<string, string>;
     slots: { busy: () => number; total: number };
+    upstreamGuards?: ReadonlyMap<string, UpstreamGuard>;
   },
 ) {
   const registry = createRegistry('worker', { worker: workerId });
   const metrics = createWorkerMetrics(registry);
   registerPoolGauges(registry, pool);
   registerSlotGauges(registry, own.slots);
+  const upstreamGuards = own.upstreamGuards;
+  if (upstreamGuards) registerUpstreamCallMetrics(registry, () => upstreamGuards);
   registerQueueDepthGauges(registry, {
     queues: own.served,
     depth: (queue) =>

@@ -13,6 +13,7 @@ export {
   createAuditAppendMetrics,
   createExchangeMetrics,
   createTargetCallMetrics,
+  registerUpstreamCallMetrics,
   type ExchangeMetrics,
   type TargetCallMetrics,
   type PoolCounts,

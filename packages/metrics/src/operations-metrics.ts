@@ -228,3 +228,51 @@ export function registerSlotGauges(
     },
   });
 }
+
+/**
+ * Calls to each upstream MCP server by outcome (`mtg_upstream_calls_total`), read when
+ * scraped from the counts its guard keeps, and each upstream's circuit state.
+ */
+export function registerUpstreamCallMetrics(
+  registry: Registry,
+  guards: () => Iterable<
+    [string, { outcomes(): ReadonlyMap<string, number>; state(): string; inFlight(): number }]
+  >,
+): void {
+  const seen = new Map<string, number>();
+  new Counter({
+    name: 'mtg_upstream_calls_total',
+    help: 'Calls to each upstream MCP server, by outcome (ok, refused, failed, circuit_open, aborted)',
+    labelNames: ['upstream', 'outcome'],
+    registers: [registry],
+    collect() {
+      for (const [upstream, guard] of guards()) {
+        for (const [outcome, n] of guard.outcomes()) {
+          const key = `${upstream}\n${outcome}`;
+          const delta = n - (seen.get(key) ?? 0);
+          if (delta > 0) this.inc({ upstream, outcome }, delta);
+          seen.set(key, n);
+        }
+      }
+    },
+  });
+  new Gauge({
+    name: 'mtg_upstream_circuit_state',
+    help: 'Circuit of each upstream MCP server: 0 closed, 1 open, 2 half open, 3 isolated',
+    labelNames: ['upstream'],
+    registers: [registry],
+    collect() {
+      const value: Record<string, number> = { closed: 0, open: 1, half_open: 2, isolated: 3 };
+      for (const [upstream, guard] of guards()) this.set({ upstream }, value[guard.state()] ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'mtg_upstream_calls_in_flight',
+    help: 'Calls in flight to each upstream MCP server (bounded by its concurrency cap)',
+    labelNames: ['upstream'],
+    registers: [registry],
+    collect() {
+      for (const [upstream, guard] of guards()) this.set({ upstream }, guard.inFlight());
+    },
+  });
+}

@@ -5,7 +5,11 @@ export {
   type UpstreamConfig,
 } from './upstream-config.ts';
 export { UpstreamError, type UpstreamErrorCode } from './upstream-error.ts';
-export { createUpstreamGuard, type UpstreamGuard } from './upstream-guard.ts';
+export {
+  createUpstreamGuard,
+  type UpstreamCallOutcome,
+  type UpstreamGuard,
+} from './upstream-guard.ts';
 export { startUpstreamHub, type UpstreamHub } from './upstream-hub.ts';
 export { upstreamToolsFrom, type UpstreamTools } from './upstream-catalogue.ts';
 export { createTaskUpstreamClient, type UpstreamAuditType } from './task-upstream-client.ts';

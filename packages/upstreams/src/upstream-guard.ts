@@ -20,7 +20,16 @@ export interface UpstreamGuard {
   /** How long a waiting task should sleep before trying again. */
   retryAfterMs(): number;
   inFlight(): number;
+  /** Calls run through this guard so far, by how they ended (for the per-upstream metric). */
+  outcomes(): ReadonlyMap<UpstreamCallOutcome, number>;
 }
+
+/**
+ * How a call ended: `ok`; `refused` (the upstream answered with an error of its own: 4xx, a
+ * JSON-RPC error); `failed` (transient: no answer, timeout, 5xx, malformed); `circuit_open`
+ * (not sent); `aborted` (the caller gave up).
+ */
+export type UpstreamCallOutcome = 'ok' | 'refused' | 'failed' | 'circuit_open' | 'aborted';
 
 export function createUpstreamGuard(options: {
   upstream: string;
@@ -73,7 +82,10 @@ export function createUpstreamGuard(options: {
     [CircuitState.HalfOpen]: 'half_open',
     [CircuitState.Isolated]: 'isolated',
   } as const;
+  const outcomes = new Map<UpstreamCallOutcome, number>();
+  const count = (o: UpstreamCallOutcome) => outcomes.set(o, (outcomes.get(o) ?? 0) + 1);
   return {
+    outcomes: () => outcomes,
     state: () => names[breaker.state],
     inFlight: () => active,
     retryAfterMs() {
@@ -87,11 +99,30 @@ export function createUpstreamGuard(options: {
       );
     },
     async run(signal, work) {
-      if (signal?.aborted) throw signal.reason;
-      await acquire(signal);
+      if (signal?.aborted) {
+        count('aborted');
+        throw signal.reason;
+      }
       try {
-        return await breaker.execute(() => work());
+        await acquire(signal);
       } catch (error) {
+        count('aborted');
+        throw error;
+      }
+      try {
+        const result = await breaker.execute(() => work());
+        count('ok');
+        return result;
+      } catch (error) {
+        count(
+          error instanceof BrokenCircuitError
+            ? 'circuit_open'
+            : signal?.aborted
+              ? 'aborted'
+              : isUpstreamError(error) && !error.transient
+                ? 'refused'
+                : 'failed',
+        );
         if (error instanceof BrokenCircuitError) {
           throw new UpstreamError(
             'upstream_circuit_open',

@@ -187,6 +187,8 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
   for (const t of timers) t.unref();
 
   return {
+    /** Each upstream's protection (circuit, concurrency cap), for its metrics. */
+    guards: guards as ReadonlyMap<string, UpstreamGuard>,
     /** One queue per upstream, for its task-mode tools. */
     queues: options.upstreams.map((u) => upstreamQueue(u.name)),
     /** Every tool name the upstreams contribute now. */
