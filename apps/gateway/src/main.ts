@@ -4,7 +4,7 @@ import { createLogger } from '@mtg/log';
 import { PolicyFileError } from '@mtg/policy';
 import { startTracingFromEnv } from '@mtg/telemetry';
 import { loadToolRegistry, RegistryError } from '@mtg/tools';
-import { UpstreamConfigError } from '@mtg/upstreams';
+import { loadUpstreams, UpstreamConfigError } from '@mtg/upstreams';
 import { buildGateway } from './build-gateway.ts';
 import { gatewayConfigSchema } from './config.ts';
 import { serveUntilSignalled } from './serve.ts';
@@ -26,6 +26,8 @@ async function main() {
     env: process.env,
     limits: config.TOOL_LIMITS,
   });
+  // Files before connections: a bad UPSTREAMS_FILE is named before the database is asked.
+  loadUpstreams(config.UPSTREAMS_FILE);
   await checkSchemaVersion(config.DATABASE_URL);
   // Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/operations.md, "Tracing").
   const tracing = await startTracingFromEnv(process.env, 'gateway');
