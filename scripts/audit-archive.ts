@@ -16,7 +16,7 @@ import {
   verifyArchive,
   type MonthBounds,
 } from '@mtg/audit';
-import { ConfigError, parseConfig } from '@mtg/config';
+import { parseConfig } from '@mtg/config';
 import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -24,6 +24,7 @@ import { dataDir } from './lib/dev-secrets.ts';
 import { CliError, connect, messageOf, resolveDatabaseUrl } from './lib/audit/database.ts';
 import { readJwks } from './lib/audit/key-files.ts';
 import { loadSigningKeySource } from './lib/audit/signing-key-source.ts';
+import { runCli } from './lib/run-cli.ts';
 
 const USAGE = `usage: npm run -s audit:archive -- --out DIR
 
@@ -227,23 +228,4 @@ async function record(
   ]);
 }
 
-main(process.argv.slice(2), process.env).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    if (error instanceof CliError) {
-      process.stderr.write(`audit:archive: ${error.message}\n`);
-      process.exit(error.exitCode);
-    }
-    if (
-      error instanceof ConfigError ||
-      String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')
-    ) {
-      process.stderr.write(`audit:archive: ${(error as Error).message}\n${USAGE}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(
-      `audit:archive: ${error instanceof Error ? error.stack : String(error)}\n`,
-    );
-    process.exit(3);
-  },
-);
+runCli('audit:archive', USAGE, () => main(process.argv.slice(2), process.env));

@@ -10,7 +10,7 @@ import {
   publicJwkOf,
   type CreateCheckpointResult,
 } from '@mtg/audit';
-import { ConfigError, parseConfig } from '@mtg/config';
+import { parseConfig } from '@mtg/config';
 import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -19,6 +19,7 @@ import { appendCheckpointLine, checkpointLine } from './lib/audit/checkpoint-fil
 import { CliError, connect, messageOf, resolveDatabaseUrl } from './lib/audit/database.ts';
 import { addToJwks, readJwks, writePrivateKey } from './lib/audit/key-files.ts';
 import { loadSigningKeySource } from './lib/audit/signing-key-source.ts';
+import { runCli } from './lib/run-cli.ts';
 
 const USAGE = `usage: npm run -s audit:checkpoint -- [--out FILE] [--every SECONDS] [--seq N]
        npm run -s audit:checkpoint -- --new-key FILE [--jwks JWKS_FILE]
@@ -185,23 +186,4 @@ async function newKey(file: string, jwksFile: string | undefined): Promise<numbe
   return 0;
 }
 
-main(process.argv.slice(2), process.env).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    if (error instanceof CliError) {
-      process.stderr.write(`audit:checkpoint: ${error.message}\n`);
-      process.exit(error.exitCode);
-    }
-    if (
-      error instanceof ConfigError ||
-      String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')
-    ) {
-      process.stderr.write(`audit:checkpoint: ${(error as Error).message}\n${USAGE}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(
-      `audit:checkpoint: ${error instanceof Error ? error.stack : String(error)}\n`,
-    );
-    process.exit(3);
-  },
-);
+runCli('audit:checkpoint', USAGE, () => main(process.argv.slice(2), process.env));

@@ -13,7 +13,7 @@ import {
   verifyAuditTrail,
   type VerifyAuditTrailReport,
 } from '@mtg/audit';
-import { ConfigError, parseConfig } from '@mtg/config';
+import { parseConfig } from '@mtg/config';
 import { z } from 'zod';
 import { dataDir } from './lib/dev-secrets.ts';
 import { readCheckpointFile } from './lib/audit/checkpoint-file.ts';
@@ -21,6 +21,7 @@ import { CliError, connect, messageOf, resolveDatabaseUrl } from './lib/audit/da
 import { readJwks } from './lib/audit/key-files.ts';
 import { devKeyPaths } from './lib/audit/signing-key-source.ts';
 import { describeBundle, verifyBundleFile } from './lib/audit/verify-bundle-file.ts';
+import { runCli } from './lib/run-cli.ts';
 
 const USAGE = `usage: npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE]
                                [--from-checkpoint SEQ|latest] [--json] [--record]
@@ -244,21 +245,4 @@ async function existing(file: string): Promise<string | undefined> {
   }
 }
 
-main(process.argv.slice(2), process.env).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    if (error instanceof CliError) {
-      process.stderr.write(`audit:verify: ${error.message}\n`);
-      process.exit(error.exitCode);
-    }
-    if (
-      error instanceof ConfigError ||
-      String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')
-    ) {
-      process.stderr.write(`audit:verify: ${(error as Error).message}\n${USAGE}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`audit:verify: ${error instanceof Error ? error.stack : String(error)}\n`);
-    process.exit(3);
-  },
-);
+runCli('audit:verify', USAGE, () => main(process.argv.slice(2), process.env));

@@ -4,7 +4,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { buildBundle, type BundleSelection } from '@mtg/audit';
-import { ConfigError, parseConfig } from '@mtg/config';
+import { parseConfig } from '@mtg/config';
 import { z } from 'zod';
 import { dataDir } from './lib/dev-secrets.ts';
 import {
@@ -17,6 +17,7 @@ import {
 } from './lib/audit/auditor-queries.ts';
 import { CliError, connect, messageOf, resolveDatabaseUrl } from './lib/audit/database.ts';
 import { formatRows, type RowFormat } from './lib/audit/format-rows.ts';
+import { runCli } from './lib/run-cli.ts';
 
 const USAGE = `usage: npm run -s audit -- task <task-id>            [--tenant T] [--format table|csv|json]
        npm run -s audit -- denials [--since 7d|24h]    [--tenant T] [--format table|csv|json]
@@ -183,21 +184,4 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   }
 }
 
-main(process.argv.slice(2), process.env).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    if (error instanceof CliError) {
-      process.stderr.write(`audit: ${error.message}\n${error.exitCode === 2 ? USAGE + '\n' : ''}`);
-      process.exit(error.exitCode);
-    }
-    if (
-      error instanceof ConfigError ||
-      String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')
-    ) {
-      process.stderr.write(`audit: ${(error as Error).message}\n${USAGE}\n`);
-      process.exit(2);
-    }
-    process.stderr.write(`audit: ${error instanceof Error ? error.stack : String(error)}\n`);
-    process.exit(3);
-  },
-);
+runCli('audit', USAGE, () => main(process.argv.slice(2), process.env), { usageOnCliError: true });
