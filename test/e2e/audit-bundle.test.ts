@@ -164,7 +164,7 @@ const has = (tool: string) => {
       bundle.events[0].hash,
     );
     const edited = path.join(dir, 'edited-py.json');
-    await writeFile(edited, (await readFile(file, 'utf8')).replace('Q3', 'Q4'));
+    await writeFile(edited, (await readFile(file, 'utf8')).replace('– Q3', '– Q4'));
     expect(() => execFileSync('python3', [script, edited], { stdio: 'pipe' })).toThrow(
       /event 1 was modified/,
     );
@@ -174,8 +174,9 @@ const has = (tool: string) => {
 test('one byte edited in an exported bundle: --bundle names the event', async () => {
   const file = path.join(dir, 'task.json');
   const original = await readFile(file, 'utf8');
-  // One byte: "Q3" becomes "Q4" in event 1's body.
-  const edited = original.replace('Q3', 'Q4');
+  // One byte: "Q3" becomes "Q4" in event 1's body (matched with its prefix, so never inside a
+  // hash or the signature, whose base64 may hold "Q3" too).
+  const edited = original.replace('– Q3', '– Q4');
   expect(Buffer.compare(Buffer.from(edited), Buffer.from(original))).not.toBe(0);
   expect(Buffer.byteLength(edited)).toBe(Buffer.byteLength(original));
   expect(edited).not.toBe(original);
