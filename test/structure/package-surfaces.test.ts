@@ -249,6 +249,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'createMaintenance',
       'createTaskCredentials',
       'createWorkerLoop',
+      'createWorkerPeers',
       'runTask',
       'stopReasonOf',
     ],
@@ -259,6 +260,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'TaskCredentialDeps',
       'TaskTargets',
       'TaskUpstreams',
+      'WorkerPeers',
     ],
   },
   '@mtg/tasks': {
@@ -284,6 +286,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'installQueue',
       'journalStep',
       'lateTasks',
+      'liveWorkers',
       'loadJournal',
       'missingQueues',
       'newTaskId',
@@ -305,6 +308,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'takeStageGrant',
       'taskError',
       'toView',
+      'unclaimedQueues',
     ],
     types: [
       'Boundary',

@@ -21,7 +21,13 @@ import {
   CIRCUIT_STATE_VALUE,
   type MetricsServer,
 } from '@mtg/metrics';
-import { createMaintenance, createWorkerLoop, type RunResult, type ServedTool } from '@mtg/runner';
+import {
+  createMaintenance,
+  createWorkerLoop,
+  createWorkerPeers,
+  type RunResult,
+  type ServedTool,
+} from '@mtg/runner';
 import {
   announceWorker,
   CHANNELS,
@@ -99,7 +105,8 @@ export async function buildWorker(
       ...(upstreams?.queues ?? []),
     ]),
   ];
-  const boss = createBoss(pool, { supervise: true });
+  // Supervised by the maintenance leader's calls, not by a timer in every worker.
+  const boss = createBoss(pool, { supervise: false });
   boss.on('error', (error: Error) => logger.warn('pg-boss error', { error: error.message }));
   await boss.start();
   const missing = await missingQueues(boss, queues);
@@ -172,12 +179,15 @@ export async function buildWorker(
     ...exchanger,
     exchange: (request) => inSpan('token.exchange', {}, () => exchanger.exchange(request)),
   };
-  const announce = () =>
-    announceWorker(pool, {
+  const peers = createWorkerPeers({ self: config.workerId, pool });
+  const announce = async () => {
+    await announceWorker(pool, {
       id: config.workerId,
       queues,
       registryFingerprint: registry.fingerprint,
     });
+    await peers.refresh();
+  };
   const loop = createWorkerLoop({
     boss,
     events,
@@ -185,6 +195,11 @@ export async function buildWorker(
     concurrency: config.WORKER_CONCURRENCY,
     pollMs: config.WORKER_POLL_MS,
     logger,
+    peers,
+    workerId: config.workerId,
+    forward: async (payload) => {
+      await pool.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify(payload)]);
+    },
     ...(observe ? { onRunEnded: observe.runEnded } : {}),
     run: {
       pool,

@@ -13,7 +13,11 @@ export const workerConfigSchema = z
     WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(20),
     /** Lease length: a dead worker's task is picked up again after about this long. */
     WORKER_LEASE_MS: z.coerce.number().int().min(500).max(60_000).default(4000),
-    WORKER_POLL_MS: z.coerce.number().int().min(100).default(2000),
+    /**
+     * Safety poll of the served queues. Pickup does not wait for it: notifications wake one
+     * worker at once, and the maintenance leader re-announces work left unfetched for a second.
+     */
+    WORKER_POLL_MS: z.coerce.number().int().min(100).default(30_000),
     WORKER_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),
     SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
     /** Tool packs to load (package names or paths); the same value as the gateway's. */

@@ -1,8 +1,10 @@
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from '@mtg/log';
 import {
+  CHANNELS,
   expireTask,
+  unclaimedQueues,
   lateTasks,
   purgeExpired,
   reapExpiredLeases,
@@ -10,14 +12,27 @@ import {
   type OnTaskEnded,
 } from '@mtg/tasks';
 
+/** The session advisory lock whose holder is the maintenance leader (any stable number). */
+export const MAINTENANCE_LEADER_LOCK = 7310042010;
+
 /**
- * Housekeeping every worker runs (it is idempotent, so several at once are harmless):
+ * Housekeeping, run by one worker at a time — the leader, which holds a session advisory lock
+ * on a connection of its own; the others try to take it once per tick (a statement that
+ * touches no table), so an idle follower costs the database next to nothing, and a leader
+ * that dies frees the lock with its connection, to be taken at the next tick. The leader:
  * - lease reaper: a task whose lease expired (its worker died) has its job failed so pg-boss
  *   retries it at once elsewhere — failover in about leaseMs + the tick, not the 10 s+
  *   pg-boss heartbeat;
  * - deadline sweep: tasks past their deadline stop — the running worker is told, and a task
  *   nobody runs is settled as failed here;
+ * - re-announce: queues with jobs ready for a second and not fetched (a missed notification,
+ *   a retry coming due, a worker that was full) are notified again, which is what lets the
+ *   workers do without a tight poll;
+ * - pg-boss supervision (job expiry, lapsed heartbeats, its own retention), every
+ *   superviseEveryMs;
  * - retention purge: ended tasks past their retention, and expired results, are deleted.
+ * Every part is idempotent: two leaders for a moment (a lock lost with its connection) are
+ * harmless.
  */
 export function createMaintenance(o: {
   pool: Pool;
@@ -25,6 +40,8 @@ export function createMaintenance(o: {
   logger: Logger;
   tickMs: number;
   purgeEveryMs: number;
+  /** How often the leader runs a pg-boss supervise pass (default 2 s). */
+  superviseEveryMs?: number;
   /** Told about each task the deadline sweep ends. */
   onTaskEnded?: OnTaskEnded;
   /**
@@ -36,7 +53,48 @@ export function createMaintenance(o: {
   const now = () => (o.clock ? o.clock().getTime() : Date.now());
   let timer: NodeJS.Timeout | undefined;
   let lastPurge = 0;
+  let lastSupervise = 0;
   let busy = false;
+  let leader: PoolClient | undefined;
+
+  /** Leads, or tries to: true while this process holds the leader lock. */
+  const lead = async (): Promise<boolean> => {
+    if (leader) return true;
+    const client = await o.pool.connect();
+    try {
+      const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [
+        MAINTENANCE_LEADER_LOCK,
+      ]);
+      if (!r.rows[0]?.ok) {
+        client.release();
+        return false;
+      }
+    } catch (error) {
+      client.release(error as Error);
+      throw error;
+    }
+    // A lost connection loses the lock: stop leading, let the next tick try again.
+    client.on('error', () => abdicate(true));
+    leader = client;
+    o.logger.info('maintenance leader');
+    return true;
+  };
+  const abdicate = (broken = false) => {
+    const client = leader;
+    leader = undefined;
+    if (!client) return;
+    if (broken) return client.release(true);
+    client
+      .query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LEADER_LOCK])
+      .then(() => client.release())
+      .catch((error: Error) => client.release(error));
+  };
+
+  const reannounce = async () => {
+    for (const queue of await unclaimedQueues(o.pool)) {
+      await o.pool.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify({ queue })]);
+    }
+  };
 
   const reapLeases = async () => {
     for (const t of await reapExpiredLeases(o.pool)) {
@@ -68,8 +126,14 @@ export function createMaintenance(o: {
     if (busy) return;
     busy = true;
     try {
+      if (!(await lead())) return;
       await reapLeases();
       await sweepDeadlines();
+      await reannounce();
+      if (now() - lastSupervise >= (o.superviseEveryMs ?? 2000)) {
+        lastSupervise = now();
+        await o.boss.supervise();
+      }
       if (now() - lastPurge >= o.purgeEveryMs) {
         lastPurge = now();
         await purgeExpired(o.pool);
@@ -90,7 +154,10 @@ export function createMaintenance(o: {
     },
     stop() {
       clearInterval(timer);
+      abdicate();
     },
     tick,
+    /** Whether this process leads maintenance now. */
+    leading: () => leader !== undefined,
   };
 }

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from '@mtg/log';
 import { CHANNELS, HEARTBEAT_SECONDS, type TaskEvents } from '@mtg/tasks';
 import { runTask, type RunDeps, type RunResult } from './run-task.ts';
 import { runInJobTrace } from '@mtg/telemetry';
 import { StopRun } from './stop.ts';
+import { createWorkerPeers, type WorkerPeers } from './worker-peers.ts';
 
 export interface WorkerLoopOptions {
   boss: PgBoss;
@@ -13,9 +15,18 @@ export interface WorkerLoopOptions {
   queues: readonly string[];
   /** Tasks this process runs at once. */
   concurrency: number;
-  /** Fallback poll when no notification arrives (missed while reconnecting, etc.). */
+  /**
+   * Safety poll of every served queue. Pickup does not depend on it: notifications wake the
+   * chosen worker, and the maintenance leader re-announces work nobody picked up.
+   */
   pollMs: number;
   logger: Logger;
+  /** Who else serves which queue, to agree on one worker per notification (default: alone). */
+  peers?: WorkerPeers;
+  /** This worker's id (as in app.workers), for `peers`. */
+  workerId?: string;
+  /** Re-sends a created notification (when the chosen worker is full, once, to the next). */
+  forward?: (payload: Record<string, unknown>) => Promise<void>;
   /** Metrics hook: called after every run with how it ended. */
   onRunEnded?: (taskId: string, result: RunResult) => void;
 }
@@ -25,8 +36,11 @@ type Job = { id: string; name: string; data: { taskId: string } };
 /**
  * Pulls task jobs and runs them. Pickup is pushed, not polled: the gateway NOTIFYs on our
  * own channel in the transaction that creates the task, and the notification (delivered at
- * commit) makes this loop fetch at once — from that task's queue, and only when this worker
- * serves it: a worker of another pool is not woken. Cancel/deadline/revocation notifications
+ * commit) wakes one worker — the one the serving workers agree on for that task
+ * (worker-peers.ts), which fetches one job at once. A worker of another pool is not woken, and
+ * neither are the other workers of this one, so an idle worker costs the database nothing per
+ * task. A full worker remembers the queue and fetches from it when a run ends; if it was the
+ * chosen one it passes the notification on, once. Cancel/deadline/revocation notifications
  * reach the running task's abort signal directly.
  */
 export function createWorkerLoop(o: WorkerLoopOptions) {
@@ -35,17 +49,23 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     { stop: AbortController; drain: AbortController; done: Promise<void> }
   >();
   const served = new Set(o.queues);
+  const self = o.workerId ?? 'self';
+  const peers = o.peers ?? createWorkerPeers({ self });
   let fetching = false;
   let again = false;
-  /** Queues with work announced since the last fetch; undefined entries: poll them all. */
-  const pending = new Set<string>();
+  /** Queues to fetch from, with at most how many jobs (a notification announces one). */
+  const pending = new Map<string, number>();
+  /** Queues announced while this worker was full: it looks there when a run ends. */
+  const missed = new Set<string>();
   let stopped = false;
   let poller: NodeJS.Timeout | undefined;
   const offs: Array<() => void> = [];
+  const free = () => o.concurrency - running.size;
 
-  const kick = async (queues: Iterable<string> = served): Promise<void> => {
+  const kick = async (queues: Iterable<string>, limit = Infinity): Promise<void> => {
     if (stopped) return;
-    for (const q of queues) pending.add(q);
+    // Announcements add up: three notifications during a fetch are three jobs to fetch.
+    for (const q of queues) pending.set(q, (pending.get(q) ?? 0) + limit);
     if (fetching) {
       again = true;
       return;
@@ -54,26 +74,51 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     try {
       do {
         again = false;
-        for (const queue of [...pending]) {
-          const free = o.concurrency - running.size;
-          if (free <= 0) break;
+        for (const [queue, wanted] of [...pending]) {
+          if (free() <= 0) break;
           pending.delete(queue);
-          const jobs = (await o.boss.fetch(queue, { batchSize: free })) as unknown as Job[];
+          missed.delete(queue);
+          const batchSize = Math.min(free(), wanted);
+          const jobs = (await o.boss.fetch(queue, { batchSize })) as unknown as Job[];
           for (const job of jobs) start(job);
-          // A full batch may have left more behind: look again.
-          if (jobs.length === free) {
-            pending.add(queue);
+          // A full batch of what was free may have left more behind: look again.
+          if (jobs.length === batchSize && batchSize < wanted) {
+            pending.set(queue, (pending.get(queue) ?? 0) + wanted - batchSize);
             again = true;
           }
         }
-      } while (again && !stopped && o.concurrency - running.size > 0);
-      if (o.concurrency - running.size <= 0) pending.clear(); // the poll and ends of runs look again
+      } while (again && !stopped && free() > 0);
+      if (free() <= 0) {
+        // Full: what is left is looked at when a run ends (and by the safety poll).
+        for (const queue of pending.keys()) missed.add(queue);
+        pending.clear();
+      }
     } catch (error) {
       o.logger.warn('job fetch failed', {
         error: error instanceof Error ? error.message : String(error),
       });
     } finally {
       fetching = false;
+    }
+  };
+
+  const onCreated = (payload: Record<string, unknown>) => {
+    const queue = payload.queue;
+    if (typeof queue !== 'string') return void kick(served);
+    // Another pool's work: stay asleep (no fetch, no database work).
+    if (!served.has(queue)) return;
+    const key = typeof payload.taskId === 'string' ? payload.taskId : randomUUID();
+    const skip = typeof payload.skip === 'string' ? payload.skip : undefined;
+    const chosen = peers.preferred(queue, key, skip) === self;
+    if (free() > 0) {
+      if (chosen) void kick([queue], 1);
+      return;
+    }
+    missed.add(queue);
+    if (chosen && !skip && o.forward) {
+      o.forward({ ...payload, skip: self }).catch((error: Error) =>
+        o.logger.warn('notification forward failed', { error: error.message }),
+      );
     }
   };
 
@@ -123,7 +168,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       } finally {
         clearInterval(heartbeat);
         running.delete(taskId);
-        void kick();
+        void kick([...missed]);
       }
     })();
     running.set(taskId, { stop, drain, done });
@@ -132,14 +177,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
   return {
     running: () => running.size,
     async start() {
-      offs.push(
-        o.events.on(CHANNELS.created, (payload) => {
-          const queue = payload.queue;
-          // Another pool's work: stay asleep (no fetch, no database work).
-          if (typeof queue === 'string' && !served.has(queue)) return;
-          void kick(typeof queue === 'string' ? [queue] : served);
-        }),
-      );
+      offs.push(o.events.on(CHANNELS.created, onCreated));
       offs.push(
         o.events.on(CHANNELS.control, (payload) => {
           const entry = running.get(String(payload.taskId));
@@ -147,9 +185,9 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           entry.stop.abort(new StopRun(stopReasonOf(payload)));
         }),
       );
-      poller = setInterval(() => void kick(), o.pollMs);
+      poller = setInterval(() => void kick(served), o.pollMs);
       poller.unref();
-      await kick();
+      await kick(served);
     },
     /**
      * Graceful stop: no new jobs; running tasks stop at their next step boundary (the step in

@@ -12,6 +12,7 @@ export {
   createJobQueue,
   installQueue,
   missingQueues,
+  unclaimedQueues,
   HEARTBEAT_SECONDS,
   type JobQueue,
 } from './job-queue.ts';
@@ -71,6 +72,7 @@ export {
 export type { DelegationDeps } from './delegate-task.ts';
 export {
   announceWorker,
+  liveWorkers,
   retireWorker,
   createQueueServed,
   countUnservedTasks,

@@ -1,6 +1,7 @@
 import { PgBoss } from 'pg-boss';
 import { queryMaybePrepared, type Pool, type Queryable } from '@mtg/db';
 import { traceCarrier } from '@mtg/telemetry';
+import { WORKER_SEEN_WITHIN_MS } from './live-workers.ts';
 /** The narrow face of pg-boss the verbs and workers use. */
 export interface JobQueue {
   /** Enqueues the task's job on its tool's queue in the caller's transaction (gone on ROLLBACK). */
@@ -25,9 +26,12 @@ export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss 
     migrate: false,
     createSchema: false,
     schedule: false,
+    // Workers pass false: their maintenance leader calls supervise() itself, so one process
+    // supervises however many workers run (packages/runner/src/maintenance.ts).
     supervise: options.supervise,
-    // pg-boss checks these with `in`: set them only when supervising.
-    ...(options.supervise ? { superviseIntervalSeconds: 2, monitorIntervalSeconds: 1 } : {}),
+    // How often a supervise pass may expire jobs and fail lapsed heartbeats (timer or call).
+    superviseIntervalSeconds: 2,
+    monitorIntervalSeconds: 1,
   } as ConstructorParameters<typeof PgBoss>[0]);
 }
 
@@ -99,4 +103,22 @@ export async function installQueue(
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Queues some live worker serves holding jobs that have been ready to fetch for over a second
+ * and are not fetched yet: work whose notification was missed, a retry that came due (pg-boss
+ * sends no notification), or work announced while every worker was full. The maintenance
+ * leader notifies them again. Reads pg-boss's index on (name, state, blocked, start_after).
+ */
+export async function unclaimedQueues(db: Queryable): Promise<string[]> {
+  const r = await db.query<{ name: string }>(
+    `SELECT DISTINCT j.name FROM pgboss.job j
+      WHERE j.name IN (SELECT unnest(w.queues) FROM app.workers w
+                        WHERE w.seen_at > now() - $1 * interval '1 millisecond')
+        AND j.state IN ('created', 'retry') AND NOT j.blocked
+        AND j.start_after <= now() - interval '1 second'`,
+    [WORKER_SEEN_WITHIN_MS],
+  );
+  return r.rows.map((row) => row.name);
 }

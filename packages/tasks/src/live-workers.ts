@@ -18,6 +18,18 @@ export async function announceWorker(
   );
 }
 
+/** The live workers and the queues each serves (for the workers' own wake-up agreement). */
+export async function liveWorkers(
+  pool: Pool,
+  seenWithinMs = WORKER_SEEN_WITHIN_MS,
+): Promise<Array<{ id: string; queues: string[] }>> {
+  const r = await pool.query<{ id: string; queues: string[] }>(
+    `SELECT id, queues FROM app.workers WHERE seen_at > now() - $1 * interval '1 millisecond'`,
+    [seenWithinMs],
+  );
+  return r.rows;
+}
+
 export async function retireWorker(pool: Pool, id: string): Promise<void> {
   await pool.query(`DELETE FROM app.workers WHERE id = $1`, [id]);
 }

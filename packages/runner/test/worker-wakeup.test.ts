@@ -1,0 +1,235 @@
+import type { Pool } from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { createPool, ROLES } from '../../db/src/index.ts';
+import { createLogger } from '../../log/src/index.ts';
+import {
+  announceWorker,
+  CHANNELS,
+  createBoss,
+  createTaskEvents,
+  installQueue,
+  type TaskEvents,
+} from '../../tasks/src/index.ts';
+import {
+  createMaintenance,
+  createWorkerLoop,
+  createWorkerPeers,
+  type RunDeps,
+} from '../src/index.ts';
+import { pollUntil } from '../../../test/support/poll.ts';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/database.ts';
+
+// What an idle worker costs the database: one created task wakes one worker (not every
+// worker of the pool), a full worker passes the notification on, one worker leads
+// maintenance, and work nobody fetched is announced again without any worker polling.
+const QUEUE = 'tool.wakeup.000000000000';
+const silent = createLogger('test', { silent: true });
+let db: TestDatabase;
+let pool: Pool;
+let notifier: Pool;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await installQueue(db.url, [ROLES.gateway, ROLES.worker], [QUEUE]);
+  pool = createPool({ connectionString: db.logins.worker, role: ROLES.worker });
+  notifier = createPool({ connectionString: db.url });
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
+  await notifier.query('DELETE FROM app.workers');
+});
+afterAll(async () => {
+  await pool?.end();
+  await notifier?.end();
+  await db?.drop();
+});
+
+/** The real pg-boss, with the fetches of each worker counted. */
+async function countingBoss(fetched: string[], who: string): Promise<PgBoss> {
+  const boss = createBoss(pool, { supervise: false });
+  boss.on('error', () => {});
+  await boss.start();
+  cleanups.push(() => boss.stop({ graceful: false, close: false }));
+  return new Proxy(boss, {
+    get(target, prop, receiver) {
+      if (prop === 'fetch') {
+        return (name: string, options: unknown) => {
+          fetched.push(who);
+          return target.fetch(name, options as never);
+        };
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }) as PgBoss;
+}
+
+async function startWorker(
+  id: string,
+  fetched: string[],
+  o: { concurrency?: number; run?: RunDeps } = {},
+) {
+  await announceWorker(pool, { id, queues: [QUEUE], registryFingerprint: 'f' });
+  const events: TaskEvents = await createTaskEvents(db.logins.worker, [CHANNELS.created]);
+  cleanups.push(() => events.close());
+  const peers = createWorkerPeers({ self: id, pool });
+  const loop = createWorkerLoop({
+    boss: await countingBoss(fetched, id),
+    events,
+    queues: [QUEUE],
+    concurrency: o.concurrency ?? 4,
+    pollMs: 3_600_000, // no safety poll during the test
+    logger: silent,
+    peers,
+    workerId: id,
+    forward: async (payload) => {
+      await pool.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify(payload)]);
+    },
+    run: o.run ?? ({} as RunDeps), // nothing is queued: nothing runs
+  });
+  await loop.start();
+  return { loop, peers };
+}
+
+const notify = (payload: Record<string, unknown>) =>
+  notifier.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify(payload)]);
+
+test('each created task wakes exactly one of the idle workers, the one they all agree on', async () => {
+  const fetched: string[] = [];
+  const ids = ['worker-a', 'worker-b', 'worker-c'];
+  const workers: Array<Awaited<ReturnType<typeof startWorker>>> = [];
+  for (const id of ids) workers.push(await startWorker(id, fetched));
+  for (const w of workers) await w.peers.refresh();
+  cleanups.push(async () => {
+    for (const w of workers) await w.loop.stop(0);
+  });
+  fetched.length = 0; // the start-up fetches
+  // The agreement spreads tasks over the workers; these six all go to worker-b.
+  const ids40 = Array.from({ length: 40 }, (_, i) => `task-${i}`);
+  expect(new Set(ids40.map((t) => workers[0]!.peers.preferred(QUEUE, t))).size).toBe(3);
+  const tasks = ids40.filter((t) => workers[2]!.peers.preferred(QUEUE, t) === 'worker-b');
+  tasks.splice(6);
+  const expected = tasks.map((t) => workers[0]!.peers.preferred(QUEUE, t));
+  expect(new Set(expected)).toEqual(new Set(['worker-b']));
+  for (const taskId of tasks) await notify({ taskId, queue: QUEUE });
+  await pollUntil(
+    async () => new Set(fetched).size,
+    (n) => n >= new Set(expected).size,
+    10_000,
+    10,
+    'a fetch by each chosen worker',
+  );
+  // Give a herd time to show itself: every further fetch would be a wasted one.
+  await new Promise((r) => setTimeout(r, 300));
+  // Only the chosen workers fetched, at most once per notification (announcements that
+  // arrive during a fetch are taken together, in one batch).
+  expect([...new Set(fetched)].sort()).toEqual([...new Set(expected)].sort());
+  expect(fetched.length).toBeLessThanOrEqual(tasks.length);
+});
+
+test('a full worker passes the notification on, once, to the next worker', async () => {
+  const fetched: string[] = [];
+  await notifier.query(`SELECT 1`);
+  const boss = createBoss(pool, { supervise: false });
+  boss.on('error', () => {});
+  await boss.start();
+  cleanups.push(() => boss.stop({ graceful: false, close: false }));
+  await boss.send(QUEUE, { taskId: 'occupies-the-full-worker' });
+  // A run that never returns (its database never answers): the worker stays full.
+  const stuck = { query: () => new Promise(() => {}) } as unknown as Pool;
+  const full = await startWorker('worker-full', fetched, {
+    concurrency: 1,
+    run: { pool: stuck } as RunDeps,
+  });
+  await pollUntil(
+    async () => full.loop.running(),
+    (n) => n === 1,
+    10_000,
+    10,
+    'the full worker running its job',
+  );
+  const idle = await startWorker('worker-idle', fetched);
+  cleanups.push(() => idle.loop.stop(0));
+  await full.peers.refresh();
+  await idle.peers.refresh();
+  fetched.length = 0;
+  // Task ids the agreement gives to the full worker.
+  const forFull = Array.from({ length: 40 }, (_, i) => `t-${i}`)
+    .filter((t) => idle.peers.preferred(QUEUE, t) === 'worker-full')
+    .slice(0, 3);
+  expect(forFull.length).toBe(3);
+  for (const taskId of forFull) await notify({ taskId, queue: QUEUE });
+  await pollUntil(
+    async () => fetched.length,
+    (n) => n >= forFull.length,
+    10_000,
+    10,
+    'the idle worker fetching what was passed on',
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  expect(fetched).toEqual(forFull.map(() => 'worker-idle'));
+});
+
+test('one worker leads maintenance; when it stops, another takes over at its next tick', async () => {
+  const boss = createBoss(pool, { supervise: false });
+  boss.on('error', () => {});
+  await boss.start();
+  cleanups.push(() => boss.stop({ graceful: false, close: false }));
+  const make = () =>
+    createMaintenance({ pool, boss, logger: silent, tickMs: 3_600_000, purgeEveryMs: 60_000 });
+  const first = make();
+  const second = make();
+  cleanups.push(async () => {
+    first.stop();
+    second.stop();
+  });
+  await first.tick();
+  await second.tick();
+  expect([first.leading(), second.leading()]).toEqual([true, false]);
+  first.stop();
+  await pollUntil(
+    async () => {
+      await second.tick();
+      return second.leading();
+    },
+    (leading) => leading,
+    10_000,
+    50,
+    'the second instance leading',
+  );
+  await first.tick();
+  expect(first.leading()).toBe(false);
+});
+
+test('work nobody fetched is announced again by the leader: picked up with no poll', async () => {
+  const fetched: string[] = [];
+  const w = await startWorker('worker-only', fetched);
+  cleanups.push(() => w.loop.stop(0));
+  const boss = createBoss(pool, { supervise: false });
+  boss.on('error', () => {});
+  await boss.start();
+  cleanups.push(() => boss.stop({ graceful: false, close: false }));
+  fetched.length = 0;
+  // Enqueued without a notification (a missed one, or a retry coming due).
+  const jobId = await boss.send(QUEUE, { taskId: 'nobody-announced-me' });
+  const leader = createMaintenance({
+    pool,
+    boss,
+    logger: silent,
+    tickMs: 3_600_000,
+    purgeEveryMs: 60_000,
+  });
+  cleanups.push(async () => leader.stop());
+  await new Promise((r) => setTimeout(r, 1200)); // ready for over a second
+  expect(fetched).toEqual([]);
+  await leader.tick();
+  await pollUntil(
+    async () => (await boss.getJobById(QUEUE, jobId!))?.state,
+    (state) => state !== 'created',
+    10_000,
+    20,
+    'the job fetched after the re-announcement',
+  );
+  expect(fetched).toEqual(['worker-only']);
+});
