@@ -1,4 +1,4 @@
-import { renewLease, type Boundary, type Lease } from '@mtg/tasks';
+import { renewLease, type Boundary, type Lease, type PendingProgress } from '@mtg/tasks';
 import type { RunDeps } from './run-task.ts';
 import { StopRun, type StopReason } from './stop.ts';
 
@@ -16,6 +16,11 @@ export interface RunBoundary {
    * journaled; every other stop reason applies anywhere.
    */
   check(atStepBoundary?: boolean): Promise<void>;
+  /**
+   * The tool's progress: written with the next boundary check (the next step or call usually
+   * follows at once), or within PROGRESS_FLUSH_MS when none comes.
+   */
+  reportProgress(progress: PendingProgress): void;
   /** The last boundary read (for a stop whose reason came by notification). */
   readonly last: Boundary | undefined;
   /** Counts a step as in flight until it settles. */
@@ -26,6 +31,9 @@ export interface RunBoundary {
   stopReason(error: unknown): StopReason | undefined;
   close(): void;
 }
+
+/** How long a progress report may wait for a boundary check to carry it. */
+export const PROGRESS_FLUSH_MS = 100;
 
 export function openRunBoundary(
   deps: Pick<RunDeps, 'pool' | 'leaseMs' | 'drain'>,
@@ -39,9 +47,20 @@ export function openRunBoundary(
   if (stop.aborted) onStop();
   const inflight = new Set<Promise<unknown>>();
   let last: Boundary | undefined;
+  let progress: PendingProgress | undefined;
+  let flush: NodeJS.Timeout | undefined;
 
   const check = async (atStepBoundary = false): Promise<void> => {
-    const b = await renewLease(deps.pool, taskId, lease, deps.leaseMs);
+    const carried = progress;
+    progress = undefined;
+    clearTimeout(flush);
+    let b: Boundary;
+    try {
+      b = await renewLease(deps.pool, taskId, lease, deps.leaseMs, carried);
+    } catch (error) {
+      progress ??= carried; // not written: the next check carries it
+      throw error;
+    }
     last = b;
     const reason =
       boundaryStop(b) ?? (atStepBoundary && deps.drain?.aborted ? 'shutdown' : undefined);
@@ -59,6 +78,14 @@ export function openRunBoundary(
   return {
     signal: run.signal,
     check,
+    reportProgress(p) {
+      progress = p;
+      clearTimeout(flush);
+      flush = setTimeout(() => {
+        if (progress) check().catch(() => {});
+      }, PROGRESS_FLUSH_MS);
+      flush.unref();
+    },
     get last() {
       return last;
     },
@@ -79,6 +106,7 @@ export function openRunBoundary(
     },
     close() {
       clearInterval(renewer);
+      clearTimeout(flush);
       stop.removeEventListener('abort', onStop);
     },
   };

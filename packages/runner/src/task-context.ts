@@ -1,13 +1,6 @@
 import { inSpan } from '@mtg/telemetry';
 import type { Logger } from '@mtg/log';
-import {
-  journalStep,
-  recordProgress,
-  takeStageGrant,
-  aboutTask,
-  type Lease,
-  type TaskRow,
-} from '@mtg/tasks';
+import { journalStep, takeStageGrant, aboutTask, type Lease, type TaskRow } from '@mtg/tasks';
 import type { TargetClient, UpstreamTaskClient } from '@mtg/tool-kit';
 import type { LongToolDefinition, TaskContext } from '@mtg/tools';
 import type { RunBoundary } from './run-boundary.ts';
@@ -125,7 +118,7 @@ export function createTaskContext(
       return client;
     },
     async progress(current, total, message) {
-      await recordProgress(deps.pool, task.id, lease, { current, total }, message);
+      run.reportProgress({ current, total, message });
     },
     step(name, fn) {
       if (journal.has(name)) return Promise.resolve(journal.get(name) as never);

@@ -5,6 +5,7 @@ import {
   type ToolHarness,
 } from '../../tool-kit/src/testing/index.ts';
 import { z } from 'zod';
+import { pollUntil } from '../../../test/support/poll.ts';
 
 // The runner's own behaviour, through the tool author's harness: real PostgreSQL, real runner.
 let failures = 0;
@@ -85,6 +86,19 @@ const pack = definePack({
         return { n };
       },
     }),
+    defineLongTool({
+      name: 'probe_progress_then_wait',
+      title: 'Progress, then a wait outside any step',
+      description: 'Reports progress, then waits with no boundary to carry the report.',
+      input: z.object({}),
+      scope: 'probe:run',
+      summarize: () => ({}),
+      async execute(ctx) {
+        await ctx.progress(1, 2, 'half way');
+        await ctx.sleep(6000);
+        return {};
+      },
+    }),
   ],
 });
 
@@ -140,4 +154,27 @@ test('progress and writes are recorded; an idempotent start returns the same tas
   expect(task.statusMessage).toBe('Completed');
   expect(ledger.writes(id).map((w) => w.idempotencyKey)).toEqual([`${id}:0`, `${id}:1`, `${id}:2`]);
   expect(task.arguments).toEqual({ n: 3 });
+});
+
+test('progress with no boundary after it to carry it is still written promptly', async () => {
+  // A long lease: its renewal timer (leaseMs / 3 = 10 s) cannot be what writes the report.
+  const slow = await createToolHarness({ pack, targets: { ledger }, leaseMs: 30_000 });
+  try {
+    const { id } = await slow.start('probe_progress_then_wait', {});
+    const run = slow.run(id);
+    try {
+      await pollUntil(
+        async () => (await slow.task(id)).progress,
+        (p) => p?.current === 1,
+        4000,
+        20,
+        'the progress report written',
+      );
+      expect((await slow.task(id)).statusMessage).toBe('half way');
+    } finally {
+      await run;
+    }
+  } finally {
+    await slow.close();
+  }
 });

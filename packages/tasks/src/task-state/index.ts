@@ -23,14 +23,15 @@ export {
   type ToolPlacement,
 } from './create-task.ts';
 export { claimTask, noteWaitingForWorker, placementOf, type ClaimOutcome } from './claim-task.ts';
-export { releaseLease, reapExpiredLeases, renewLease, type Boundary, type Lease } from './lease.ts';
 export {
-  journalStep,
-  loadJournal,
-  recordProgress,
-  recordStatusMessage,
-  takeStageGrant,
-} from './journal-step.ts';
+  releaseLease,
+  reapExpiredLeases,
+  renewLease,
+  type Boundary,
+  type Lease,
+  type PendingProgress,
+} from './lease.ts';
+export { journalStep, loadJournal, recordStatusMessage, takeStageGrant } from './journal-step.ts';
 export {
   aboutTask,
   cancelTaskNow,

@@ -47,21 +47,6 @@ export async function journalStep(
   });
 }
 
-/** Progress and status message, fenced like every other write. */
-export async function recordProgress(
-  db: Queryable,
-  taskId: string,
-  lease: Lease,
-  progress: { current: number; total: number },
-  message: string | undefined,
-): Promise<void> {
-  await db.query(
-    `UPDATE app.tasks SET progress = $4, status_message = COALESCE($5, status_message), updated_at = now()
-      WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}`,
-    [taskId, lease.owner, lease.epoch, JSON.stringify(progress), message ?? null],
-  );
-}
-
 /** The status message alone (a downstream outage the task waits out), fenced. */
 export async function recordStatusMessage(
   db: Queryable,
