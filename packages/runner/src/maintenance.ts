@@ -25,9 +25,10 @@ export const MAINTENANCE_LEADER_LOCK = 7310042010;
  *   pg-boss heartbeat;
  * - deadline sweep: tasks past their deadline stop — the running worker is told, and a task
  *   nobody runs is settled as failed here;
- * - re-announce: queues with jobs ready for a second and not fetched (a missed notification,
- *   a retry coming due, a worker that was full) are notified again, which is what lets the
- *   workers do without a tight poll;
+ * - re-announce: queues with jobs not fetched — created over a second ago (a missed
+ *   notification, a worker that was full) or a retry come due (pg-boss notifies none) — are
+ *   notified again, to every worker with room, which is what lets the workers do without a
+ *   tight poll;
  * - pg-boss supervision (job expiry, lapsed heartbeats, its own retention), every
  *   superviseEveryMs;
  * - retention purge: ended tasks past their retention, and expired results, are deleted.
@@ -54,6 +55,7 @@ export function createMaintenance(o: {
   let timer: NodeJS.Timeout | undefined;
   let lastPurge = 0;
   let lastSupervise = 0;
+  let supervising: Promise<void> | undefined;
   let busy = false;
   let leader: PoolClient | undefined;
 
@@ -92,7 +94,12 @@ export function createMaintenance(o: {
 
   const reannounce = async () => {
     for (const queue of await unclaimedQueues(o.pool)) {
-      await o.pool.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify({ queue })]);
+      // `again`: every worker with room looks, not one chosen worker (which may be the one
+      // that died): rare, since only work nobody fetched is announced again.
+      await o.pool.query('SELECT pg_notify($1, $2)', [
+        CHANNELS.created,
+        JSON.stringify({ queue, again: true }),
+      ]);
     }
   };
 
@@ -130,9 +137,18 @@ export function createMaintenance(o: {
       await reapLeases();
       await sweepDeadlines();
       await reannounce();
-      if (now() - lastSupervise >= (o.superviseEveryMs ?? 2000)) {
+      if (!supervising && now() - lastSupervise >= (o.superviseEveryMs ?? 2000)) {
         lastSupervise = now();
-        await o.boss.supervise();
+        // Its own lane: a slow pg-boss pass (a reindex, a vacuum check) never delays the
+        // lease reaper or the deadline sweep.
+        supervising = o.boss
+          .supervise()
+          .catch((error: Error) => {
+            o.logger.warn('pg-boss supervision failed', { error: error.message });
+          })
+          .finally(() => {
+            supervising = undefined;
+          });
       }
       if (now() - lastPurge >= o.purgeEveryMs) {
         lastPurge = now();

@@ -107,6 +107,8 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     if (typeof queue !== 'string') return void kick(served);
     // Another pool's work: stay asleep (no fetch, no database work).
     if (!served.has(queue)) return;
+    // Announced again by the maintenance leader: whoever has room looks.
+    if (payload.again === true) return void kick([queue]);
     const key = typeof payload.taskId === 'string' ? payload.taskId : randomUUID();
     const skip = typeof payload.skip === 'string' ? payload.skip : undefined;
     const chosen = peers.preferred(queue, key, skip) === self;

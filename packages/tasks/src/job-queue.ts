@@ -106,9 +106,9 @@ export async function installQueue(
 }
 
 /**
- * Queues some live worker serves holding jobs that have been ready to fetch for over a second
- * and are not fetched yet: work whose notification was missed, a retry that came due (pg-boss
- * sends no notification), or work announced while every worker was full. The maintenance
+ * Queues some live worker serves holding jobs nobody fetched: created over a second ago (a
+ * missed notification, or announced while every worker was full), or a retry that has come
+ * due (pg-boss sends no notification for it). The maintenance
  * leader notifies them again. Reads pg-boss's index on (name, state, blocked, start_after).
  */
 export async function unclaimedQueues(db: Queryable): Promise<string[]> {
@@ -117,7 +117,8 @@ export async function unclaimedQueues(db: Queryable): Promise<string[]> {
       WHERE j.name IN (SELECT unnest(w.queues) FROM app.workers w
                         WHERE w.seen_at > now() - $1 * interval '1 millisecond')
         AND j.state IN ('created', 'retry') AND NOT j.blocked
-        AND j.start_after <= now() - interval '1 second'`,
+        AND j.start_after <= now()
+        AND (j.state = 'retry' OR j.created_on <= now() - interval '1 second')`,
     [WORKER_SEEN_WITHIN_MS],
   );
   return r.rows.map((row) => row.name);
