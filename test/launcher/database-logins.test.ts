@@ -161,7 +161,7 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
           ORDER BY a.usename`,
       );
       expect(rows).toEqual([
-        // The console reads the audit views through a login of its own (member of mtg_auditor).
+        // The console reads the audit views through a login of its own (member of mtg_console).
         { usename: 'mtg_login_console', rolsuper: false },
         { usename: 'mtg_login_downstream', rolsuper: false },
         { usename: 'mtg_login_gateway', rolsuper: false },
@@ -172,7 +172,7 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
            JOIN pg_roles g ON g.oid = m.roleid JOIN pg_roles u ON u.oid = m.member
           WHERE u.rolname = 'mtg_login_console'`,
       );
-      expect(memberships.rows[0]!.groups).toEqual(['mtg_auditor']);
+      expect(memberships.rows[0]!.groups).toEqual(['mtg_console']);
       const secrets = JSON.parse(await readFile(path.join(dataDir, 'dev-secrets.json'), 'utf8'));
       // Password authentication: the stored password is the one that works, and no other.
       const as = (password: string) =>

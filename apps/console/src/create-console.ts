@@ -3,6 +3,7 @@ import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { createRemoteJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import type { Pool } from '@mtg/db';
+import { createCredentialCipher } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { createGatewayActions } from './actions/gateway-actions.ts';
 import { createOidcClient } from './auth/oidc-client.ts';
@@ -15,8 +16,12 @@ import { queueRoutes } from './routes/queue-routes.ts';
 import { taskRoutes } from './routes/task-routes.ts';
 
 export interface ConsoleOptions {
-  /** A pool whose sessions run as mtg_auditor (the audit views, nothing else). */
+  /** A pool whose sessions run as mtg_console (the audit views, its sessions, the queues). */
   pool: Pool;
+  /** AES-256-GCM keys of the sessions at rest (CONSOLE_SESSION_KEY[S]); `current` seals. */
+  sessionKeys: { keys: Record<string, Buffer>; current: string };
+  /** Idle timeout of a session (default 30 minutes). */
+  sessionIdleSeconds?: number;
   logger: Logger;
   /** Where browsers reach the console: the redirect URI is `<baseUrl>/auth/callback`. */
   baseUrl: string;
@@ -63,7 +68,11 @@ export function createConsole(options: ConsoleOptions) {
       remoteKeys ??= createRemoteJWKSet(new URL(await oidc.jwksUri()));
       return remoteKeys(header, token);
     });
-  const sessions = createSessionStore(() => now().getTime());
+  const sessions = createSessionStore({
+    pool,
+    cipher: createCredentialCipher(options.sessionKeys.keys, options.sessionKeys.current),
+    ...(options.sessionIdleSeconds ? { idleSeconds: options.sessionIdleSeconds } : {}),
+  });
   const actions = createGatewayActions({
     mcpUrl: options.gatewayResource,
     ...(options.fetch ? { fetch: options.fetch } : {}),
