@@ -102,6 +102,7 @@ export function createConsole(options: ConsoleOptions) {
   app.use(auditRoutes({ pool, logger, actions, keys: options.checkpointKeys, now }));
   app.use(
     queueRoutes({
+      pool,
       logger,
       endpoints: options.metricsEndpoints ?? [
         { name: 'gateway', url: new URL('/metrics', options.gatewayResource).href },
