@@ -85,6 +85,16 @@ export function createConsole(options: ConsoleOptions) {
   app.get('/static/chart.umd.min.js', (_req, res) => res.sendFile(chartJs));
   app.use('/static', express.static(STATIC_DIR, { index: false, fallthrough: false }));
   app.get('/healthz', (_req, res) => res.json({ ok: true }));
+  // Ready when it can reach its sessions: without them nobody can log in or stay logged in.
+  app.get('/readyz', async (_req, res) => {
+    try {
+      await pool.query('SELECT 1 FROM app.console_sessions LIMIT 1');
+      res.json({ ok: true });
+    } catch (error) {
+      logger.warn('not ready', { error: (error as Error).message });
+      res.status(503).json({ ok: false, reason: 'database' });
+    }
+  });
   app.use(
     authRoutes({
       oidc,
