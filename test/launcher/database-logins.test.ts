@@ -218,8 +218,10 @@ describe('docker-compose and npm run migrate', () => {
       downstream: 'mtg_login_downstream',
       gateway: 'mtg_login_gateway',
       worker: 'mtg_login_worker',
+      console: 'mtg_login_console',
     });
     expect(Object.keys(compose.services.migrate!.environment!).sort()).toEqual([
+      'CONSOLE_DATABASE_PASSWORD',
       'DATABASE_URL',
       'DOWNSTREAM_DATABASE_PASSWORD',
       'GATEWAY_DATABASE_PASSWORD',
@@ -255,11 +257,16 @@ describe('docker-compose and npm run migrate', () => {
     });
   });
 
-  test('npm run migrate with the three passwords creates the logins the compose services use', async () => {
+  test('npm run migrate with the passwords creates the logins the compose services use', async () => {
     const db = await createTestDatabase({ migrate: false });
     const owner = new pg.Client({ connectionString: db.url });
     await owner.connect();
-    const names = ['mtg_login_gateway', 'mtg_login_worker', 'mtg_login_downstream'];
+    const names = [
+      'mtg_login_gateway',
+      'mtg_login_worker',
+      'mtg_login_downstream',
+      'mtg_login_console',
+    ];
     // Roles are cluster-wide: leave alone any that a stack on this server already uses.
     const existed = (
       await owner.query<{ rolname: string }>(
@@ -273,6 +280,7 @@ describe('docker-compose and npm run migrate', () => {
         GATEWAY_DATABASE_PASSWORD: 'g'.repeat(20),
         WORKER_DATABASE_PASSWORD: 'w'.repeat(20),
         DOWNSTREAM_DATABASE_PASSWORD: 'd'.repeat(20),
+        CONSOLE_DATABASE_PASSWORD: 'c'.repeat(20),
       });
       expect({ code, last: output.trim().split('\n').at(-1) }).toEqual({
         code: 0,
@@ -286,6 +294,7 @@ describe('docker-compose and npm run migrate', () => {
         [names],
       );
       expect(rows).toEqual([
+        { rolname: 'mtg_login_console', member_of: ['mtg_console'] },
         { rolname: 'mtg_login_downstream', member_of: ['mtg_downstream'] },
         { rolname: 'mtg_login_gateway', member_of: ['mtg_gateway'] },
         { rolname: 'mtg_login_worker', member_of: ['mtg_worker'] },
