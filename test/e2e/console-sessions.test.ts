@@ -3,6 +3,7 @@
 // session is refused and purged; the table holds neither the cookie's id nor, in clear,
 // what the session carries. Logins go through the dev IdP's form in headless Chromium.
 import { createHash, randomBytes } from 'node:crypto';
+import pg from 'pg';
 import type { Browser } from 'playwright-core';
 import { launchChromium, logIn, newContext } from '../support/browser.ts';
 import { startConsole, type TestConsole } from '../support/console.ts';
@@ -167,3 +168,32 @@ test('an expired or idle session is refused, and the next login purges it', asyn
   );
   expect(rows).toHaveLength(0);
 }, 120_000);
+
+test("the console's role reads the audit views, its sessions and the queues summaries, and nothing else", async () => {
+  const client = new pg.Client({ connectionString: a.databaseUrl });
+  await client.connect();
+  try {
+    await client.query('SET ROLE mtg_console');
+    const code = (text: string) =>
+      client.query(text).then(
+        () => 'ok',
+        (error: { code?: string }) => error.code,
+      );
+    expect(await code('SELECT count(*) FROM audit.denials')).toBe('ok');
+    expect(await code('SELECT count(*) FROM app.console_queue_depth')).toBe('ok');
+    expect(await code('SELECT count(*) FROM app.console_workers')).toBe('ok');
+    expect(await code('SELECT count(*) FROM app.console_sessions')).toBe('ok');
+    // No task row, no credential, no worker registration, no audit write.
+    expect(await code('SELECT count(*) FROM app.tasks')).toBe('42501');
+    expect(await code('SELECT count(*) FROM app.workers')).toBe('42501');
+    expect(await code('SELECT count(*) FROM app.task_credentials')).toBe('42501');
+    expect(await code(`DELETE FROM app.workers`)).toBe('42501');
+    expect(await code('SELECT count(*) FROM audit.events')).toBe('42501');
+    // Nor does mtg_auditor (the audit CLI's role) get the console's sessions.
+    await client.query('RESET ROLE');
+    await client.query('SET ROLE mtg_auditor');
+    expect(await code('SELECT count(*) FROM app.console_sessions')).toBe('42501');
+  } finally {
+    await client.end();
+  }
+});
