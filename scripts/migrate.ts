@@ -2,6 +2,7 @@
 // queue, then (given their passwords) the processes' login roles — and says what it did.
 // The compose `migrate` service runs it before the apps.
 import { ConfigError, parseConfig } from '@mtg/config';
+import { provisionLoginRoles, ROLES } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { z } from 'zod';
 import { describeDatabaseUrl } from './lib/launcher/check-database.ts';
@@ -33,6 +34,8 @@ const schema = z
     GATEWAY_DATABASE_PASSWORD: password(),
     WORKER_DATABASE_PASSWORD: password(),
     DOWNSTREAM_DATABASE_PASSWORD: password(),
+    /** The console's login, mtg_login_console in mtg_console (a process that may not run). */
+    CONSOLE_DATABASE_PASSWORD: password(),
   })
   .superRefine((c, ctx) => {
     const given = Object.values(PASSWORD_VARIABLES).filter((v) => c[v] !== undefined);
@@ -71,6 +74,13 @@ async function main(): Promise<number> {
       ) as DatabasePasswords;
       await provisionDatabaseLogins(config.DATABASE_URL, STACK_LOGIN_PREFIX, passwords);
       logins = DATABASE_SERVICES.map((s) => loginRoleName(STACK_LOGIN_PREFIX, s));
+    }
+    if (config.CONSOLE_DATABASE_PASSWORD) {
+      const name = `${STACK_LOGIN_PREFIX}_console`;
+      await provisionLoginRoles(config.DATABASE_URL, [
+        { name, password: config.CONSOLE_DATABASE_PASSWORD, group: ROLES.console },
+      ]);
+      logins.push(name);
     }
   } catch (error) {
     process.stderr.write(`migrate: ${where}: ${messageOf(error)}\n`);

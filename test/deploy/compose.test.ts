@@ -38,6 +38,9 @@ const SECRETS = {
   GATEWAY_DATABASE_PASSWORD: 'dg',
   WORKER_DATABASE_PASSWORD: 'dw',
   DOWNSTREAM_DATABASE_PASSWORD: 'dd',
+  CONSOLE_DATABASE_PASSWORD: 'dc',
+  CONSOLE_SESSION_KEY: 'ks',
+  METRICS_TOKEN: 'm'.repeat(16),
 };
 type Service = {
   image?: string;
@@ -76,6 +79,8 @@ test('every service has its own network identity, and the gateway publishes no p
   expect(gateway.ports).toBeUndefined();
   expect(gateway.deploy?.replicas).toBeGreaterThan(1);
   expect(services.worker!.ports).toBeUndefined();
+  expect(services.console!.ports).toBeUndefined();
+  expect(services.console!.deploy?.replicas).toBeGreaterThan(1);
   expect(services.lb!.image).toMatch(/^nginx:/);
   expect(gateway.environment!.TRUSTED_PROXIES).toBe(
     (services.lb!.networks as Record<string, { ipv4_address: string }>).mtg.ipv4_address,
@@ -90,7 +95,37 @@ test('the load balancer re-resolves the gateway replicas and passes the client a
   expect(conf).toMatch(/proxy_buffering off;/);
   expect(conf).toMatch(/listen \$\{GATEWAY_PORT\};/);
   expect(conf).toMatch(/listen \$\{IDP_PORT\};/);
+  expect(conf).toMatch(/server console:9700 resolve;/);
+  expect(conf).toMatch(
+    /listen \$\{CONSOLE_PORT\};\s+location \/ \{\s+proxy_pass http:\/\/consoles;/,
+  );
 });
+
+test.each([[{}], [{ CONSOLE_PORT: '4700', GATEWAY_PORT: '4100', PUBLIC_HOST: 'mcp.lan.example' }]])(
+  'with %j the console is published by lb on loopback, at the address it calls its own, and reaches the gateway as clients do',
+  (env) => {
+    const { services } = compose(env as Record<string, string>);
+    const port = (env as Record<string, string>).CONSOLE_PORT ?? '9700';
+    const e = services.console!.environment!;
+    expect(services.lb!.ports).toContain(`127.0.0.1:${port}:${port}`);
+    expect(services.lb!.environment!.CONSOLE_PORT).toBe(port);
+    // A loopback CONSOLE_URL: the dev IdP's redirect URI rule for the console, a secure context.
+    expect(e.CONSOLE_URL).toBe(`http://127.0.0.1:${port}`);
+    // Inside its container it listens on the port lb proxies to.
+    expect(e.CONSOLE_PORT).toBe('9700');
+    expect(e.CONSOLE_HOST).toBe('0.0.0.0');
+    expect(e.CONSOLE_METRICS_URLS).toBe(
+      `gateway=${e.GATEWAY_RESOURCE!.replace(/\/mcp$/, '/metrics')}`,
+    );
+    // Both ends of the scrape agree on the token.
+    expect(e.METRICS_TOKEN).toBe(services.gateway!.environment!.METRICS_TOKEN);
+    expect(e.DATABASE_URL).toMatch(/^postgres:\/\/mtg_login_console:dc@postgres:5432\/mtg$/);
+    expect(e.CONSOLE_SESSION_KEY).toBe('ks');
+    expect(services.console!.healthcheck!.test.join(' ')).toContain(
+      `http://127.0.0.1:${e.CONSOLE_PORT}/readyz`,
+    );
+  },
+);
 
 test.each([
   [{}, 'mtg.localhost', '3000', '9400'],
@@ -105,11 +140,16 @@ test.each([
     expect(lb.ports).toEqual([
       `127.0.0.1:${gatewayPort}:${gatewayPort}`,
       `127.0.0.1:${idpPort}:${idpPort}`,
+      '127.0.0.1:9700:9700',
     ]);
-    expect(lb.environment).toEqual({ GATEWAY_PORT: gatewayPort, IDP_PORT: idpPort });
+    expect(lb.environment).toEqual({
+      GATEWAY_PORT: gatewayPort,
+      IDP_PORT: idpPort,
+      CONSOLE_PORT: '9700',
+    });
     // Inside, the public host name is lb.
     expect((lb.networks as Record<string, { aliases: string[] }>).mtg.aliases).toEqual([host]);
-    for (const name of ['idp', 'gateway', 'worker', 'downstream']) {
+    for (const name of ['idp', 'gateway', 'worker', 'downstream', 'console']) {
       const e = services[name]!.environment!;
       expect([name, e.IDP_ISSUER]).toEqual([name, `http://${host}:${idpPort}`]);
       expect([name, e.GATEWAY_RESOURCE]).toEqual([name, `http://${host}:${gatewayPort}/mcp`]);
@@ -128,7 +168,7 @@ test('grace periods exceed the drains, and workers have a health check on their 
   expect(seconds(services.gateway!.stop_grace_period)).toBeGreaterThan(10); // 10 s request drain
   const check = worker.healthcheck!.test.join(' ');
   expect(check).toContain(`http://127.0.0.1:${worker.environment!.WORKER_HEALTH_PORT}/readyz`);
-  for (const name of ['postgres', 'lb', 'idp', 'downstream', 'gateway', 'worker'])
+  for (const name of ['postgres', 'lb', 'idp', 'downstream', 'gateway', 'worker', 'console'])
     expect([name, services[name]!.healthcheck?.test.length ?? 0]).not.toEqual([name, 0]);
 });
 

@@ -246,6 +246,51 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       }
     });
 
+    test('the console: replicas sharing sessions through the database, its own login and key, the public checkpoint keys only', () => {
+      const console_ = ofKind('Deployment').find((d) => d.metadata.name === 'mtg-console')!;
+      expect(console_.spec.replicas).toBeGreaterThan(1);
+      const spec = podTemplate(console_).spec;
+      const c = spec.containers[0];
+      expect(c.command).toEqual(['node', 'apps/console/src/main.ts']);
+      const secretOf = (name: string) =>
+        (c.env as Array<Record<string, any>>).find((e) => e.name === name)?.valueFrom?.secretKeyRef;
+      expect(secretOf('DATABASE_URL')).toMatchObject({ name: 'mtg-database', key: 'console-url' });
+      expect(spec.initContainers[0].env[0].valueFrom.secretKeyRef.key).toBe('console-url');
+      expect(secretOf('CONSOLE_SESSION_KEYS')).toMatchObject({ name: 'mtg-console' });
+      expect(secretOf('CONSOLE_SESSION_KEYS').optional).toBeUndefined();
+      // Chain status needs the public JWKS; the signing key never reaches the console.
+      const jwks = spec.volumes.find((v: any) => v.secret?.secretName === 'mtg-audit-keys');
+      expect(jwks.secret.items).toEqual([{ key: 'jwks.json', path: 'jwks.json' }]);
+      const env = envOf(c, objects);
+      const mount = c.volumeMounts.find((m: any) => m.name === jwks.name);
+      expect(env.AUDIT_JWKS_FILE).toBe(`${mount.mountPath}/jwks.json`);
+      expect(env.CONSOLE_URL).toMatch(/^https:\/\//);
+      const port = c.ports[0].containerPort;
+      expect(String(port)).toBe(env.CONSOLE_PORT);
+      const labels = podTemplate(console_).metadata.labels;
+      expect(
+        ofKind('Service').some(
+          (s) => matches(s.spec.selector, labels) && s.spec.ports[0].targetPort === 'http',
+        ),
+      ).toBe(true);
+      expect(
+        ofKind('PodDisruptionBudget').some((p) => matches(p.spec.selector.matchLabels, labels)),
+      ).toBe(true);
+      // Past the default deny: in on its port, and out to DNS, PostgreSQL and HTTPS.
+      const ingress = ofKind('NetworkPolicy').filter(
+        (p) =>
+          Object.keys(p.spec.podSelector).length > 0 &&
+          matches(p.spec.podSelector.matchLabels, labels) &&
+          p.spec.policyTypes.includes('Ingress'),
+      );
+      expect(ingress.flatMap((p) => p.spec.ingress.flatMap((r: any) => r.ports))).toEqual([
+        { port, protocol: 'TCP' },
+      ]);
+      expect(ofKind('ServiceAccount').map((a) => a.metadata.name)).toContain(
+        spec.serviceAccountName,
+      );
+    });
+
     test('the migrations Job runs the migrations with the same ConfigMap (TOOL_PACKS) as the apps', () => {
       const [job] = ofKind('Job');
       expect(job!.spec.template.spec.containers[0].command).toEqual(['node', 'scripts/migrate.ts']);

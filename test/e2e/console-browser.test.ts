@@ -1,7 +1,8 @@
 // The console in headless Chromium (Debian's, through playwright-core): logins through the
 // dev IdP as an auditor, an operator and a user; task search and timeline with chain status;
 // the denials chart; CSV export against the database; an operator's cancel; tenant and role
-// boundaries; CSRF and CSP. Also takes the screenshots of docs/console.md.
+// boundaries; CSRF and CSP; worker pools on the queues page (two pools with different
+// WORKER_TOOLS, and a queue no worker serves). Also takes the screenshots of docs/console.md.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,7 +12,7 @@ import { launchChromium, logIn, newContext, screenshotDir } from '../support/bro
 import { startConsole, type TestConsole } from '../support/console.ts';
 import { pollUntil } from '../support/poll.ts';
 import { sql } from '../support/sql.ts';
-import { startStack, type Stack } from '../support/stack.ts';
+import { freePort, startStack, type Stack } from '../support/stack.ts';
 import { coreWire } from '../support/wires.ts';
 
 let stack: Stack;
@@ -22,9 +23,26 @@ let shots: string;
 let reportTask: string;
 let longTask: string;
 let otherTask: string;
+let unservedTask: string;
 
 beforeAll(async () => {
-  stack = await startStack({ workers: 1, env: { DEMO_STEP_MS: '150' } });
+  // Two pools, as WORKER_TOOLS makes them: reports (two workers) and bulk updates (one);
+  // nobody serves provision_test_environment. Each worker with its metrics endpoint.
+  stack = await startStack({ workers: 0, env: { DEMO_STEP_MS: '150' } });
+  const metricsEndpoints = [{ name: 'gateway', url: `${stack.gatewayUrl}/metrics` }];
+  for (const [id, tools] of [
+    ['reports-1', 'generate_report'],
+    ['reports-2', 'generate_report'],
+    ['bulk-1', 'bulk_update_records'],
+  ] as const) {
+    const port = await freePort();
+    await stack.addWorker({
+      WORKER_ID: id,
+      WORKER_TOOLS: tools,
+      WORKER_METRICS_PORT: String(port),
+    });
+    metricsEndpoints.push({ name: id, url: `http://127.0.0.1:${port}/metrics` });
+  }
   dataDir = await mkdtemp(path.join(os.tmpdir(), 'mtg-console-'));
   const wire = coreWire(stack.mcpUrl);
   const nia = await stack.token('nia', 'acme');
@@ -38,6 +56,15 @@ beforeAll(async () => {
     20_000,
     100,
     'the report task completes',
+  );
+  // Work that will not run: no live worker serves its queue.
+  unservedTask = await wire.start(
+    await stack.token('quinn', 'acme'),
+    'provision_test_environment',
+    {
+      branch: 'feature-x',
+      services: ['api'],
+    },
   );
   // A denial by another user of the same tenant: mallory asks for nia's task.
   const mallory = await stack.token('mallory', 'acme');
@@ -55,7 +82,10 @@ beforeAll(async () => {
   // Signed checkpoint over the head, with the dev key in dataDir.
   const signed = await checkpointScript([], { DATABASE_URL: stack.db.url, DATA_DIR: dataDir });
   if (signed.code !== 0) throw new Error(signed.stderr);
-  consoleApp = await startConsole(stack, { jwksFile: path.join(dataDir, 'audit', 'jwks.json') });
+  consoleApp = await startConsole(stack, {
+    jwksFile: path.join(dataDir, 'audit', 'jwks.json'),
+    metricsEndpoints,
+  });
   browser = await launchChromium();
   shots = await screenshotDir();
 });
@@ -341,7 +371,81 @@ test('an operator revokes and restores a principal through the gateway; the revo
       expect.objectContaining({ process: 'gateway', metric: 'state', value: 'up' }),
     ]),
   );
+  await context.close();
+});
+
+test('an operator sees the worker pools, their queues and workers, and the queue nobody serves', async () => {
+  const context = await newContext(browser);
+  const page = await logIn(context, consoleApp.url, 'operator', { sub: 'olga', tenant: 'acme' });
+  await page.goto(`${consoleApp.url}/queues`);
+  const reports = await page.locator('section.pool[data-pool="generate_report"]').innerText();
+  expect(reports).toContain('2 live workers');
+  expect(reports).toMatch(/reports-1\s+127\.0\.0\.1:\d+/);
+  expect(reports).toMatch(/reports-2\s+127\.0\.0\.1:\d+/);
+  expect(reports).not.toContain('bulk-1');
+  // Its queue, the slots from each worker's metrics, no breaker has opened.
+  expect(reports).toMatch(/generate_report\s+tool\.generate_report\.\w+\s+\d+\s+\d+\s+\d+\s+\d+/);
+  expect(reports).toMatch(/\d+\/\d+\s+all closed/);
+  const bulk = await page.locator('section.pool[data-pool="bulk_update_records"]').innerText();
+  expect(bulk).toContain('1 live worker');
+  expect(bulk).toContain('bulk-1');
+  expect(bulk).not.toContain('reports-');
+  // The queue no live worker serves stands out, with the task waiting in it.
+  const [waiting] = await sql(
+    stack.db.url,
+    `SELECT job_queue, status, lease_owner FROM app.tasks WHERE id = $1`,
+    [unservedTask],
+  );
+  expect(waiting).toMatchObject({ status: 'working', lease_owner: null });
+  const unserved = await page.locator('#unserved-queues').innerText();
+  expect(unserved).toContain('will not run');
+  expect(unserved).not.toMatch(/generate_report|bulk_update_records/);
+  expect(unserved).toContain(`provision_test_environment\t${waiting.job_queue}\t1\t0\t0\t0`);
+  expect(await page.locator('#worker-pools').innerText()).not.toContain(
+    'provision_test_environment',
+  );
+
+  const rows = JSON.parse((await fetchIn(page, '/queues/pools?format=json')).text);
+  expect(rows).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({
+        pool: 'generate_report',
+        tool: 'generate_report',
+        served: true,
+        workers: 'reports-1 reports-2',
+      }),
+      expect.objectContaining({ pool: 'bulk_update_records', served: true, workers: 'bulk-1' }),
+      expect.objectContaining({
+        pool: '',
+        queue: waiting.job_queue,
+        served: false,
+        queued: 1,
+        workers: '',
+      }),
+    ]),
+  );
+  // The database's count, not a number of the page's own.
+  const [open] = await sql(
+    stack.db.url,
+    `SELECT count(*)::int AS n FROM app.tasks WHERE job_queue = $1 AND status = 'working'
+        AND lease_owner IS NULL AND started_at IS NULL`,
+    [waiting.job_queue],
+  );
+  expect(rows.find((r: { queue: string }) => r.queue === waiting.job_queue).queued).toBe(open.n);
+  const csv = await fetchIn(page, '/queues/pools?format=csv');
+  expect(csv.type).toContain('text/csv');
+  expect(csv.text.split('\r\n')[0]).toBe(
+    'pool,queue,tool,served,queued,running,retry,paused,workers,circuits',
+  );
+  expect((await fetchIn(page, '/queues/pools?format=xml')).status).toBe(400);
   await shot(page, 'queues');
+  // An auditor does not get the pools either (cluster-wide figures).
+  const auditor = await logIn(await newContext(browser), consoleApp.url, 'auditor', {
+    sub: 'ada',
+    tenant: 'acme',
+  });
+  expect((await fetchIn(auditor, '/queues/pools?format=json')).status).toBe(403);
+  await auditor.context().close();
   await context.close();
 });
 

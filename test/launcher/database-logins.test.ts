@@ -161,7 +161,7 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
           ORDER BY a.usename`,
       );
       expect(rows).toEqual([
-        // The console reads the audit views through a login of its own (member of mtg_auditor).
+        // The console reads the audit views through a login of its own (member of mtg_console).
         { usename: 'mtg_login_console', rolsuper: false },
         { usename: 'mtg_login_downstream', rolsuper: false },
         { usename: 'mtg_login_gateway', rolsuper: false },
@@ -172,7 +172,7 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
            JOIN pg_roles g ON g.oid = m.roleid JOIN pg_roles u ON u.oid = m.member
           WHERE u.rolname = 'mtg_login_console'`,
       );
-      expect(memberships.rows[0]!.groups).toEqual(['mtg_auditor']);
+      expect(memberships.rows[0]!.groups).toEqual(['mtg_console']);
       const secrets = JSON.parse(await readFile(path.join(dataDir, 'dev-secrets.json'), 'utf8'));
       // Password authentication: the stored password is the one that works, and no other.
       const as = (password: string) =>
@@ -218,8 +218,10 @@ describe('docker-compose and npm run migrate', () => {
       downstream: 'mtg_login_downstream',
       gateway: 'mtg_login_gateway',
       worker: 'mtg_login_worker',
+      console: 'mtg_login_console',
     });
     expect(Object.keys(compose.services.migrate!.environment!).sort()).toEqual([
+      'CONSOLE_DATABASE_PASSWORD',
       'DATABASE_URL',
       'DOWNSTREAM_DATABASE_PASSWORD',
       'GATEWAY_DATABASE_PASSWORD',
@@ -255,11 +257,16 @@ describe('docker-compose and npm run migrate', () => {
     });
   });
 
-  test('npm run migrate with the three passwords creates the logins the compose services use', async () => {
+  test('npm run migrate with the passwords creates the logins the compose services use', async () => {
     const db = await createTestDatabase({ migrate: false });
     const owner = new pg.Client({ connectionString: db.url });
     await owner.connect();
-    const names = ['mtg_login_gateway', 'mtg_login_worker', 'mtg_login_downstream'];
+    const names = [
+      'mtg_login_gateway',
+      'mtg_login_worker',
+      'mtg_login_downstream',
+      'mtg_login_console',
+    ];
     // Roles are cluster-wide: leave alone any that a stack on this server already uses.
     const existed = (
       await owner.query<{ rolname: string }>(
@@ -273,6 +280,7 @@ describe('docker-compose and npm run migrate', () => {
         GATEWAY_DATABASE_PASSWORD: 'g'.repeat(20),
         WORKER_DATABASE_PASSWORD: 'w'.repeat(20),
         DOWNSTREAM_DATABASE_PASSWORD: 'd'.repeat(20),
+        CONSOLE_DATABASE_PASSWORD: 'c'.repeat(20),
       });
       expect({ code, last: output.trim().split('\n').at(-1) }).toEqual({
         code: 0,
@@ -286,6 +294,7 @@ describe('docker-compose and npm run migrate', () => {
         [names],
       );
       expect(rows).toEqual([
+        { rolname: 'mtg_login_console', member_of: ['mtg_console'] },
         { rolname: 'mtg_login_downstream', member_of: ['mtg_downstream'] },
         { rolname: 'mtg_login_gateway', member_of: ['mtg_gateway'] },
         { rolname: 'mtg_login_worker', member_of: ['mtg_worker'] },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { port, url } from '@mtg/config';
+import { credentialKeysEnv, credentialKeysFromConfig } from '@mtg/identity';
 
 /** The console's environment (docs/console.md). Parsed once in main.ts. */
 export const consoleConfigSchema = z
@@ -8,9 +9,17 @@ export const consoleConfigSchema = z
     CONSOLE_HOST: z.string().min(1).default('127.0.0.1'),
     /** The address browsers use; the OAuth redirect URI is `<CONSOLE_URL>/auth/callback`. */
     CONSOLE_URL: url().optional(),
-    /** A login that is a member of mtg_auditor only: the console reads the audit views. */
+    /** A login that is a member of mtg_console only: the audit views, its sessions, the queues. */
     DATABASE_URL: z.string().min(1, 'is required (postgres://...)'),
-    DATABASE_ROLE: z.string().min(1).default('mtg_auditor'),
+    DATABASE_ROLE: z.string().min(1).default('mtg_console'),
+    /**
+     * AES-256-GCM key of the sessions at rest (base64, 32 bytes), the same on every replica;
+     * or CONSOLE_SESSION_KEYS "id:base64,…" to rotate (the first seals, all open).
+     */
+    CONSOLE_SESSION_KEY: credentialKeysEnv.CREDENTIAL_KEY,
+    CONSOLE_SESSION_KEYS: credentialKeysEnv.CREDENTIAL_KEYS,
+    /** A session nobody used for this long ends (its token's expiry ends it anyway). */
+    CONSOLE_SESSION_IDLE_SECONDS: z.coerce.number().int().min(60).max(86_400).default(1800),
     /** The authorization server people log in at. */
     AUTH_ISSUER: url().optional(),
     IDP_ISSUER: url().optional(),
@@ -52,8 +61,17 @@ export const consoleConfigSchema = z
     DATA_DIR: z.string().min(1).optional(),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   })
+  .refine((c) => c.CONSOLE_SESSION_KEY || c.CONSOLE_SESSION_KEYS, {
+    path: ['CONSOLE_SESSION_KEY'],
+    message:
+      'is required (base64 32-byte AES key, e.g. `openssl rand -base64 32`), or CONSOLE_SESSION_KEYS',
+  })
   .transform((c) => ({
     ...c,
+    sessionKeys: credentialKeysFromConfig({
+      ...(c.CONSOLE_SESSION_KEY ? { CREDENTIAL_KEY: c.CONSOLE_SESSION_KEY } : {}),
+      ...(c.CONSOLE_SESSION_KEYS ? { CREDENTIAL_KEYS: c.CONSOLE_SESSION_KEYS } : {}),
+    }),
     issuer: c.AUTH_ISSUER ?? c.IDP_ISSUER ?? 'http://127.0.0.1:9400',
     gatewayResource: c.GATEWAY_RESOURCE ?? `http://127.0.0.1:${c.GATEWAY_PORT}/mcp`,
   }));

@@ -3,6 +3,7 @@ import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { createRemoteJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import type { Pool } from '@mtg/db';
+import { createCredentialCipher } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { createGatewayActions } from './actions/gateway-actions.ts';
 import { createOidcClient } from './auth/oidc-client.ts';
@@ -15,8 +16,12 @@ import { queueRoutes } from './routes/queue-routes.ts';
 import { taskRoutes } from './routes/task-routes.ts';
 
 export interface ConsoleOptions {
-  /** A pool whose sessions run as mtg_auditor (the audit views, nothing else). */
+  /** A pool whose sessions run as mtg_console (the audit views, its sessions, the queues). */
   pool: Pool;
+  /** AES-256-GCM keys of the sessions at rest (CONSOLE_SESSION_KEY[S]); `current` seals. */
+  sessionKeys: { keys: Record<string, Buffer>; current: string };
+  /** Idle timeout of a session (default 30 minutes). */
+  sessionIdleSeconds?: number;
   logger: Logger;
   /** Where browsers reach the console: the redirect URI is `<baseUrl>/auth/callback`. */
   baseUrl: string;
@@ -63,7 +68,11 @@ export function createConsole(options: ConsoleOptions) {
       remoteKeys ??= createRemoteJWKSet(new URL(await oidc.jwksUri()));
       return remoteKeys(header, token);
     });
-  const sessions = createSessionStore(() => now().getTime());
+  const sessions = createSessionStore({
+    pool,
+    cipher: createCredentialCipher(options.sessionKeys.keys, options.sessionKeys.current),
+    ...(options.sessionIdleSeconds ? { idleSeconds: options.sessionIdleSeconds } : {}),
+  });
   const actions = createGatewayActions({
     mcpUrl: options.gatewayResource,
     ...(options.fetch ? { fetch: options.fetch } : {}),
@@ -76,6 +85,16 @@ export function createConsole(options: ConsoleOptions) {
   app.get('/static/chart.umd.min.js', (_req, res) => res.sendFile(chartJs));
   app.use('/static', express.static(STATIC_DIR, { index: false, fallthrough: false }));
   app.get('/healthz', (_req, res) => res.json({ ok: true }));
+  // Ready when it can reach its sessions: without them nobody can log in or stay logged in.
+  app.get('/readyz', async (_req, res) => {
+    try {
+      await pool.query('SELECT 1 FROM app.console_sessions LIMIT 1');
+      res.json({ ok: true });
+    } catch (error) {
+      logger.warn('not ready', { error: (error as Error).message });
+      res.status(503).json({ ok: false, reason: 'database' });
+    }
+  });
   app.use(
     authRoutes({
       oidc,
@@ -93,6 +112,7 @@ export function createConsole(options: ConsoleOptions) {
   app.use(auditRoutes({ pool, logger, actions, keys: options.checkpointKeys, now }));
   app.use(
     queueRoutes({
+      pool,
       logger,
       endpoints: options.metricsEndpoints ?? [
         { name: 'gateway', url: new URL('/metrics', options.gatewayResource).href },

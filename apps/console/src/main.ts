@@ -3,7 +3,13 @@ import http from 'node:http';
 import path from 'node:path';
 import type { JSONWebKeySet } from 'jose';
 import { ConfigError, parseConfig } from '@mtg/config';
-import { ApplicationLoginError, checkApplicationLogin, createPool } from '@mtg/db';
+import {
+  ApplicationLoginError,
+  checkApplicationLogin,
+  checkSchemaVersion,
+  createPool,
+  SchemaNotMigratedError,
+} from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { consoleConfigSchema } from './config.ts';
 import { createConsole } from './create-console.ts';
@@ -20,13 +26,15 @@ async function main() {
     throw error;
   }
   const logger = createLogger('console', { level: config.LOG_LEVEL });
+  // Its sessions and the queues views come with a migration: refuse an older database.
+  await checkSchemaVersion(config.DATABASE_URL);
   const pool = createPool({
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
     applicationName: 'console',
     max: 5,
   });
-  // Refuse a login that could leave mtg_auditor (a superuser, the owner): the console reads.
+  // Refuse a login that could leave mtg_console (a superuser, the owner): the console reads.
   await checkApplicationLogin(pool, config.DATABASE_ROLE);
   // The public keys of the checkpoints, read on each use so a rotation needs no restart.
   const jwksFile =
@@ -59,6 +67,8 @@ async function main() {
     ...(config.CONSOLE_CLIENT_SECRET ? { clientSecret: config.CONSOLE_CLIENT_SECRET } : {}),
     gatewayResource: config.gatewayResource,
     checkpointKeys,
+    sessionKeys: config.sessionKeys,
+    sessionIdleSeconds: config.CONSOLE_SESSION_IDLE_SECONDS,
     ...(config.CONSOLE_METRICS_URLS ? { metricsEndpoints: config.CONSOLE_METRICS_URLS } : {}),
     ...(config.METRICS_TOKEN ? { metricsToken: config.METRICS_TOKEN } : {}),
   });
@@ -81,7 +91,7 @@ async function main() {
 }
 
 main().catch((error) => {
-  if (error instanceof ApplicationLoginError) {
+  if (error instanceof ApplicationLoginError || error instanceof SchemaNotMigratedError) {
     process.stderr.write(`console: ${error.message}\n`);
     process.exit(2);
   }

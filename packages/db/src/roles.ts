@@ -11,5 +11,7 @@ export const ROLES = {
   /** Signs audit checkpoints (npm run audit:checkpoint); reads the chain, writes checkpoints. */
   auditSigner: 'mtg_audit_signer',
   downstream: 'mtg_downstream',
+  /** The console: what mtg_auditor reads, plus its own sessions and the queues summaries. */
+  console: 'mtg_console',
 } as const;
 export type AppRole = (typeof ROLES)[keyof typeof ROLES];

@@ -32,6 +32,15 @@ export function ssfPushAuthorization(secrets: Pick<DevSecrets, 'idpAdminToken'>)
 }
 
 /**
+ * The key the console seals its sessions with (CONSOLE_SESSION_KEY), derived from the admin
+ * token like the push authorization: no new entry in dev-secrets.json, stable across
+ * restarts (sessions survive one), and no other process can derive it without that token.
+ */
+export function consoleSessionKey(secrets: Pick<DevSecrets, 'idpAdminToken'>): string {
+  return createHmac('sha256', secrets.idpAdminToken).update('console-session-key').digest('base64');
+}
+
+/**
  * The environment of one child: the launcher's own (PATH, LOG_LEVEL, AUTH_* overrides…),
  * the stack's addresses, and only the secrets that process needs.
  */
@@ -41,7 +50,7 @@ export function childEnv(
     config: LauncherConfig;
     /** Each database process's own login (database-logins.ts); never the owner's URL. */
     databaseUrls: DatabaseUrls;
-    /** The console's login (console-login.ts), a member of mtg_auditor only. */
+    /** The console's login (console-login.ts), a member of mtg_console only. */
     consoleDatabaseUrl?: string;
     secrets: DevSecrets;
     /** Resolved DATA_DIR, so every process agrees on it (the IdP keeps its keys there). */
@@ -99,6 +108,8 @@ export function childEnv(
       break;
     case 'console':
       env.CONSOLE_PORT = String(config.CONSOLE_PORT);
+      // An operator's own key (inherited above) wins over the derived one.
+      env.CONSOLE_SESSION_KEY ??= consoleSessionKey(secrets);
       break;
   }
   return env;

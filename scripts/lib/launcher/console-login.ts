@@ -3,8 +3,8 @@ import { loginUrl, provisionLoginRoles, ROLES } from '@mtg/db';
 import type { DevSecrets } from '../dev-secrets.ts';
 
 /**
- * The console's own LOGIN role, a member of mtg_auditor only: it reads the audit views and
- * nothing else. Its password is derived from the admin token, like the SSF push
+ * The console's own LOGIN role, a member of mtg_console only: it reads the audit views, and
+ * keeps its sessions and reads the queues summaries (db/migrations/060_console.sql). Its password is derived from the admin token, like the SSF push
  * authorization, so dev-secrets.json needs no new entry and stays stable across restarts.
  */
 export async function provisionConsoleLogin(
@@ -17,7 +17,7 @@ export async function provisionConsoleLogin(
     password: createHmac('sha256', secrets.idpAdminToken)
       .update('console-login')
       .digest('base64url'),
-    group: ROLES.auditor,
+    group: ROLES.console,
   };
   await provisionLoginRoles(ownerUrl, [login]);
   return loginUrl(ownerUrl, login);

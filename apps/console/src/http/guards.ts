@@ -56,8 +56,13 @@ export function refuse(
 
 /** Loads the session from its cookie; a page without one sends the browser to log in. */
 export function requireSession(sessions: SessionStore) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    const session = sessions.get(cookieOf(req, SESSION_COOKIE));
+  return async (req: Request, res: Response, next: NextFunction) => {
+    let session;
+    try {
+      session = await sessions.get(cookieOf(req, SESSION_COOKIE));
+    } catch (error) {
+      return next(error);
+    }
     if (!session?.principal) {
       if (req.method === 'GET') return res.redirect(303, '/login');
       return res.status(401).type('text').send('not logged in (no_session)');

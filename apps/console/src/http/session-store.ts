@@ -1,4 +1,6 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import type { Pool } from '@mtg/db';
+import type { CredentialCipher } from '@mtg/identity';
 import type { ConsoleRole } from '../auth/roles.ts';
 
 /** A person logged in: who, in which tenant, as what, and the token the console acts with. */
@@ -23,43 +25,123 @@ export interface Session {
   principal?: ConsolePrincipal;
 }
 
+/** What is sealed in a row: everything of the session but its id. */
+type Sealed = Pick<Session, 'csrf' | 'login' | 'principal'>;
+
 const LOGIN_TTL_S = 10 * 60;
+/** Idle timeout by default: a session nobody used for this long is over. */
+export const DEFAULT_IDLE_S = 30 * 60;
+
+/** The row key: SHA-256 of the id. The id itself (the cookie) is never stored. */
+export function sessionIdHash(id: string): Buffer {
+  return createHash('sha256').update(id).digest();
+}
 
 /**
- * Sessions in memory: a restart logs everyone out, which suits a console (the IdP's own
- * session lets them back in). Ids and CSRF tokens are 256-bit random values.
+ * Sessions in PostgreSQL (app.console_sessions), so every console replica accepts the same
+ * cookie and a restart logs nobody out. A row is keyed by the id's hash and holds the rest
+ * sealed (AES-256-GCM, the gateway's credential cipher) and bound to that hash; expiry and
+ * the idle timeout are the database's clock, shared by the replicas. Ids and CSRF tokens are
+ * 256-bit random values.
  */
-export function createSessionStore(now: () => number = () => Date.now()) {
-  const sessions = new Map<string, Session>();
+export function createSessionStore(deps: {
+  pool: Pool;
+  cipher: CredentialCipher;
+  /** Seconds without a request after which a session ends. */
+  idleSeconds?: number;
+}) {
+  const { pool, cipher } = deps;
+  const idle = deps.idleSeconds ?? DEFAULT_IDLE_S;
   const token = () => randomBytes(32).toString('base64url');
-  const seconds = () => Math.floor(now() / 1000);
+  const bound = (hash: Buffer, kind: string) => `console-session:${kind}:${hash.toString('hex')}`;
+
+  async function insert(session: Session): Promise<void> {
+    const kind = session.principal ? 'principal' : 'login';
+    const hash = sessionIdHash(session.id);
+    const content: Sealed = {
+      csrf: session.csrf,
+      ...(session.login ? { login: session.login } : {}),
+      ...(session.principal ? { principal: session.principal } : {}),
+    };
+    const sealed = cipher.seal(JSON.stringify(content), bound(hash, kind));
+    await pool.query(
+      `INSERT INTO app.console_sessions (id_hash, kind, key_id, iv, ciphertext, tag, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7))`,
+      [hash, kind, sealed.keyId, sealed.iv, sealed.ciphertext, sealed.tag, session.expiresAt],
+    );
+  }
+
+  /** Deletes expired and idle sessions; returns how many. */
+  async function purge(): Promise<number> {
+    const r = await pool.query(
+      `DELETE FROM app.console_sessions
+        WHERE expires_at <= now() OR last_seen_at <= now() - $1 * interval '1 second'`,
+      [idle],
+    );
+    return r.rowCount ?? 0;
+  }
+
+  /** Logout: the row goes, so no replica accepts the cookie again. */
+  async function end(id: string): Promise<void> {
+    await pool.query(`DELETE FROM app.console_sessions WHERE id_hash = $1`, [sessionIdHash(id)]);
+  }
 
   return {
-    get(id: string | undefined): Session | undefined {
-      if (!id) return undefined;
-      const s = sessions.get(id);
-      if (!s) return undefined;
-      if (s.expiresAt <= seconds()) {
-        sessions.delete(id);
+    end,
+    purge,
+    /**
+     * The session of a cookie, if it is neither expired nor idle; using it counts as activity.
+     * Ids that are not ours (wrong shape) cost no query.
+     */
+    async get(id: string | undefined): Promise<Session | undefined> {
+      if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
+      const hash = sessionIdHash(id);
+      const { rows } = await pool.query<{
+        kind: string;
+        key_id: string;
+        iv: Buffer;
+        ciphertext: Buffer;
+        tag: Buffer;
+        expires_at: number;
+      }>(
+        `UPDATE app.console_sessions SET last_seen_at = now()
+          WHERE id_hash = $1 AND expires_at > now()
+            AND last_seen_at > now() - $2 * interval '1 second'
+          RETURNING kind, key_id, iv, ciphertext, tag,
+                    extract(epoch FROM expires_at)::bigint::int AS expires_at`,
+        [hash, idle],
+      );
+      const row = rows[0];
+      if (!row) return undefined;
+      let content: Sealed;
+      try {
+        content = JSON.parse(
+          cipher.open(
+            { keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, tag: row.tag },
+            bound(hash, row.kind),
+          ),
+        ) as Sealed;
+      } catch {
+        // Sealed under a key this console no longer has, or not by a console: no session.
         return undefined;
       }
-      return s;
+      if ((row.kind === 'principal') !== Boolean(content.principal)) return undefined;
+      return { id, expiresAt: row.expires_at, ...content };
     },
-    /** A new session for a login under way. */
-    startLogin(login: NonNullable<Session['login']>): Session {
-      const s: Session = { id: token(), csrf: token(), expiresAt: seconds() + LOGIN_TTL_S, login };
-      sessions.set(s.id, s);
+    /** A new session for a login under way; also purges the ended ones. */
+    async startLogin(login: NonNullable<Session['login']>): Promise<Session> {
+      await purge();
+      const expiresAt = Math.floor(Date.now() / 1000) + LOGIN_TTL_S;
+      const s: Session = { id: token(), csrf: token(), expiresAt, login };
+      await insert(s);
       return s;
     },
     /** Ends the login session and opens a fresh one (new id and CSRF token) for the principal. */
-    establish(previous: Session, principal: ConsolePrincipal): Session {
-      sessions.delete(previous.id);
+    async establish(previous: Session, principal: ConsolePrincipal): Promise<Session> {
+      await end(previous.id);
       const s: Session = { id: token(), csrf: token(), expiresAt: principal.expiresAt, principal };
-      sessions.set(s.id, s);
+      await insert(s);
       return s;
-    },
-    end(id: string): void {
-      sessions.delete(id);
     },
   };
 }

@@ -75,7 +75,7 @@ export function authRoutes(deps: {
         );
       return;
     }
-    const session = sessions.startLogin({
+    const session = await sessions.startLogin({
       state: begun.state,
       codeVerifier: begun.codeVerifier,
       role,
@@ -85,7 +85,7 @@ export function authRoutes(deps: {
   });
 
   router.get('/auth/callback', async (req: Request, res: Response) => {
-    const session = sessions.get(cookieOf(req, SESSION_COOKIE));
+    const session = await sessions.get(cookieOf(req, SESSION_COOKIE));
     const fail = (status: number, message: string) =>
       res
         .status(status)
@@ -118,7 +118,7 @@ export function authRoutes(deps: {
       logger.info('login token refused', { code: verified.code, error: verified.message });
       return fail(403, `The token is not usable here (${verified.code}).`);
     }
-    const next = sessions.establish(session, verified.principal);
+    const next = await sessions.establish(session, verified.principal);
     setSessionCookie(res, next.id, verified.principal.expiresAt - Math.floor(Date.now() / 1000));
     logger.info('console login', {
       tenant: verified.principal.tenant,
@@ -131,13 +131,13 @@ export function authRoutes(deps: {
   router.post(
     '/logout',
     express.urlencoded({ extended: false, limit: '4kb' }),
-    (req: Request, res: Response, next) => {
-      res.locals.session = sessions.get(cookieOf(req, SESSION_COOKIE));
+    async (req: Request, res: Response, next) => {
+      res.locals.session = await sessions.get(cookieOf(req, SESSION_COOKIE));
       next();
     },
     requireCsrf(logger),
-    (_req: Request, res: Response) => {
-      sessions.end(res.locals.session.id);
+    async (_req: Request, res: Response) => {
+      await sessions.end(res.locals.session.id);
       clearSessionCookie(res);
       res.redirect(303, '/login');
     },

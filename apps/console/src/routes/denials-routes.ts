@@ -1,8 +1,9 @@
 import { Router, type Request, type Response } from 'express';
-import { exportFormatOf, sendExport } from '../http/export.ts';
-import { principalOf, readScopeOf, refuse, sessionOf } from '../http/guards.ts';
+import { sendExport } from '../http/export.ts';
+import { principalOf, readScopeOf, sessionOf } from '../http/guards.ts';
 import { html, SafeHtml } from '../http/html.ts';
-import { DenialsQuery, describeIssues } from '../http/parse-query.ts';
+import { listQuery } from '../http/list-query.ts';
+import { DenialsQuery } from '../http/parse-query.ts';
 import {
   denialsOverTime,
   listDenials,
@@ -45,26 +46,18 @@ export function denialsRoutes(deps: AuditRouteDeps): Router {
   const { pool, logger } = deps;
   const router = Router();
   router.get('/denials', async (req: Request, res: Response) => {
-    const parsed = DenialsQuery.safeParse(req.query);
-    const format = exportFormatOf(req.query.format);
-    if (!parsed.success || format === 'invalid') {
-      return refuse(
-        res,
-        logger,
-        400,
-        'invalid_request',
-        parsed.success ? 'format must be csv or json' : describeIssues(parsed.error),
-      );
-    }
+    const list = listQuery(req, res, logger, DenialsQuery);
+    if (!list) return;
+    const { query, format } = list;
     const scope = readScopeOf(principalOf(res));
     const to = deps.now();
     const period = {
-      from: new Date(to.getTime() - parsed.data.since.ms).toISOString(),
+      from: new Date(to.getTime() - query.since.ms).toISOString(),
       to: new Date(to.getTime() + 1000).toISOString(),
     };
     const rows = await listDenials(pool, scope, period);
     if (format) return sendExport(res, format, 'denials', DENIAL_COLUMNS, rows as never);
-    const unit = parsed.data.since.ms > 3 * 86_400_000 ? 'day' : 'hour';
+    const unit = query.since.ms > 3 * 86_400_000 ? 'day' : 'hour';
     const series = await denialsOverTime(pool, scope, period, unit);
     const top = await topDenied(pool, scope, period);
     const topList = (title: string, entries: TopEntry[], id: string) =>
@@ -82,7 +75,7 @@ export function denialsRoutes(deps: AuditRouteDeps): Router {
     const body = html` <form method="get" action="/denials" class="search">
         <label
           >Since<select name="since">
-            ${['24h', '7d', '30d'].map((s) => html`<option ${parsed.data.since.text === s ? html`selected` : ''}>${s}</option>`)}
+            ${['24h', '7d', '30d'].map((s) => html`<option ${query.since.text === s ? html`selected` : ''}>${s}</option>`)}
           </select></label
         >
         <button type="submit">Show</button>

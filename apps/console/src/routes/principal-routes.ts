@@ -1,6 +1,6 @@
 import express, { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { exportFormatOf, sendExport } from '../http/export.ts';
+import { sendExport } from '../http/export.ts';
 import {
   principalOf,
   readScopeOf,
@@ -10,6 +10,7 @@ import {
   sessionOf,
 } from '../http/guards.ts';
 import { html } from '../http/html.ts';
+import { listQuery } from '../http/list-query.ts';
 import { describeIssues, PrincipalQuery } from '../http/parse-query.ts';
 import { principalActivity, type ActivityRow } from '../queries/principal-activity.ts';
 import { listRevocations, type RevocationRow } from '../queries/revocations.ts';
@@ -49,19 +50,11 @@ export function principalRoutes(deps: AuditRouteDeps): Router {
   const { pool, logger } = deps;
   const router = Router();
   router.get('/principals', async (req: Request, res: Response) => {
-    const parsed = PrincipalQuery.safeParse(req.query);
-    const format = exportFormatOf(req.query.format);
-    if (!parsed.success || format === 'invalid') {
-      return refuse(
-        res,
-        logger,
-        400,
-        'invalid_request',
-        parsed.success ? 'format must be csv or json' : describeIssues(parsed.error),
-      );
-    }
+    const list = listQuery(req, res, logger, PrincipalQuery);
+    if (!list) return;
+    const { query, format } = list;
     const p = principalOf(res);
-    const sub = parsed.data.sub;
+    const sub = query.sub;
     const rows = sub ? await principalActivity(pool, readScopeOf(p), sub) : [];
     if (format)
       return sendExport(res, format, `principal-${sub ?? ''}`, ACTIVITY_COLUMNS, rows as never);
@@ -139,9 +132,9 @@ export function principalRoutes(deps: AuditRouteDeps): Router {
   }
 
   router.get('/revocations', async (req: Request, res: Response) => {
-    const format = exportFormatOf(req.query.format);
-    if (format === 'invalid')
-      return refuse(res, logger, 400, 'invalid_request', 'format must be csv or json');
+    const list = listQuery(req, res, logger);
+    if (!list) return;
+    const { format } = list;
     const rows = await listRevocations(pool, readScopeOf(principalOf(res)));
     if (format) return sendExport(res, format, 'revocations', REVOCATION_COLUMNS, rows as never);
     const body = html`${exportLinks('/revocations', {})}${table<RevocationRow>(

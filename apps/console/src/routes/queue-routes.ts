@@ -1,38 +1,78 @@
 import { Router, type Request, type Response } from 'express';
+import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
-import { exportFormatOf, sendExport } from '../http/export.ts';
-import { refuse, requireRole, sessionOf } from '../http/guards.ts';
+import { sendExport } from '../http/export.ts';
+import { requireRole, sessionOf } from '../http/guards.ts';
 import { html } from '../http/html.ts';
+import { listQuery } from '../http/list-query.ts';
 import { readMetrics, type Endpoint, type Sample } from '../queries/read-metrics.ts';
+import {
+  readWorkerPools,
+  slotsOf,
+  type PoolsView,
+  type QueueDepth,
+  type WorkerPool,
+} from '../queries/worker-pools.ts';
 import { exportLinks, layout } from '../pages/layout.ts';
 import { table } from '../pages/table.ts';
 
 const CIRCUIT = ['closed', 'open', 'half-open', 'isolated'];
 
+/** One row per queue of the pools export: the pool serving it (none: unserved) and its depth. */
+const POOL_COLUMNS = [
+  'pool',
+  'queue',
+  'tool',
+  'served',
+  'queued',
+  'running',
+  'retry',
+  'paused',
+  'workers',
+  'circuits',
+] as const;
+
 /**
- * Queues and workers, from the processes' Prometheus endpoints: cluster-wide figures (queue
- * depth, tasks by status, tools no worker serves) and per process (runs, circuit breakers).
- * They name no tenant, so the page is for operators, who run the deployment.
+ * Queues and workers: worker pools (the workers serving the same queues, WORKER_TOOLS) with
+ * their queues' depth, their live workers and circuits, and the queues no live worker serves,
+ * from the database; and the processes' Prometheus endpoints: cluster-wide figures (queue
+ * depth, tasks by status) and per process (runs, slots, circuit breakers). They name no
+ * tenant, so the page is for operators, who run the deployment.
  */
 export function queueRoutes(deps: {
+  /** Sessions as mtg_console: the queues summary views (app.console_*). */
+  pool: Pool;
   logger: Logger;
   endpoints: readonly Endpoint[];
   token?: string;
   fetch?: typeof fetch;
 }): Router {
   const router = Router();
+  const read = () =>
+    readMetrics(deps.endpoints, {
+      ...(deps.token ? { token: deps.token } : {}),
+      ...(deps.fetch ? { fetch: deps.fetch } : {}),
+    });
+  router.get(
+    '/queues/pools',
+    requireRole(deps.logger, ['operator']),
+    async (req: Request, res: Response) => {
+      const list = listQuery(req, res, deps.logger);
+      if (!list) return;
+      const view = await readWorkerPools(deps.pool, await read());
+      // The export is the pools' list; its page is the queues page.
+      if (!list.format) return res.redirect(303, '/queues#pools');
+      return sendExport(res, list.format, 'pools', POOL_COLUMNS, poolRows(view));
+    },
+  );
   router.get(
     '/queues',
     requireRole(deps.logger, ['operator']),
     async (req: Request, res: Response) => {
-      const format = exportFormatOf(req.query.format);
-      if (format === 'invalid') {
-        return refuse(res, deps.logger, 400, 'invalid_request', 'format must be csv or json');
-      }
-      const readings = await readMetrics(deps.endpoints, {
-        ...(deps.token ? { token: deps.token } : {}),
-        ...(deps.fetch ? { fetch: deps.fetch } : {}),
-      });
+      const list = listQuery(req, res, deps.logger);
+      if (!list) return;
+      const { format } = list;
+      const readings = await read();
       const first = readings.find(
         (r) => r.ok && r.samples.some((s) => s.name === 'mtg_queue_jobs'),
       );
@@ -84,9 +124,16 @@ export function queueRoutes(deps: {
         { key: 'key' as const, label: 'State' },
         { key: 'value' as const, label: 'Count' },
       ];
-      const body = html`<p>
-          Cluster-wide figures (every tenant), as the processes' metrics report them.
+      const pools = await readWorkerPools(deps.pool, readings);
+      const body = html`<p>Cluster-wide figures (every tenant).</p>
+        <h2 id="pools">Worker pools</h2>
+        <p>
+          A pool is the workers serving the same queues (the same <code>WORKER_TOOLS</code>): live
+          workers as they announce themselves, depth from the tasks table, slots and circuits from
+          each worker's metrics endpoint when <code>CONSOLE_METRICS_URLS</code> lists it.
         </p>
+        ${poolsHtml(pools)} ${exportLinks('/queues/pools', {})}
+        <h2>From the metrics endpoints</h2>
         <div class="cols">
           <div>
             <h2>Queue</h2>
@@ -159,11 +206,72 @@ function perQueue(samples: Sample[]) {
   return [...byQueue.values()];
 }
 
-/** A worker's mtg_worker_slots{state="busy"|"total"} as `busy/total` ('—' for others). */
-function slotsOf(samples: Sample[]): string {
-  const of = (state: string) =>
-    samples.find((s) => s.name === 'mtg_worker_slots' && s.labels.state === state)?.value;
-  const busy = of('busy');
-  const total = of('total');
-  return total === undefined ? '—' : `${busy ?? 0}/${total}`;
+const DEPTH_COLUMNS = [
+  { key: 'tool' as const, label: 'Tool' },
+  { key: 'queue' as const, label: 'Queue' },
+  { key: 'queued' as const, label: 'Queued' },
+  { key: 'running' as const, label: 'Running' },
+  { key: 'retry' as const, label: 'Retry' },
+  { key: 'paused' as const, label: 'Paused' },
+];
+
+/** Each pool's queues and workers, then the queues nobody serves, flagged. */
+function poolsHtml(view: PoolsView) {
+  const pool = (p: WorkerPool) =>
+    html`<section class="pool" data-pool="${p.name}">
+      <h3>${p.name} · ${p.workers.length} live worker${p.workers.length === 1 ? '' : 's'}</h3>
+      ${table(DEPTH_COLUMNS, p.queues)}
+      ${table(
+        [
+          { key: 'id', label: 'Worker' },
+          { key: 'address', label: 'Metrics at' },
+          { key: 'startedAt', label: 'Started' },
+          { key: 'seenAgoS', label: 'Last heartbeat', cell: (w) => `${w.seenAgoS} s ago` },
+          { key: 'running', label: 'Running tasks' },
+          { key: 'slots', label: 'Slots busy/total' },
+          { key: 'circuits', label: 'Circuit breakers' },
+        ],
+        p.workers,
+      )}
+    </section>`;
+  const unserved = view.unserved;
+  return html`<div id="unserved-queues">
+      ${
+        unserved.length
+          ? html`<h3>Queues no live worker serves</h3>
+              <p class="bad">
+                Work in these queues will not run until a worker serving its tool starts.
+              </p>
+              <div class="unserved">${table(DEPTH_COLUMNS, unserved)}</div>`
+          : html`<p class="empty">Every queue has a live worker.</p>`
+      }
+    </div>
+    <div id="worker-pools">
+      ${view.pools.length ? view.pools.map(pool) : html`<p class="bad">No live worker.</p>`}
+    </div>`;
+}
+
+/** The pools export: one row per queue, the pool serving it or none. */
+function poolRows(view: PoolsView): Array<Record<(typeof POOL_COLUMNS)[number], unknown>> {
+  const row = (pool: WorkerPool | undefined, q: QueueDepth) => ({
+    pool: pool?.name ?? '',
+    queue: q.queue,
+    tool: q.tool,
+    served: pool !== undefined,
+    queued: q.queued,
+    running: q.running,
+    retry: q.retry,
+    paused: q.paused,
+    workers: pool ? pool.workers.map((w) => w.id).join(' ') : '',
+    circuits: pool
+      ? pool.workers
+          .filter((w) => w.circuits)
+          .map((w) => `${w.id}: ${w.circuits}`)
+          .join('; ')
+      : '',
+  });
+  return [
+    ...view.pools.flatMap((p) => p.queues.map((q) => row(p, q))),
+    ...view.unserved.map((q) => row(undefined, q)),
+  ];
 }

@@ -4,7 +4,7 @@ import { buildBundle, verifyBundle, type BundleReport } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import type { GatewayActions } from '../actions/gateway-actions.ts';
-import { exportFormatOf, sendExport } from '../http/export.ts';
+import { sendExport } from '../http/export.ts';
 import {
   principalOf,
   readScopeOf,
@@ -14,7 +14,8 @@ import {
   sessionOf,
 } from '../http/guards.ts';
 import { html } from '../http/html.ts';
-import { describeIssues, TaskSearchQuery } from '../http/parse-query.ts';
+import { listQuery } from '../http/list-query.ts';
+import { TaskSearchQuery } from '../http/parse-query.ts';
 import { searchTasks, TASK_STATUSES, type TaskSummary } from '../queries/search-tasks.ts';
 import { systemsTouched, taskTimeline, type TimelineEvent } from '../queries/task-timeline.ts';
 import { exportLinks, layout } from '../pages/layout.ts';
@@ -56,18 +57,9 @@ export function taskRoutes(deps: {
 
   router.get('/tasks', async (req: Request, res: Response) => {
     const p = principalOf(res);
-    const parsed = TaskSearchQuery.safeParse(req.query);
-    const format = exportFormatOf(req.query.format);
-    if (!parsed.success || format === 'invalid') {
-      return refuse(
-        res,
-        logger,
-        400,
-        'invalid_request',
-        parsed.success ? 'format must be csv or json' : describeIssues(parsed.error),
-      );
-    }
-    const q = parsed.data;
+    const list = listQuery(req, res, logger, TaskSearchQuery);
+    if (!list) return;
+    const { query: q, format } = list;
     const rows = await searchTasks(pool, readScopeOf(p), q);
     if (format) return sendExport(res, format, 'tasks', SEARCH_COLUMNS, rows as never);
     const field = (name: keyof typeof q, label: string) =>
@@ -144,9 +136,9 @@ export function taskRoutes(deps: {
   };
 
   router.get('/tasks/:id', async (req: Request, res: Response) => {
-    const format = exportFormatOf(req.query.format);
-    if (format === 'invalid')
-      return refuse(res, logger, 400, 'invalid_request', 'format must be csv or json');
+    const list = listQuery(req, res, logger);
+    if (!list) return;
+    const { format } = list;
     const found = await loadTimeline(req, res);
     if (!found) return;
     const { id, events } = found;
