@@ -2,6 +2,7 @@ import { inSpan } from '@mtg/telemetry';
 import type { Logger } from '@mtg/log';
 import {
   journalStep,
+  markInputRequired,
   recordProgress,
   takeStageGrant,
   aboutTask,
@@ -126,6 +127,18 @@ export function createTaskContext(
     },
     async progress(current, total, message) {
       await recordProgress(deps.pool, task.id, lease, { current, total }, message);
+    },
+    async inputRequired(message, downstream) {
+      // A checkpoint-mode task's input_required is its owner's (pauseTask): not mirrored.
+      if (task.needs_live_user) return;
+      const moved = await markInputRequired(deps.pool, {
+        task,
+        lease,
+        workerId: deps.workerId,
+        message: message === null ? null : message.slice(0, 500),
+        downstream,
+      });
+      if (!moved) throw new StopRun('lease_lost');
     },
     step(name, fn) {
       if (journal.has(name)) return Promise.resolve(journal.get(name) as never);

@@ -26,6 +26,7 @@ export {
   journalStep,
   lateTasks,
   loadJournal,
+  markInputRequired,
   noteWaitingForWorker,
   pauseTask,
   placementOf,
