@@ -121,6 +121,56 @@ test('past its deadline while input_required, the task fails and the upstream ta
   ).toBe(true);
 }, 60_000);
 
+test('cancel and revocation reach an input_required task: its worker cancels the upstream task', async () => {
+  const w = coreWire(stack.mcpUrl);
+  const dave = await stack.token('dave', 'acme');
+  const before = upstreams.calls().length;
+  const cancelled = await w.start(token, 'demo.approve_change', { change: change('cancel') });
+  const revoked = await w.start(dave, 'demo.approve_change', { change: change('revoke') });
+  for (const [t, id] of [
+    [token, cancelled],
+    [dave, revoked],
+  ] as const) {
+    await pollUntil(
+      () => w.get(t, id),
+      (a) => statusOf(a) === 'input_required',
+      20_000,
+    );
+  }
+  expect((await w.cancel(token, cancelled)).ok).toBe(true);
+  await stack.idpUser('disable', 'dave', 'acme');
+  try {
+    const rows = await pollUntil(
+      () =>
+        sql(stack.db.url, `SELECT id, status, outcome FROM app.tasks WHERE id = ANY($1)`, [
+          [cancelled, revoked],
+        ]),
+      (r) => r.length === 2 && r.every((x) => x.status === 'cancelled'),
+      20_000,
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.outcome]))).toEqual({
+      [cancelled]: 'cancelled',
+      [revoked]: 'revoked',
+    });
+  } finally {
+    await stack.idpUser('enable', 'dave', 'acme');
+  }
+  const events = await sql(
+    stack.db.url,
+    `SELECT task_id, body::jsonb->'data' AS data FROM audit.events
+      WHERE type = 'upstream.task_cancelled' AND task_id = ANY($1)`,
+    [[cancelled, revoked]],
+  );
+  expect(events).toHaveLength(2);
+  for (const e of events) expect(e.data.acknowledged).toBe(true);
+  expect(
+    upstreams
+      .calls()
+      .slice(before)
+      .filter((c) => c.method === 'tasks/cancel'),
+  ).toHaveLength(2);
+}, 60_000);
+
 test('a long tool of a 2026-07-28 upstream runs on the tasks extension: one creation, polls, the result inline', async () => {
   const w = coreWire(stack.mcpUrl);
   const before = upstreams.modernCalls().length;

@@ -41,6 +41,9 @@ export function createTaskContext(
   const upstreamClients = new Map<string, UpstreamTaskClient>();
   const declared = tool.origin?.targets ?? [];
   const downstreamSystems = new Set<string>();
+  // What the task waits for, as its row says at the claim (a resumed run may find it waiting).
+  let awaiting: string | null =
+    task.status === 'input_required' ? (task.status_message ?? '') : null;
 
   const runStep = async (name: string, fn: (signal: AbortSignal) => Promise<unknown>) => {
     await run.check(true);
@@ -131,14 +134,18 @@ export function createTaskContext(
     async inputRequired(message, downstream) {
       // A checkpoint-mode task's input_required is its owner's (pauseTask): not mirrored.
       if (task.needs_live_user) return;
+      const said = message === null ? null : message.slice(0, 500);
+      // Polls that find the same state write nothing (lastUpdatedAt stays the change's).
+      if (said === awaiting) return;
       const moved = await markInputRequired(deps.pool, {
         task,
         lease,
         workerId: deps.workerId,
-        message: message === null ? null : message.slice(0, 500),
+        message: said,
         downstream,
       });
       if (!moved) throw new StopRun('lease_lost');
+      awaiting = said;
     },
     step(name, fn) {
       if (journal.has(name)) return Promise.resolve(journal.get(name) as never);

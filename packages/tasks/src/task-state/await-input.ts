@@ -47,12 +47,20 @@ export async function markInputRequired(
       });
       return true;
     }
-    // Already there (a resumed run finds the status its predecessor wrote): the message only.
-    const same = await c.query(
-      `UPDATE app.tasks SET status_message = COALESCE($5, status_message), updated_at = now()
+    // Already there (a resumed run finds the status its predecessor wrote): a new message only.
+    const same = await c.query<{ changed: boolean }>(
+      `SELECT status_message IS DISTINCT FROM COALESCE($5, status_message) AS changed FROM app.tasks
         WHERE id = $1 AND ${fenced('$2', '$3')} AND status = $4`,
       [m.task.id, m.lease.owner, m.lease.epoch, to, m.message],
     );
-    return same.rowCount === 1;
+    if (!same.rows[0]) return false;
+    if (same.rows[0].changed) {
+      await c.query(
+        `UPDATE app.tasks SET status_message = $4, updated_at = now()
+          WHERE id = $1 AND ${fenced('$2', '$3')}`,
+        [m.task.id, m.lease.owner, m.lease.epoch, m.message],
+      );
+    }
+    return true;
   });
 }
