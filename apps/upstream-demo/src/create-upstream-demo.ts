@@ -8,6 +8,7 @@ import {
   CancelTaskRequestSchema,
   GetTaskPayloadRequestSchema,
   GetTaskRequestSchema,
+  isInitializeRequest,
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -257,6 +258,16 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       return;
     }
     let transport = existing;
+    if (!transport && !isInitializeRequest(req.body)) {
+      // A session starts with initialize (a 2026-07-28 probe such as server/discover lands
+      // here on the 2025-11-25 demo): refused before any server is made for it.
+      res.status(400).json({
+        jsonrpc: '2.0',
+        error: { code: -32600, message: 'Bad Request: no session; send initialize first' },
+        id: null,
+      });
+      return;
+    }
     if (!transport) {
       // Claims are per request: a session's later requests carry later tokens.
       const holder: { claims: Record<string, unknown> } = { claims: res.locals.claims };
