@@ -175,7 +175,14 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
           `upstream ${upstream.name} answered tools/call with resultType ${JSON.stringify(r.resultType)}, which this gateway does not relay`,
         );
       }
-      return { ...base, taskId: '', status: 'completed', result: callResultOf(r) };
+      const result = callResultOf(r);
+      await deps.audit('upstream.call', {
+        upstream: upstream.name,
+        upstreamTool: tool,
+        outcome: result.isError === true ? 'tool_error' : 'ok',
+        wire: REVISION_2026,
+      });
+      return { ...base, taskId: '', status: 'completed', result };
     }
     if (typeof r.taskId !== 'string' || r.taskId === '') {
       throw new ToolError(

@@ -43,8 +43,9 @@ const POLL_MAX_MS = 30_000;
  * journals the upstream task id, its MCP session and its task wire, then the run polls
  * `tasks/get` (at the upstream's interval), mirrors its status (input_required included) and
  * status message, and fetches the result (`tasks/result`, or inline on 2026-07-28); a resumed
- * run polls the same upstream task on the same wire. Without it, step `upstream:call` is one `tools/call` with a
- * progress token (at least once: a crash mid-call calls again, with the same key).
+ * run polls the same upstream task on the same wire. Without it, step `upstream:call` is one
+ * `tools/call` with a progress token (at least once: a crash mid-call calls again, with the
+ * same key).
  */
 export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry): LongTool {
   const settings = upstream.tools[entry.upstreamName] ?? {};
