@@ -14,9 +14,18 @@ import { freePort, type Stack } from './stack.ts';
  * serves them once the IdP is up.
  */
 export async function planUpstreams(
-  options: { everything?: boolean; demoStepMs?: number; extra?: string } = {},
+  options: {
+    everything?: boolean;
+    demoStepMs?: number;
+    /** More upstream entries (a function: given the demo's URL). */
+    extra?: string | ((urls: { demoUrl: string }) => string);
+    /** A second demo upstream, `modern` (prefix `modern.`), offering the 2026-07-28 tasks wire. */
+    modern?: boolean;
+  } = {},
 ) {
   const demoPort = await freePort();
+  const modernPort = options.modern ? await freePort() : undefined;
+  const modernUrl = modernPort ? `http://127.0.0.1:${modernPort}/mcp` : undefined;
   const everythingPort = options.everything ? await freePort() : undefined;
   const demoUrl = `http://127.0.0.1:${demoPort}/mcp`;
   const everythingUrl = everythingPort ? `http://127.0.0.1:${everythingPort}/mcp` : undefined;
@@ -46,11 +55,22 @@ export async function planUpstreams(
             '      trigger-long-running-operation: { mode: task }',
           ]
         : []),
-      options.extra ?? '',
+      ...(modernUrl
+        ? [
+            '  modern:',
+            `    url: ${modernUrl}`,
+            '    prefix: modern.',
+            '    scope: upstream:demo',
+            '    timeoutMs: 5000',
+          ]
+        : []),
+      typeof options.extra === 'function' ? options.extra({ demoUrl }) : (options.extra ?? ''),
     ].join('\n'),
   );
   let server: http.Server | undefined;
   let demo: ReturnType<typeof createUpstreamDemo> | undefined;
+  let modern: ReturnType<typeof createUpstreamDemo> | undefined;
+  let modernServer: http.Server | undefined;
   let everything: ChildProcess | undefined;
   // The IdP's port is chosen when the stack starts, after the upstreams: bound late.
   let issuer = '';
@@ -67,11 +87,41 @@ export async function planUpstreams(
     });
     server = http.createServer(demo.app);
     await new Promise<void>((r) => server!.listen(demoPort, '127.0.0.1', () => r()));
+    if (modernPort && !modern) {
+      modern = createUpstreamDemo({
+        resource: modernUrl!,
+        issuer: () => issuer,
+        keys: (header, token) => {
+          keys ??= createRemoteJWKSet(new URL(`${issuer}/jwks`));
+          return keys(header, token);
+        },
+        stepMs: options.demoStepMs ?? 300,
+        tasksWire: '2026-07-28',
+      });
+      modernServer = http.createServer(modern.app);
+      await new Promise<void>((r) => modernServer!.listen(modernPort, '127.0.0.1', () => r()));
+    }
+  };
+  /** Approves a change on a demo upstream (its approve_change task leaves input_required). */
+  const approve = async (url: string, change: string) => {
+    const r = await fetch(new URL('/_approve', url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ change }),
+    });
+    if (!r.ok) throw new Error(`approve ${change}: HTTP ${r.status}`);
+    return ((await r.json()) as { resumed: number }).resumed;
   };
   return {
     file,
     demoUrl,
     everythingUrl,
+    modernUrl,
+    approve: (change: string, url = demoUrl) => approve(url, change),
+    /** What the 2026-07-28 demo upstream was asked. */
+    modernCalls(): RecordedCall[] {
+      return modern?.calls ?? [];
+    },
     /** Serves the upstreams; before startStack, so the gateway lists them at start. */
     async start() {
       await startDemo();
@@ -111,6 +161,12 @@ export async function planUpstreams(
     async close(_stack?: Stack) {
       everything?.kill('SIGTERM');
       demo?.close();
+      modern?.close();
+      await new Promise<void>((r) => {
+        if (!modernServer?.listening) return r();
+        modernServer.close(() => r());
+        modernServer.closeAllConnections();
+      });
       await new Promise<void>((r) => {
         if (!server?.listening) return r();
         server.close(() => r());

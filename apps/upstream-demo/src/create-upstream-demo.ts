@@ -8,9 +8,12 @@ import {
   CancelTaskRequestSchema,
   GetTaskPayloadRequestSchema,
   GetTaskRequestSchema,
+  isInitializeRequest,
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+import { createDemoTasks, demoToolList, type DemoTask } from './demo-tasks.ts';
+import { modernDemoHandler } from './modern-demo-server.ts';
 
 /** One request the demo upstream accepted, as its debug endpoint shows it. */
 export interface RecordedCall {
@@ -25,16 +28,6 @@ export interface RecordedCall {
   at: string;
 }
 
-interface DemoTask {
-  taskId: string;
-  status: 'working' | 'completed' | 'failed' | 'cancelled';
-  statusMessage: string;
-  createdAt: string;
-  lastUpdatedAt: string;
-  result?: Record<string, unknown>;
-  timer?: NodeJS.Timeout;
-}
-
 export interface UpstreamDemoOptions {
   /** Its own resource URL: the audience its tokens must carry. */
   resource: string;
@@ -43,6 +36,12 @@ export interface UpstreamDemoOptions {
   keys: JWTVerifyGetKey;
   /** Length of one stage of the slow tools. */
   stepMs: number;
+  /**
+   * The task wire it offers. `2025-11-25` (default): core tasks on its `initialize` sessions.
+   * `2026-07-28`: the tasks extension on stateless 2026-07-28 requests (`server/discover`
+   * advertises it); `initialize` sessions are still served, without task support.
+   */
+  tasksWire?: '2025-11-25' | '2026-07-28';
 }
 
 /**
@@ -50,7 +49,9 @@ export interface UpstreamDemoOptions {
  * it verifies its own access tokens (issuer, audience = its resource: a token for the gateway
  * is refused), records `sub` and `act` of every request at GET /_calls, and offers
  * `build_artifact` (task-capable, four stages), `export_ledger` (no task support, progress
- * notifications) and `lookup_ticket` (instant).
+ * notifications), `approve_change` (a task that is input_required until POST /_approve
+ * names its change) and `lookup_ticket` (instant). With `tasksWire: '2026-07-28'` its tasks
+ * are served on the 2026-07-28 tasks extension instead (modern-demo-server.ts).
  */
 export function createUpstreamDemo(options: UpstreamDemoOptions): {
   app: Express;
@@ -58,13 +59,23 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
   close(): void;
 } {
   const calls: RecordedCall[] = [];
-  const tasks = new Map<string, DemoTask>();
+  const tasks = createDemoTasks(options.stepMs);
+  const modern2026 = options.tasksWire === '2026-07-28';
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const app = express();
   app.disable('x-powered-by');
 
   app.get('/_calls', (_req, res) => {
     res.json(calls);
+  });
+  // Approves a change: its approve_change task leaves input_required and goes on.
+  app.post('/_approve', express.json(), (req, res) => {
+    const change = (req.body as { change?: unknown } | undefined)?.change;
+    if (typeof change !== 'string' || change === '' || change.length > 200) {
+      res.status(400).json({ error: 'change: a non-empty string' });
+      return;
+    }
+    res.json({ change, resumed: tasks.approve(change) });
   });
   // Adds an instant tool and tells every session (notifications/tools/list_changed).
   const extraTools: string[] = [];
@@ -111,154 +122,26 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
     });
   };
 
-  const newServer = (
+  const view = (t: DemoTask) => ({
+    taskId: t.taskId,
+    status: t.status,
+    statusMessage: t.statusMessage,
+    createdAt: t.createdAt,
+    lastUpdatedAt: t.lastUpdatedAt,
+    ttl: t.ttlMs,
+    pollInterval: tasks.pollIntervalMs,
+  });
+  const modern = modern2026
+    ? modernDemoHandler({ tasks, extraTools: () => extraTools, record })
+    : undefined;
+
+  const serveCoreTasks = (
+    server: Server,
     claimsOf: () => Record<string, unknown>,
     sessionId: () => string | undefined,
   ) => {
-    const server = new Server(
-      { name: 'upstream-demo', version: '0.1.0' },
-      {
-        capabilities: {
-          tools: { listChanged: true },
-          tasks: { cancel: {}, requests: { tools: { call: {} } } },
-        },
-      },
-    );
-    servers.add(server);
-    server.onclose = () => servers.delete(server);
-    server.setRequestHandler(ListToolsRequestSchema, async () => {
-      record(claimsOf(), { method: 'tools/list', sessionId: sessionId() });
-      return {
-        tools: [
-          ...extraTools.map((name) => ({
-            name,
-            description: `An added tool: echoes its text.`,
-            inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
-          })),
-          {
-            name: 'build_artifact',
-            title: 'Build an artifact',
-            description: 'Builds an artifact in four stages (a task on the upstream).',
-            inputSchema: {
-              type: 'object',
-              properties: { project: { type: 'string' } },
-              required: ['project'],
-            },
-            execution: { taskSupport: 'optional' },
-          },
-          {
-            name: 'export_ledger',
-            title: 'Export a ledger',
-            description: 'Exports a ledger, reporting progress (no task support).',
-            inputSchema: {
-              type: 'object',
-              properties: { ledger: { type: 'string' } },
-              required: ['ledger'],
-            },
-          },
-          {
-            name: 'lookup_ticket',
-            title: 'Look up a ticket',
-            description: 'Returns a ticket at once.',
-            inputSchema: {
-              type: 'object',
-              properties: { id: { type: 'string' } },
-              required: ['id'],
-            },
-          },
-        ],
-      };
-    });
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-      const { name, arguments: args = {} } = request.params;
-      const meta = request.params._meta as Record<string, unknown> | undefined;
-      const key = meta?.['io.mcp-task-gateway/idempotency-key'];
-      const taskParam = (request.params as { task?: { ttl?: number } }).task;
-      record(claimsOf(), {
-        method: 'tools/call',
-        tool: name,
-        sessionId: sessionId(),
-        ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
-      });
-      if (extraTools.includes(name)) {
-        return { content: [{ type: 'text', text: String(args.text ?? '') }] };
-      }
-      if (name === 'lookup_ticket') {
-        return {
-          content: [{ type: 'text', text: `ticket ${String(args.id)}: open` }],
-          structuredContent: { id: String(args.id), state: 'open', sub: String(claimsOf().sub) },
-        };
-      }
-      if (name === 'build_artifact' && taskParam) {
-        const now = new Date().toISOString();
-        const task: DemoTask = {
-          taskId: randomUUID(),
-          status: 'working',
-          statusMessage: 'stage 1 of 4',
-          createdAt: now,
-          lastUpdatedAt: now,
-        };
-        tasks.set(task.taskId, task);
-        let stage = 1;
-        const advance = () => {
-          if (task.status !== 'working') return;
-          stage++;
-          task.lastUpdatedAt = new Date().toISOString();
-          if (stage > 4) {
-            task.status = 'completed';
-            task.statusMessage = 'built';
-            task.result = {
-              content: [{ type: 'text', text: `built ${String(args.project)}` }],
-              structuredContent: { artifact: `${String(args.project)}.tar.gz` },
-            };
-            return;
-          }
-          task.statusMessage = `stage ${stage} of 4`;
-          task.timer = setTimeout(advance, options.stepMs);
-        };
-        task.timer = setTimeout(advance, options.stepMs);
-        return {
-          task: {
-            taskId: task.taskId,
-            status: task.status,
-            statusMessage: task.statusMessage,
-            createdAt: task.createdAt,
-            lastUpdatedAt: task.lastUpdatedAt,
-            ttl: taskParam.ttl ?? 600_000,
-            pollInterval: Math.max(100, Math.floor(options.stepMs / 2)),
-          },
-        } as never;
-      }
-      if (name === 'export_ledger' || name === 'build_artifact') {
-        const token = request.params._meta?.progressToken;
-        for (let i = 1; i <= 4; i++) {
-          await new Promise((r) => setTimeout(r, options.stepMs));
-          if (extra.signal.aborted) throw new McpError(-32800, 'cancelled');
-          if (token !== undefined) {
-            await extra.sendNotification({
-              method: 'notifications/progress',
-              params: { progressToken: token, progress: i, total: 4, message: `part ${i} of 4` },
-            });
-          }
-        }
-        return {
-          content: [{ type: 'text', text: `exported ${String(args.ledger ?? args.project)}` }],
-          structuredContent: { rows: 4 },
-        };
-      }
-      throw new McpError(-32602, `Unknown tool: ${name}`);
-    });
-    const view = (t: DemoTask) => ({
-      taskId: t.taskId,
-      status: t.status,
-      statusMessage: t.statusMessage,
-      createdAt: t.createdAt,
-      lastUpdatedAt: t.lastUpdatedAt,
-      ttl: 600_000,
-      pollInterval: Math.max(100, Math.floor(options.stepMs / 2)),
-    });
     const find = (taskId: string) => {
-      const t = tasks.get(taskId);
+      const t = tasks.find(taskId);
       if (!t) throw new McpError(-32602, 'Task not found');
       return t;
     };
@@ -290,17 +173,82 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         sessionId: sessionId(),
       });
       const t = find(request.params.taskId);
-      if (t.status !== 'working') throw new McpError(-32602, `Task already ${t.status}`);
-      clearTimeout(t.timer);
-      t.status = 'cancelled';
-      t.statusMessage = 'cancelled by the client';
-      t.lastUpdatedAt = new Date().toISOString();
+      if (!tasks.cancel(t)) throw new McpError(-32602, `Task already ${t.status}`);
       return view(t) as never;
     });
+  };
+
+  const newServer = (
+    claimsOf: () => Record<string, unknown>,
+    sessionId: () => string | undefined,
+  ) => {
+    const server = new Server(
+      { name: 'upstream-demo', version: '0.1.0' },
+      {
+        capabilities: {
+          tools: { listChanged: true },
+          // On the 2026-07-28 demo, tasks are offered on that wire only.
+          ...(modern2026 ? {} : { tasks: { cancel: {}, requests: { tools: { call: {} } } } }),
+        },
+      },
+    );
+    servers.add(server);
+    server.onclose = () => servers.delete(server);
+    server.setRequestHandler(ListToolsRequestSchema, async () => {
+      record(claimsOf(), { method: 'tools/list', sessionId: sessionId() });
+      return { tools: demoToolList(extraTools) } as never;
+    });
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const { name, arguments: args = {} } = request.params;
+      const meta = request.params._meta as Record<string, unknown> | undefined;
+      const key = meta?.['io.mcp-task-gateway/idempotency-key'];
+      const taskParam = (request.params as { task?: { ttl?: number } }).task;
+      record(claimsOf(), {
+        method: 'tools/call',
+        tool: name,
+        sessionId: sessionId(),
+        ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
+      });
+      if (extraTools.includes(name)) {
+        return { content: [{ type: 'text', text: String(args.text ?? '') }] };
+      }
+      if (name === 'lookup_ticket') {
+        return {
+          content: [{ type: 'text', text: `ticket ${String(args.id)}: open` }],
+          structuredContent: { id: String(args.id), state: 'open', sub: String(claimsOf().sub) },
+        };
+      }
+      const task = taskParam ? tasks.start(name, args, taskParam.ttl ?? 600_000) : undefined;
+      if (task) return { task: view(task) } as never;
+      if (name === 'export_ledger' || name === 'build_artifact') {
+        const token = request.params._meta?.progressToken;
+        for (let i = 1; i <= 4; i++) {
+          await new Promise((r) => setTimeout(r, options.stepMs));
+          if (extra.signal.aborted) throw new McpError(-32800, 'cancelled');
+          if (token !== undefined) {
+            await extra.sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken: token, progress: i, total: 4, message: `part ${i} of 4` },
+            });
+          }
+        }
+        return {
+          content: [{ type: 'text', text: `exported ${String(args.ledger ?? args.project)}` }],
+          structuredContent: { rows: 4 },
+        };
+      }
+      throw new McpError(-32602, `Unknown tool: ${name}`);
+    });
+    // Core tasks only where this era offers them.
+    if (!modern2026) serveCoreTasks(server, claimsOf, sessionId);
     return server;
   };
 
   app.all('/mcp', express.json({ limit: '1mb' }), authenticate, async (req, res) => {
+    if (modern && (await modern.handles(req))) {
+      await modern.handle(req, res);
+      return;
+    }
     const sessionHeader = req.headers['mcp-session-id'];
     const existing = typeof sessionHeader === 'string' ? transports.get(sessionHeader) : undefined;
     if (typeof sessionHeader === 'string' && !existing) {
@@ -310,6 +258,16 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       return;
     }
     let transport = existing;
+    if (!transport && !isInitializeRequest(req.body)) {
+      // A session starts with initialize (a 2026-07-28 probe such as server/discover lands
+      // here on the 2025-11-25 demo): refused before any server is made for it.
+      res.status(400).json({
+        jsonrpc: '2.0',
+        error: { code: -32600, message: 'Bad Request: no session; send initialize first' },
+        id: null,
+      });
+      return;
+    }
     if (!transport) {
       // Claims are per request: a session's later requests carry later tokens.
       const holder: { claims: Record<string, unknown> } = { claims: res.locals.claims };
@@ -339,7 +297,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
     app,
     calls,
     close() {
-      for (const t of tasks.values()) clearTimeout(t.timer);
+      tasks.close();
       for (const t of transports.values()) void t.close();
     },
   };

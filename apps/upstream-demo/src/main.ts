@@ -13,6 +13,8 @@ const schema = z
     AUTH_ISSUER: url().optional(),
     IDP_ISSUER: url().optional(),
     UPSTREAM_DEMO_STEP_MS: z.coerce.number().int().min(10).default(1500),
+    /** The task wire it offers (docs/upstreams.md). */
+    UPSTREAM_DEMO_TASKS_WIRE: z.enum(['2025-11-25', '2026-07-28']).default('2025-11-25'),
   })
   .transform((c) => ({
     ...c,
@@ -36,6 +38,7 @@ function main() {
     issuer: config.issuer,
     keys: createRemoteJWKSet(new URL(`${config.issuer}/jwks`)),
     stepMs: config.UPSTREAM_DEMO_STEP_MS,
+    tasksWire: config.UPSTREAM_DEMO_TASKS_WIRE,
   });
   const server = http.createServer(demo.app);
   server.listen(config.UPSTREAM_DEMO_PORT, config.UPSTREAM_DEMO_HOST, () => {

@@ -28,6 +28,8 @@ export type AuditEventType =
   | 'principal.restored'
   | 'task.paused'
   | 'task.resumed'
+  | 'task.input_required'
+  | 'task.input_resolved'
   | 'upstream.call'
   | 'upstream.task_created'
   | 'upstream.task_cancelled'

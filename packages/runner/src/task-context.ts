@@ -1,6 +1,13 @@
 import { inSpan } from '@mtg/telemetry';
 import type { Logger } from '@mtg/log';
-import { journalStep, takeStageGrant, aboutTask, type Lease, type TaskRow } from '@mtg/tasks';
+import {
+  journalStep,
+  markInputRequired,
+  takeStageGrant,
+  aboutTask,
+  type Lease,
+  type TaskRow,
+} from '@mtg/tasks';
 import type { TargetClient, UpstreamTaskClient } from '@mtg/tool-kit';
 import type { LongToolDefinition, TaskContext } from '@mtg/tools';
 import type { RunBoundary } from './run-boundary.ts';
@@ -33,6 +40,9 @@ export function createTaskContext(
   const upstreamClients = new Map<string, UpstreamTaskClient>();
   const declared = tool.origin?.targets ?? [];
   const downstreamSystems = new Set<string>();
+  // What the task waits for, as its row says at the claim (a resumed run may find it waiting).
+  let awaiting: string | null =
+    task.status === 'input_required' ? (task.status_message ?? '') : null;
 
   const runStep = async (name: string, fn: (signal: AbortSignal) => Promise<unknown>) => {
     await run.check(true);
@@ -119,6 +129,25 @@ export function createTaskContext(
     },
     async progress(current, total, message) {
       run.reportProgress({ current, total, message });
+    },
+    async inputRequired(message, downstream) {
+      // A checkpoint-mode task's input_required is its owner's (pauseTask): not mirrored.
+      if (task.needs_live_user) return;
+      const said = message === null ? null : message.slice(0, 500);
+      // Polls that find the same state write nothing (lastUpdatedAt stays the change's).
+      if (said === awaiting) return;
+      // A progress report still pending would land after this change and overwrite its
+      // message: the boundary check writes it first.
+      await run.check();
+      const moved = await markInputRequired(deps.pool, {
+        task,
+        lease,
+        workerId: deps.workerId,
+        message: said,
+        downstream,
+      });
+      if (!moved) throw new StopRun('lease_lost');
+      awaiting = said;
     },
     step(name, fn) {
       if (journal.has(name)) return Promise.resolve(journal.get(name) as never);

@@ -27,6 +27,7 @@ export {
   journalStep,
   lateTasks,
   loadJournal,
+  markInputRequired,
   noteWaitingForWorker,
   pauseTask,
   placementOf,

@@ -99,6 +99,13 @@ export interface TaskView {
   tool: string;
   status: TaskStatus;
   statusMessage?: string;
+  /**
+   * input_required only: who the input is waited for. `owner`: checkpoint mode, the owner
+   * resumes it by polling with a fresh token. `downstream`: a system the task follows (an
+   * upstream MCP task) waits for input the gateway does not relay; the task goes on by itself
+   * once that input arrives there.
+   */
+  inputFrom?: 'owner' | 'downstream';
   progress?: { current: number; total: number };
   createdAt: string;
   lastUpdatedAt: string;
@@ -116,6 +123,9 @@ export function toView(row: TaskRow): TaskView {
     tool: row.tool,
     status: row.status,
     ...(row.status_message ? { statusMessage: row.status_message } : {}),
+    ...(row.status === 'input_required'
+      ? { inputFrom: row.needs_live_user ? ('owner' as const) : ('downstream' as const) }
+      : {}),
     ...(row.progress ? { progress: row.progress } : {}),
     createdAt: row.created_at.toISOString(),
     lastUpdatedAt: row.updated_at.toISOString(),

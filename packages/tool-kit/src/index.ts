@@ -20,6 +20,8 @@ export type {
   ToolResult,
   UpstreamTaskClient,
   UpstreamTaskRef,
+  UpstreamTaskState,
   UpstreamTaskStatus,
+  UpstreamTaskWire,
   WriteOptions,
 } from './tool-types.ts';

@@ -52,11 +52,26 @@ export interface TargetClient {
   delete(path: string, options: WriteOptions): Promise<Json>;
 }
 
-/** Where an upstream task lives: its id and the MCP session it is bound to. */
+/**
+ * Where an upstream task lives: its id, the MCP session it is bound to, and the task wire it
+ * was created on (`2026-07-28`: the tasks extension, stateless, no session; `2025-11-25`:
+ * core tasks, the default of a journal that does not say).
+ */
 export interface UpstreamTaskRef {
   taskId: string;
   sessionId: string | null;
   protocolVersion: string | null;
+  wire?: UpstreamTaskWire;
+}
+
+export type UpstreamTaskWire = '2025-11-25' | '2026-07-28';
+
+/** The upstream's CallToolResult, when its task wire carries it inline (2026-07-28). */
+export interface UpstreamTaskState {
+  status: UpstreamTaskStatus;
+  statusMessage?: string;
+  pollIntervalMs?: number;
+  result?: ToolResult;
 }
 
 export type UpstreamTaskStatus =
@@ -70,16 +85,19 @@ export type UpstreamTaskStatus =
  */
 export interface UpstreamTaskClient {
   readonly name: string;
-  /** tools/call with a `task`: the upstream's task, in a session this client opens. */
+  /**
+   * tools/call as a task on the task wire the upstream offers (the 2026-07-28 extension when
+   * it does, else 2025-11-25 core tasks): the upstream's task, in a session this client opens
+   * (none on 2026-07-28).
+   */
   createTask(
     tool: string,
     args: Json,
     options: { idempotencyKey: string; ttlMs?: number },
-  ): Promise<UpstreamTaskRef & { status: UpstreamTaskStatus; pollIntervalMs?: number }>;
-  getTask(
-    ref: UpstreamTaskRef,
-  ): Promise<{ status: UpstreamTaskStatus; statusMessage?: string; pollIntervalMs?: number }>;
-  /** tasks/result of a terminal task: the CallToolResult. */
+  ): Promise<UpstreamTaskRef & UpstreamTaskState>;
+  /** tasks/get; on the 2026-07-28 wire a completed task carries its result. */
+  getTask(ref: UpstreamTaskRef): Promise<UpstreamTaskState>;
+  /** The CallToolResult of a completed task (tasks/result, or tasks/get on 2026-07-28). */
   taskResult(ref: UpstreamTaskRef): Promise<ToolResult>;
   /**
    * After our task was stopped: tasks/cancel when the stop ends it (cancel, revocation,
@@ -123,6 +141,13 @@ export interface TaskContext {
   /** Runs `fn` once per task: a step finished before returns its journaled output. */
   step<T extends StepOutput>(name: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T>;
   progress(current: number, total: number, message?: string): Promise<void>;
+  /**
+   * A downstream the tool follows waits for input (an upstream task in input_required): the
+   * task shows input_required with `message` until this is called with null (working
+   * again). The run keeps its lease and goes on (polling): cancel, deadline and revocation
+   * stop it as usual. Each change of status is audited; a repeat refreshes the message.
+   */
+  inputRequired?(message: string | null, downstream: string): Promise<void>;
   /** Waits `ms`, rejecting at once when the task is stopped. */
   sleep(ms: number): Promise<void>;
   /** The client of a target the pack declared; a name it did not declare is a TypeError. */

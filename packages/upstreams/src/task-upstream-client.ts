@@ -3,12 +3,14 @@ import {
   type ToolResult,
   type UpstreamTaskClient,
   type UpstreamTaskRef,
+  type UpstreamTaskState,
 } from '@mtg/tool-kit';
 import { DownstreamUnavailable, type UnavailableCode } from '@mtg/tools';
 import { connectUpstream, type UpstreamConnection } from './connect-upstream.ts';
 import type { UpstreamConfig } from './upstream-config.ts';
 import { isUpstreamError, type UpstreamError } from './upstream-error.ts';
 import type { UpstreamGuard } from './upstream-guard.ts';
+import { REVISION_2026, wire2026 } from './upstream-wire-2026.ts';
 
 export type UpstreamAuditType =
   'upstream.task_created' | 'upstream.task_cancelled' | 'upstream.task_ended' | 'upstream.call';
@@ -48,6 +50,10 @@ const UNAVAILABLE: Record<string, UnavailableCode> = {
  * 5xx, an open circuit) comes out as DownstreamUnavailable, so the task waits with a status
  * message and resumes from its journal; every other failure is the tool's error (a ToolError
  * with the upstream code). Sessions are opened per run and resumed by their journaled id.
+ * A task is created on the task wire the upstream offers: the 2026-07-28 tasks extension
+ * when `server/discover` says so (stateless: no session; the result comes inline with
+ * tasks/get), else 2025-11-25 core tasks after `initialize`; the ref names the wire, so every
+ * later request (of this run or a resumed one) stays on it.
  */
 export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskClient {
   const { upstream } = deps;
@@ -70,6 +76,15 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
       ...(resume ? { resume } : {}),
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
     });
+  const modern = wire2026({
+    upstream: upstream.name,
+    url: upstream.url,
+    token,
+    reauthenticate,
+    maxResponseBytes: upstream.maxResponseBytes,
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
+  });
+  const on2026 = (ref: UpstreamTaskRef) => ref.wire === REVISION_2026;
   const sessionFor = (ref: UpstreamTaskRef): Promise<UpstreamConnection> => {
     const key = ref.sessionId ?? '';
     let s = sessions.get(key);
@@ -112,9 +127,91 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
     return new ToolError(error.code, error.message, { cause: error });
   };
 
+  const endedAudit = (ref: UpstreamTaskRef, result: ToolResult) =>
+    deps.audit('upstream.task_ended', {
+      upstream: upstream.name,
+      upstreamTaskId: ref.taskId,
+      status: 'completed',
+      isError: result.isError === true,
+      ...(ref.wire ? { wire: ref.wire } : {}),
+    });
+
+  const getTask2026 = async (ref: UpstreamTaskRef): Promise<UpstreamTaskState> => {
+    const t = await guarded(() =>
+      modern.request(
+        'tasks/get',
+        { taskId: ref.taskId },
+        { signal: deps.signal, timeoutMs: upstream.timeoutMs },
+      ),
+    );
+    const state = detailedState(t);
+    if (state.result) await endedAudit(ref, state.result);
+    return state;
+  };
+
+  /** tools/call on the 2026-07-28 wire: a CreateTaskResult, or (the server's choice) the result. */
+  const createOn2026 = async (
+    tool: string,
+    args: Record<string, unknown>,
+    options: { idempotencyKey: string; ttlMs?: number },
+  ): Promise<UpstreamTaskRef & UpstreamTaskState> => {
+    const r = await guarded(() =>
+      modern.request(
+        'tools/call',
+        {
+          name: tool,
+          arguments: args,
+          _meta: { 'io.mcp-task-gateway/idempotency-key': options.idempotencyKey },
+        },
+        { signal: deps.signal, timeoutMs: timeoutOf(tool) },
+      ),
+    );
+    const base = { sessionId: null, protocolVersion: REVISION_2026, wire: REVISION_2026 } as const;
+    if (r.resultType !== 'task') {
+      // Answered at once: no upstream task to follow.
+      if (r.resultType !== undefined && r.resultType !== 'complete') {
+        throw new ToolError(
+          'upstream_protocol_error',
+          `upstream ${upstream.name} answered tools/call with resultType ${JSON.stringify(r.resultType)}, which this gateway does not relay`,
+        );
+      }
+      const result = callResultOf(r);
+      await deps.audit('upstream.call', {
+        upstream: upstream.name,
+        upstreamTool: tool,
+        outcome: result.isError === true ? 'tool_error' : 'ok',
+        wire: REVISION_2026,
+      });
+      return { ...base, taskId: '', status: 'completed', result };
+    }
+    if (typeof r.taskId !== 'string' || r.taskId === '') {
+      throw new ToolError(
+        'upstream_protocol_error',
+        `upstream ${upstream.name} answered tools/call with a task without a taskId`,
+      );
+    }
+    const ref = { ...base, taskId: r.taskId };
+    await deps.audit('upstream.task_created', {
+      upstream: upstream.name,
+      upstreamTool: tool,
+      upstreamTaskId: ref.taskId,
+      session: false,
+      wire: ref.wire,
+    });
+    return {
+      ...ref,
+      status: statusOf(r.status),
+      ...(typeof r.pollIntervalMs === 'number' ? { pollIntervalMs: r.pollIntervalMs } : {}),
+    };
+  };
+
   return {
     name: upstream.name,
     async createTask(tool, args, options) {
+      const offers2026 = await guarded(() =>
+        modern.offersTasks({ signal: deps.signal, timeoutMs: upstream.timeoutMs }),
+      );
+      if (offers2026) return createOn2026(tool, args, options);
       return guarded(async () => {
         const connection = await open();
         sessions.set(connection.sessionId ?? '', Promise.resolve(connection));
@@ -145,12 +242,14 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
           taskId: task.taskId,
           sessionId: connection.sessionId ?? null,
           protocolVersion: connection.protocolVersion ?? null,
+          wire: '2025-11-25' as const,
         };
         await deps.audit('upstream.task_created', {
           upstream: upstream.name,
           upstreamTool: tool,
           upstreamTaskId: ref.taskId,
           session: ref.sessionId !== null,
+          wire: ref.wire,
         });
         return {
           ...ref,
@@ -160,6 +259,7 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
       });
     },
     async getTask(ref) {
+      if (on2026(ref)) return getTask2026(ref);
       return guarded(async () => {
         const connection = await sessionFor(ref);
         const t = await connection.request(
@@ -175,6 +275,16 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
       });
     },
     async taskResult(ref) {
+      if (on2026(ref)) {
+        const state = await getTask2026(ref);
+        if (!state.result) {
+          throw new ToolError(
+            'upstream_protocol_error',
+            `upstream ${upstream.name} task ${ref.taskId} is ${state.status}, without a result`,
+          );
+        }
+        return state.result;
+      }
       const result = await guarded(async () => {
         const connection = await sessionFor(ref);
         return connection.request(
@@ -183,12 +293,7 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
           { signal: deps.signal, timeoutMs: upstream.timeoutMs },
         );
       });
-      await deps.audit('upstream.task_ended', {
-        upstream: upstream.name,
-        upstreamTaskId: ref.taskId,
-        status: 'completed',
-        isError: result.isError === true,
-      });
+      await endedAudit(ref, result as unknown as ToolResult);
       return result as unknown as ToolResult;
     },
     async cancelTask(ref) {
@@ -199,16 +304,28 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
       // The run is already stopped: no boundary check, no exchange (a revoked user's
       // exchange is refused) — the last token of this run, bounded by its own timeout.
       const bound = AbortSignal.timeout(deps.cancelTimeoutMs ?? 3000);
-      let acknowledged = false;
-      let failure: string | undefined;
-      try {
+      const lastOnly = async () => lastToken ?? (await deps.token());
+      const within = { signal: bound, timeoutMs: deps.cancelTimeoutMs ?? 3000 };
+      const send = async () => {
+        if (on2026(ref)) {
+          // Stateless: no session to resume.
+          await wire2026({
+            upstream: upstream.name,
+            url: upstream.url,
+            token: lastOnly,
+            reauthenticate: lastOnly,
+            maxResponseBytes: upstream.maxResponseBytes,
+            ...(deps.fetch ? { fetch: deps.fetch } : {}),
+          }).request('tasks/cancel', { taskId: ref.taskId }, within);
+          return;
+        }
         const connection = await connectUpstream({
           upstream: upstream.name,
           url: upstream.url,
-          token: async () => lastToken ?? (await deps.token()),
-          reauthenticate: async () => lastToken ?? (await deps.token()),
+          token: lastOnly,
+          reauthenticate: lastOnly,
           maxResponseBytes: upstream.maxResponseBytes,
-          timeoutMs: deps.cancelTimeoutMs ?? 3000,
+          timeoutMs: within.timeoutMs,
           signal: bound,
           ...(ref.sessionId
             ? {
@@ -221,15 +338,16 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
           ...(deps.fetch ? { fetch: deps.fetch } : {}),
         });
         try {
-          await connection.request(
-            'tasks/cancel',
-            { taskId: ref.taskId },
-            { signal: bound, timeoutMs: deps.cancelTimeoutMs ?? 3000 },
-          );
-          acknowledged = true;
+          await connection.request('tasks/cancel', { taskId: ref.taskId }, within);
         } finally {
           await connection.close();
         }
+      };
+      let acknowledged = false;
+      let failure: string | undefined;
+      try {
+        await send();
+        acknowledged = true;
       } catch (error) {
         failure = isUpstreamError(error) ? error.code : 'upstream_timeout';
       }
@@ -289,6 +407,7 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
         await closeAll(sessions);
         return;
       }
+      if (on2026(ref)) return; // stateless: no session to end
       const s = sessions.get(ref.sessionId ?? '');
       sessions.delete(ref.sessionId ?? '');
       const c = await s?.catch(() => undefined);
@@ -303,6 +422,43 @@ async function closeAll(sessions: Map<string, Promise<UpstreamConnection>>) {
     await c?.close();
   }
   sessions.clear();
+}
+
+/** A CallToolResult as the 2026-07-28 wire carries it (its `resultType` dropped). */
+function callResultOf(r: Record<string, unknown>): ToolResult {
+  const { resultType: _type, ...rest } = r;
+  if (!Array.isArray(rest.content)) {
+    throw new ToolError('upstream_protocol_error', 'upstream result without content');
+  }
+  return rest as unknown as ToolResult;
+}
+
+/** A 2026-07-28 DetailedTask: status, message, interval, and the inline result or error. */
+function detailedState(t: Record<string, unknown>): UpstreamTaskState {
+  const status = statusOf(t.status);
+  const error = t.error as { message?: unknown } | undefined;
+  const statusMessage =
+    typeof t.statusMessage === 'string'
+      ? t.statusMessage
+      : status === 'failed' && typeof error?.message === 'string'
+        ? error.message
+        : undefined;
+  let result: ToolResult | undefined;
+  if (status === 'completed') {
+    if (!t.result || typeof t.result !== 'object') {
+      throw new ToolError(
+        'upstream_protocol_error',
+        'upstream task completed without its result (the 2026-07-28 wire inlines it)',
+      );
+    }
+    result = callResultOf(t.result as Record<string, unknown>);
+  }
+  return {
+    status,
+    ...(statusMessage ? { statusMessage } : {}),
+    ...(typeof t.pollIntervalMs === 'number' ? { pollIntervalMs: t.pollIntervalMs } : {}),
+    ...(result ? { result } : {}),
+  };
 }
 
 function statusOf(

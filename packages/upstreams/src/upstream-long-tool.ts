@@ -40,10 +40,12 @@ const POLL_MAX_MS = 30_000;
 
 /**
  * An upstream tool as a durable task. With upstream task support, step `upstream:create`
- * journals the upstream task id and its MCP session, then the run polls `tasks/get` (at the
- * upstream's interval), mirrors its status message, and fetches `tasks/result`; a resumed run
- * polls the same upstream task. Without it, step `upstream:call` is one `tools/call` with a
- * progress token (at least once: a crash mid-call calls again, with the same key).
+ * journals the upstream task id, its MCP session and its task wire, then the run polls
+ * `tasks/get` (at the upstream's interval), mirrors its status (input_required included) and
+ * status message, and fetches the result (`tasks/result`, or inline on 2026-07-28); a resumed
+ * run polls the same upstream task on the same wire. Without it, step `upstream:call` is one
+ * `tools/call` with a progress token (at least once: a crash mid-call calls again, with the
+ * same key).
  */
 export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry): LongTool {
   const settings = upstream.tools[entry.upstreamName] ?? {};
@@ -100,9 +102,15 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
         taskId: created.taskId,
         sessionId: created.sessionId,
         protocolVersion: created.protocolVersion,
+        // Which task wire the upstream task lives on: a resumed run continues on it.
+        wire: created.wire ?? '2025-11-25',
         pollIntervalMs: created.pollIntervalMs ?? null,
+        // A 2026-07-28 upstream may answer at once instead of creating a task.
+        ...(created.result ? { result: created.result as unknown as Json } : {}),
       };
-    })) as UpstreamTaskRef & { pollIntervalMs: number | null };
+    })) as UpstreamTaskRef & { pollIntervalMs: number | null; result?: ToolResult };
+    if (ref.result) return resultOf(ref.result);
+    const downstream = `upstream:${upstream.name}`;
     try {
       let message: string | undefined;
       let interval = ref.pollIntervalMs ?? 1000;
@@ -112,12 +120,20 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
           state.status === 'input_required'
             ? `upstream task needs input: ${state.statusMessage ?? ''}`.trim()
             : state.statusMessage;
+        // Our task's status follows the upstream's: input_required while it waits, working
+        // again when it goes on (the upstream's elicitation itself is not relayed).
+        if (state.status === 'input_required' || state.status === 'working') {
+          await ctx.inputRequired?.(
+            state.status === 'input_required' ? said!.slice(0, 500) : null,
+            downstream,
+          );
+        }
         if (said && said !== message) {
           message = said;
           await ctx.progress(0, 0, said.slice(0, 500));
         }
         if (state.status === 'completed') {
-          const result = await client.taskResult(ref);
+          const result = state.result ?? (await client.taskResult(ref));
           await client.release(ref);
           return resultOf(result);
         }

@@ -42,9 +42,11 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
           ? ' Call get_job_result for the result.'
           : t.status === 'working'
             ? ` Poll again in ${Math.ceil(t.pollIntervalMs / 1000)}s.`
-            : t.status === 'input_required'
+            : t.status === 'input_required' && t.inputFrom === 'owner'
               ? ' The job waits for you: call get_job_status again with a fresh token to resume.'
-              : '';
+              : t.status === 'input_required'
+                ? ` It waits for input its downstream system asks for (not relayed here); it goes on by itself once given. Poll again in ${Math.ceil(t.pollIntervalMs / 1000)}s.`
+                : '';
       return view(t, `Job ${t.taskId} is ${t.status}${progress}: ${t.statusMessage ?? ''}.${next}`);
     },
   };

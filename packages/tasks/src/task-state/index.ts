@@ -5,6 +5,7 @@
  *
  *   create ─▶ working ──claim──▶ working (leased) ──journal/progress/renew──▶ …
  *                │                     │ pause ─▶ input_required ──resume──▶ working
+ *                │                     │ await input ⇄ input_required (leased: a downstream waits)
  *                │                     ├ complete ─▶ completed
  *                │                     ├ fail ─────▶ failed
  *                │                     └ release / reap ─▶ working (unleased)
@@ -44,6 +45,7 @@ export {
   type FinishedResult,
 } from './end-task.ts';
 export { resumeIfPaused } from './resume-task.ts';
+export { markInputRequired } from './await-input.ts';
 export { flagPrincipalTasks, requestCancel } from './request-cancel.ts';
 export { lateTasks, purgeExpired, signalDeadline, type LateTask } from './purge-tasks.ts';
 export type { OnTaskEnded, Settlement } from './settle-task.ts';

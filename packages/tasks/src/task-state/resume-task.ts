@@ -17,7 +17,9 @@ import type { TaskRow } from '../task-row.ts';
  * Checkpoint mode: a task paused for a live user resumes when its owner (already authorized
  * by the caller) comes back with a live token. The token is exchanged for a fresh
  * delegation, one more stage is granted and a job enqueued, in one transaction. Returns the
- * row as it now is (unchanged when there is nothing to resume or the IdP refuses).
+ * row as it now is (unchanged when there is nothing to resume or the IdP refuses). A task
+ * that is input_required because a downstream waits (markInputRequired) is not paused: its
+ * worker still holds it, and it is never resumed here.
  */
 export async function resumeIfPaused(
   deps: { pool: Pool; queue: JobQueue; delegation?: DelegationDeps; clock?: () => Date },
@@ -39,7 +41,8 @@ export async function resumeIfPaused(
     const r = await c.query<TaskRow>(
       `UPDATE app.tasks SET status = 'working', stage_grants = stage_grants + 1, job_id = $2,
               status_message = 'Resumed by the owner', updated_at = now()
-        WHERE id = $1 AND status = 'input_required' RETURNING *`,
+        WHERE id = $1 AND status = 'input_required' AND needs_live_user AND lease_owner IS NULL
+        RETURNING *`,
       [row.id, jobId],
     );
     const resumed = r.rows[0];
