@@ -45,8 +45,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** The real pg-boss, with the fetches of each worker counted. */
-async function countingBoss(fetched: string[], who: string): Promise<PgBoss> {
+/** The real pg-boss, with the fetches of each worker counted (and how many jobs each asked). */
+async function countingBoss(fetched: string[], who: string, asked: number[] = []): Promise<PgBoss> {
   const boss = createBoss(pool, { supervise: false });
   boss.on('error', () => {});
   await boss.start();
@@ -54,8 +54,9 @@ async function countingBoss(fetched: string[], who: string): Promise<PgBoss> {
   return new Proxy(boss, {
     get(target, prop, receiver) {
       if (prop === 'fetch') {
-        return (name: string, options: unknown) => {
+        return (name: string, options: { batchSize: number }) => {
           fetched.push(who);
+          asked.push(options.batchSize);
           return target.fetch(name, options as never);
         };
       }
@@ -68,14 +69,14 @@ async function countingBoss(fetched: string[], who: string): Promise<PgBoss> {
 async function startWorker(
   id: string,
   fetched: string[],
-  o: { concurrency?: number; run?: RunDeps } = {},
+  o: { concurrency?: number; run?: RunDeps; asked?: number[] } = {},
 ) {
   await announceWorker(pool, { id, queues: [QUEUE], registryFingerprint: 'f' });
   const events: TaskEvents = await createTaskEvents(db.logins.worker, [CHANNELS.created]);
   cleanups.push(() => events.close());
   const peers = createWorkerPeers({ self: id, pool });
   const loop = createWorkerLoop({
-    boss: await countingBoss(fetched, id),
+    boss: await countingBoss(fetched, id, o.asked),
     events,
     queues: [QUEUE],
     concurrency: o.concurrency ?? 4,
@@ -149,26 +150,31 @@ test('a full worker passes the notification on, once, to the next worker', async
     10,
     'the full worker running its job',
   );
-  const idle = await startWorker('worker-idle', fetched);
+  const asked: number[] = [];
+  const idle = await startWorker('worker-idle', fetched, { asked });
   cleanups.push(() => idle.loop.stop(0));
   await full.peers.refresh();
   await idle.peers.refresh();
   fetched.length = 0;
+  asked.length = 0;
   // Task ids the agreement gives to the full worker.
   const forFull = Array.from({ length: 40 }, (_, i) => `t-${i}`)
     .filter((t) => idle.peers.preferred(QUEUE, t) === 'worker-full')
     .slice(0, 3);
   expect(forFull.length).toBe(3);
   for (const taskId of forFull) await notify({ taskId, queue: QUEUE });
+  // Announcements that arrive during a fetch are fetched together: count the jobs asked for.
+  const total = () => asked.reduce((a, b) => a + b, 0);
   await pollUntil(
-    async () => fetched.length,
+    async () => total(),
     (n) => n >= forFull.length,
     10_000,
     10,
     'the idle worker fetching what was passed on',
   );
   await new Promise((r) => setTimeout(r, 300));
-  expect(fetched).toEqual(forFull.map(() => 'worker-idle'));
+  expect(new Set(fetched)).toEqual(new Set(['worker-idle']));
+  expect(total()).toBe(forFull.length);
 });
 
 test('one worker leads maintenance; when it stops, another takes over at its next tick', async () => {
