@@ -435,6 +435,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
   '@mtg/upstreams': {
     values: [
       'UpstreamConfigError',
+      'SESSION_EXPIRY_MARGIN_MS',
       'UpstreamError',
       'createTaskUpstreamClient',
       'createUpstreamGuard',
@@ -450,6 +451,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'UpstreamErrorCode',
       'UpstreamGuard',
       'UpstreamHub',
+      'UpstreamSessionPool',
       'UpstreamTools',
     ],
   },

@@ -4,7 +4,11 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createRemoteJWKSet } from 'jose';
-import { createUpstreamDemo, type RecordedCall } from '../../apps/upstream-demo/src/index.ts';
+import {
+  createUpstreamDemo,
+  type RecordedCall,
+  type RecordedSession,
+} from '../../apps/upstream-demo/src/index.ts';
 import { freePort, type Stack } from './stack.ts';
 
 /**
@@ -14,7 +18,12 @@ import { freePort, type Stack } from './stack.ts';
  * serves them once the IdP is up.
  */
 export async function planUpstreams(
-  options: { everything?: boolean; demoStepMs?: number; extra?: string } = {},
+  options: {
+    everything?: boolean;
+    demoStepMs?: number;
+    /** More entries for UPSTREAMS_FILE (given the demo upstream's URL, to front it again). */
+    extra?: string | ((demoUrl: string) => string);
+  } = {},
 ) {
   const demoPort = await freePort();
   const everythingPort = options.everything ? await freePort() : undefined;
@@ -46,7 +55,7 @@ export async function planUpstreams(
             '      trigger-long-running-operation: { mode: task }',
           ]
         : []),
-      options.extra ?? '',
+      (typeof options.extra === 'function' ? options.extra(demoUrl) : options.extra) ?? '',
     ].join('\n'),
   );
   let server: http.Server | undefined;
@@ -95,6 +104,10 @@ export async function planUpstreams(
     },
     calls(): RecordedCall[] {
       return demo?.calls ?? [];
+    },
+    /** Sessions the demo upstream opened since it last (re)started. */
+    sessions(): RecordedSession[] {
+      return demo?.sessions ?? [];
     },
     async stopDemo() {
       demo?.close();

@@ -25,6 +25,19 @@ export interface RecordedCall {
   at: string;
 }
 
+/** One MCP session the demo upstream opened, as GET /_sessions shows it. */
+export interface RecordedSession {
+  sessionId: string;
+  /** Who opened it (the token of its initialize request). */
+  sub: string;
+  act: unknown;
+  /** The opening token's `jti`: a session opened with a fresh token shows another one. */
+  tokenId: unknown;
+  openedAt: string;
+  /** When the client ended it (DELETE); absent while open or when it was just dropped. */
+  endedAt?: string;
+}
+
 interface DemoTask {
   taskId: string;
   status: 'working' | 'completed' | 'failed' | 'cancelled';
@@ -48,16 +61,19 @@ export interface UpstreamDemoOptions {
 /**
  * A small MCP server the gateway can front, built with the MCP SDK (v1, 2025-11-25, sessions):
  * it verifies its own access tokens (issuer, audience = its resource: a token for the gateway
- * is refused), records `sub` and `act` of every request at GET /_calls, and offers
+ * is refused), records `sub` and `act` of every request at GET /_calls (and every session
+ * opened and ended at GET /_sessions), and offers
  * `build_artifact` (task-capable, four stages), `export_ledger` (no task support, progress
  * notifications) and `lookup_ticket` (instant).
  */
 export function createUpstreamDemo(options: UpstreamDemoOptions): {
   app: Express;
   calls: RecordedCall[];
+  sessions: RecordedSession[];
   close(): void;
 } {
   const calls: RecordedCall[] = [];
+  const sessions: RecordedSession[] = [];
   const tasks = new Map<string, DemoTask>();
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const app = express();
@@ -65,6 +81,10 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
 
   app.get('/_calls', (_req, res) => {
     res.json(calls);
+  });
+  // Every session opened and ended: proves whether a client reuses its sessions.
+  app.get('/_sessions', (_req, res) => {
+    res.json(sessions);
   });
   // Adds an instant tool and tells every session (notifications/tools/list_changed).
   const extraTools: string[] = [];
@@ -184,6 +204,10 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         return { content: [{ type: 'text', text: String(args.text ?? '') }] };
       }
       if (name === 'lookup_ticket') {
+        if (args.id === 'missing') {
+          // The tool's own error, as a tool result (not a protocol error).
+          return { isError: true, content: [{ type: 'text', text: 'ticket missing: not found' }] };
+        }
         return {
           content: [{ type: 'text', text: `ticket ${String(args.id)}: open` }],
           structuredContent: { id: String(args.id), state: 'open', sub: String(claimsOf().sub) },
@@ -318,6 +342,13 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         onsessioninitialized: (id) => {
           transports.set(id, t);
           sessionClaims.set(id, holder);
+          sessions.push({
+            sessionId: id,
+            sub: String(holder.claims.sub),
+            act: holder.claims.act ?? null,
+            tokenId: holder.claims.jti ?? null,
+            openedAt: new Date().toISOString(),
+          });
         },
       });
       t.onclose = () => {
@@ -330,6 +361,10 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       transport = t;
     } else {
       sessionClaims.get(sessionHeader as string)!.claims = res.locals.claims;
+      if (req.method === 'DELETE') {
+        const s = sessions.find((x) => x.sessionId === sessionHeader);
+        if (s) s.endedAt = new Date().toISOString();
+      }
     }
     await transport.handleRequest(req, res, req.body);
   });
@@ -338,6 +373,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
   return {
     app,
     calls,
+    sessions,
     close() {
       for (const t of tasks.values()) clearTimeout(t.timer);
       for (const t of transports.values()) void t.close();
