@@ -253,6 +253,9 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
           },
         } as never;
       }
+      if (name === 'export_ledger' && args.ledger === 'missing') {
+        return { isError: true, content: [{ type: 'text', text: 'ledger missing: not found' }] };
+      }
       if (name === 'export_ledger' || name === 'build_artifact') {
         const token = request.params._meta?.progressToken;
         for (let i = 1; i <= 4; i++) {
