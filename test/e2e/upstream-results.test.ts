@@ -147,10 +147,12 @@ describe.each(wires.filter((w) => !w.task))(
   'an instant upstream tool’s result on the $name wire',
   ({ call }) => {
     test('is what the upstream tool returned: content, structuredContent, isError', async () => {
-      // The 2026 envelope (resultType, the server's _meta) is the wire's, not the tool's.
+      // The 2026 envelope (resultType, the server's info in _meta) is the wire's, not the
+      // tool's; nothing else may be added to what the upstream returned.
       const toolResult = (answer: any) => {
-        const { resultType: _r, _meta: _m, ...rest } = answer.result;
-        return rest;
+        const { resultType: _r, _meta, ...rest } = answer.result;
+        const { 'io.modelcontextprotocol/serverInfo': _s, ...meta } = _meta ?? {};
+        return Object.keys(meta).length ? { ...rest, _meta: meta } : rest;
       };
       const ok = await call('demo.lookup_ticket', { id: 'T-3' });
       expect(toolResult(ok)).toEqual({

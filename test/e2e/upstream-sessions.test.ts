@@ -6,8 +6,8 @@ import { planUpstreams } from '../support/upstreams.ts';
 
 // Proxied instant calls keep an upstream session per caller and exchanged token: the demo
 // upstream (a real MCP server verifying its own tokens) shows every session it opened and
-// ended at /_sessions. Two more entries front the same demo upstream with a pool of two
-// sessions (`few.`) and a one-second idle timeout (`idle.`).
+// ended at /_sessions. More entries front the same demo upstream with a pool of two sessions
+// (`few.`), a one-second idle timeout (`idle.`) and one of an hour (`keep.`).
 let stack: Stack;
 let upstreams: Awaited<ReturnType<typeof planUpstreams>>;
 
@@ -15,7 +15,7 @@ beforeAll(async () => {
   upstreams = await planUpstreams({
     demoStepMs: 300,
     extra: (url) =>
-      ['few', 'idle']
+      ['few', 'idle', 'keep']
         .map((name) =>
           [
             `  ${name}:`,
@@ -24,7 +24,11 @@ beforeAll(async () => {
             '    scope: upstream:demo',
             '    mode: instant',
             '    include: [lookup_ticket]',
-            name === 'few' ? '    maxSessions: 2' : '    sessionIdleMs: 1000',
+            {
+              few: '    maxSessions: 2',
+              idle: '    sessionIdleMs: 1000',
+              keep: '    sessionIdleMs: 3600000',
+            }[name]!,
           ].join('\n'),
         )
         .join('\n'),
@@ -130,12 +134,13 @@ test('the upstream dropping the session (a restart): the next call succeeds on a
 });
 
 test('a session ends with its token: once the exchanged token nears expiry, a fresh one opens a new session', async () => {
-  await lookup('gina');
+  // Idle sessions are kept for an hour here: only the token's expiry can end this one.
+  await lookup('gina', 'keep.lookup_ticket');
   const [first] = sessionsOf('gina');
   // The exchanged token lives 300 s; past 270 s neither it nor its session is used again.
   stack.clock.advance(275_000);
   try {
-    await lookup('gina');
+    await lookup('gina', 'keep.lookup_ticket');
   } finally {
     stack.clock.reset();
   }
