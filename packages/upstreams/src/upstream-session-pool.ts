@@ -23,6 +23,9 @@ export interface SessionCaller {
  */
 export const SESSION_EXPIRY_MARGIN_MS = 30_000;
 
+/** How long shutdown waits for the upstreams to acknowledge their sessions' end. */
+const CLOSE_BOUND_MS = 3_000;
+
 /** One call's use of a session. */
 export interface SessionLease {
   readonly connection: UpstreamConnection;
@@ -102,7 +105,8 @@ export function createUpstreamSessionPool(options: {
     });
 
   const end = (p: Pooled) => {
-    void p.connection.then((c) => c.close({ terminate: !p.dropped })).catch(() => {}); // a session that never opened has nothing to end
+    // A session that never opened has nothing to end.
+    void p.connection.then((c) => c.close({ terminate: !p.dropped })).catch(() => {});
   };
   const evict = (p: Pooled) => {
     p.evicted = true;
@@ -110,8 +114,10 @@ export function createUpstreamSessionPool(options: {
     if (p.inFlight === 0) end(p);
   };
   const usable = (p: Pooled, t: number) => !p.evicted && p.expiresAt - SESSION_EXPIRY_MARGIN_MS > t;
+  let swept = 0;
   const sweep = () => {
     const t = now();
+    swept = t;
     for (const p of [...sessions.values()]) {
       if (!usable(p, t) || (p.inFlight === 0 && t - p.lastUsed >= upstream.sessionIdleMs)) {
         evict(p);
@@ -162,7 +168,9 @@ export function createUpstreamSessionPool(options: {
           evict: () => {},
         };
       }
-      sweep();
+      // At most once a second on the call path (the timer does it too); the session this
+      // call gets is checked on its own below.
+      if (now() - swept >= 1000) sweep();
       const key = createHash('sha256')
         .update(JSON.stringify([caller.tenant, caller.subject, caller.client, exchanged.token]))
         .digest('base64url');
@@ -207,11 +215,19 @@ export function createUpstreamSessionPool(options: {
       clearInterval(timer);
       const all = [...sessions.values()];
       sessions.clear();
-      await Promise.all(
-        all.map((p) =>
-          p.connection.then((c) => c.close({ terminate: !p.dropped })).catch(() => {}),
+      // Bounded: an upstream that does not answer its DELETE does not hold up the shutdown.
+      let bound: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(
+          all.map((p) =>
+            p.connection.then((c) => c.close({ terminate: !p.dropped })).catch(() => {}),
+          ),
         ),
-      );
+        new Promise((r) => {
+          bound = setTimeout(r, CLOSE_BOUND_MS);
+        }),
+      ]);
+      clearTimeout(bound);
     },
   };
 }
