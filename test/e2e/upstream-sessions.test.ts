@@ -133,6 +133,45 @@ test('the upstream dropping the session (a restart): the next call succeeds on a
   expect(outcomes.map((o) => o.outcome)).toEqual(['ok', 'ok']);
 });
 
+const refuse = (body: Record<string, unknown>) =>
+  fetch(new URL('/_refuse', upstreams.demoUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+
+test('the upstream refusing a kept session’s token (401): one re-exchange, a new session, the call succeeds', async () => {
+  await lookup('mona');
+  const [first] = sessionsOf('mona');
+  expect((await refuse({ tokenId: first!.tokenId })).status).toBe(204);
+  expect((await lookup('mona')).sub).toBe('mona');
+  const both = sessionsOf('mona');
+  expect(both).toHaveLength(2);
+  expect(both[1]!.tokenId).not.toEqual(first!.tokenId);
+  // The refused token is not used again: later calls go on the new session.
+  await lookup('mona');
+  expect(callSessions('mona').slice(-2)).toEqual([both[1]!.sessionId, both[1]!.sessionId]);
+});
+
+test('a second 401 (after the re-exchange) is the tool error upstream_unauthorized', async () => {
+  await lookup('nina');
+  await refuse({ sub: 'nina' });
+  const client = await connectV1(stack.mcpUrl, await tokenOf('nina'));
+  try {
+    const r = await client.callTool({ name: 'demo.lookup_ticket', arguments: { id: 'x' } });
+    expect(r.isError).toBe(true);
+    expect((r._meta as any)['io.mcp-task-gateway/tool-error'].code).toBe('upstream_unauthorized');
+  } finally {
+    await client.close();
+  }
+  const [audited] = await sql(
+    stack.db.url,
+    `SELECT body::jsonb->'data'->>'outcome' AS outcome FROM audit.events
+      WHERE type = 'upstream.call' AND body::jsonb->>'subject' = 'nina' ORDER BY seq DESC LIMIT 1`,
+  );
+  expect(audited.outcome).toBe('upstream_unauthorized');
+});
+
 test('a session ends with its token: once the exchanged token nears expiry, a fresh one opens a new session', async () => {
   // Idle sessions are kept for an hour here: only the token's expiry can end this one.
   await lookup('gina', 'keep.lookup_ticket');

@@ -30,6 +30,7 @@ export async function startGatewayUpstreams(
   if (!upstreams.length) return undefined;
   const serviceTokens = new Map<string, () => Promise<string>>();
   const exchanged = new Map<string, { token: string; expiresAt: number }>();
+  const inFlight = new Map<string, Promise<{ token: string; expiresAt: number }>>();
   const exchanger = createTokenExchanger({
     issuer: config.issuer,
     clientId: config.CLIENT_ID,
@@ -68,23 +69,35 @@ export async function startGatewayUpstreams(
       if (cached && !options.fresh && cached.expiresAt - SESSION_EXPIRY_MARGIN_MS > now()) {
         return cached;
       }
-      const outcome = await exchanger.exchange({
-        subjectToken: callerToken,
-        target: audience,
-        scope: [scope],
-        ttlSeconds: 300,
-      });
-      if (!outcome.ok) {
-        throw new UpstreamError(
-          'upstream_unauthorized',
-          audience,
-          `the authorization server refused a token for the upstream: ${outcome.description}`,
-        );
+      // Concurrent calls of one caller share one exchange, and so one token and one upstream
+      // session; a forced one (after a 401) is shared only with other forced ones.
+      const flightKey = `${key}\n${options.fresh ? 'fresh' : ''}`;
+      let flight = inFlight.get(flightKey);
+      if (!flight) {
+        flight = (async () => {
+          const outcome = await exchanger.exchange({
+            subjectToken: callerToken,
+            target: audience,
+            scope: [scope],
+            ttlSeconds: 300,
+          });
+          if (!outcome.ok) {
+            throw new UpstreamError(
+              'upstream_unauthorized',
+              audience,
+              `the authorization server refused a token for the upstream: ${outcome.description}`,
+            );
+          }
+          if (exchanged.size >= EXCHANGE_CACHE_SIZE) {
+            exchanged.delete(exchanged.keys().next().value!);
+          }
+          const fresh = { token: outcome.token.accessToken, expiresAt: outcome.token.expiresAt };
+          exchanged.set(key, fresh);
+          return fresh;
+        })().finally(() => inFlight.delete(flightKey));
+        inFlight.set(flightKey, flight);
       }
-      if (exchanged.size >= EXCHANGE_CACHE_SIZE) exchanged.delete(exchanged.keys().next().value!);
-      const fresh = { token: outcome.token.accessToken, expiresAt: outcome.token.expiresAt };
-      exchanged.set(key, fresh);
-      return fresh;
+      return flight;
     },
   });
 }

@@ -100,6 +100,25 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
     res.status(204).end();
   });
 
+  // Refuses (401) one token (`{"tokenId": jti}`), as an upstream that revoked it would, or
+  // every token of a subject (`{"sub": …}`). A development aid, like /_tools.
+  const refused = new Set<string>();
+  app.post('/_refuse', express.json(), (req, res) => {
+    const body = req.body as { sub?: unknown; tokenId?: unknown };
+    const key =
+      typeof body.tokenId === 'string' && body.tokenId
+        ? `jti:${body.tokenId}`
+        : typeof body.sub === 'string' && body.sub
+          ? `sub:${body.sub}`
+          : undefined;
+    if (!key) {
+      res.status(400).json({ error: 'tokenId or sub: a string' });
+      return;
+    }
+    refused.add(key);
+    res.status(204).end();
+  });
+
   const authenticate: express.RequestHandler = async (req, res, next) => {
     const header = req.headers.authorization ?? '';
     const token = header.startsWith('Bearer ') ? header.slice(7) : '';
@@ -108,6 +127,9 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         issuer: typeof options.issuer === 'string' ? options.issuer : options.issuer(),
         audience: options.resource,
       });
+      if (refused.has(`jti:${String(payload.jti)}`) || refused.has(`sub:${String(payload.sub)}`)) {
+        throw new Error('refused');
+      }
       res.locals.claims = payload;
       next();
     } catch {
