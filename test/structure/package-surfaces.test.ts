@@ -434,8 +434,8 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
   },
   '@mtg/upstreams': {
     values: [
-      'UpstreamConfigError',
       'SESSION_EXPIRY_MARGIN_MS',
+      'UpstreamConfigError',
       'UpstreamError',
       'createTaskUpstreamClient',
       'createUpstreamGuard',
