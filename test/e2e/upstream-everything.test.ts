@@ -111,8 +111,15 @@ test('its trigger-long-running-operation (no task support) runs as a task, its p
   );
   expect(seen[0].progress.current).toBeGreaterThan(0);
   await pollUntil(() => w.get(token, id), terminal, 20_000);
-  const result = await w.result(token, id);
-  expect(JSON.stringify(result)).toContain('Long running operation completed');
+  // The task's result is the upstream's own (text content, no structuredContent).
+  const client = await connectV1(stack.mcpUrl, token);
+  try {
+    const result = await client.callTool({ name: 'get_job_result', arguments: { jobId: id } });
+    expect(result.isError).toBeFalsy();
+    expect(JSON.stringify(result.content)).toContain('Long running operation completed');
+  } finally {
+    await client.close();
+  }
 });
 
 test('the workload policy filters upstream tools: mcp-agent-2 sees and calls only ev.echo', async () => {

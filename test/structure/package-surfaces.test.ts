@@ -441,6 +441,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
   },
   '@mtg/upstreams': {
     values: [
+      'SESSION_EXPIRY_MARGIN_MS',
       'UpstreamConfigError',
       'UpstreamError',
       'createTaskUpstreamClient',
@@ -457,6 +458,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'UpstreamErrorCode',
       'UpstreamGuard',
       'UpstreamHub',
+      'UpstreamSessionPool',
       'UpstreamTools',
     ],
   },

@@ -4,7 +4,11 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createRemoteJWKSet } from 'jose';
-import { createUpstreamDemo, type RecordedCall } from '../../apps/upstream-demo/src/index.ts';
+import {
+  createUpstreamDemo,
+  type RecordedCall,
+  type RecordedSession,
+} from '../../apps/upstream-demo/src/index.ts';
 import { freePort, type Stack } from './stack.ts';
 
 /**
@@ -145,6 +149,10 @@ export async function planUpstreams(
     },
     calls(): RecordedCall[] {
       return demo?.calls ?? [];
+    },
+    /** Sessions the demo upstream opened since it last (re)started. */
+    sessions(): RecordedSession[] {
+      return demo?.sessions ?? [];
     },
     async stopDemo() {
       demo?.close();

@@ -82,7 +82,12 @@ export async function buildGateway(
   // (jobTools only builds definitions here; the task service is not touched for names.)
   const ownTools = [whoami, ...jobTools(null as never)];
   // Upstream MCP servers (UPSTREAMS_FILE): listed now, so the policy can name their tools.
-  const upstreams = await startGatewayUpstreams(config, logger, tools);
+  const upstreams = await startGatewayUpstreams(
+    config,
+    logger,
+    tools,
+    deps.clock ? () => deps.clock!().getTime() : Date.now,
+  );
   const toolNames = [
     ...ownTools.map((t) => t.name),
     ...tools.names(),

@@ -2,7 +2,13 @@ import { createHash } from 'node:crypto';
 import { clientCredentialsToken, createTokenExchanger } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { ToolRegistry } from '@mtg/tools';
-import { loadUpstreams, startUpstreamHub, UpstreamError, type UpstreamHub } from '@mtg/upstreams';
+import {
+  loadUpstreams,
+  SESSION_EXPIRY_MARGIN_MS,
+  startUpstreamHub,
+  UpstreamError,
+  type UpstreamHub,
+} from '@mtg/upstreams';
 import type { GatewayConfig } from './config.ts';
 
 /** Exchanged upstream tokens kept per gateway process (oldest dropped first). */
@@ -17,11 +23,14 @@ export async function startGatewayUpstreams(
   config: GatewayConfig,
   logger: Logger,
   tools: ToolRegistry,
+  /** The gateway's clock (tests move it): when an exchanged token counts as expired. */
+  now: () => number = Date.now,
 ): Promise<UpstreamHub | undefined> {
   const upstreams = loadUpstreams(config.UPSTREAMS_FILE);
   if (!upstreams.length) return undefined;
   const serviceTokens = new Map<string, () => Promise<string>>();
   const exchanged = new Map<string, { token: string; expiresAt: number }>();
+  const inFlight = new Map<string, Promise<{ token: string; expiresAt: number }>>();
   const exchanger = createTokenExchanger({
     issuer: config.issuer,
     clientId: config.CLIENT_ID,
@@ -35,6 +44,7 @@ export async function startGatewayUpstreams(
     logger,
     ownLong: tools.long,
     callsPerMinute: config.RATE_LIMIT_UPSTREAM_CALLS_PER_MINUTE,
+    now,
     serviceToken(audience) {
       let get = serviceTokens.get(audience);
       if (!get) {
@@ -55,23 +65,39 @@ export async function startGatewayUpstreams(
         .update(`${audience}\n${scope}\n${callerToken}`)
         .digest('hex');
       const cached = exchanged.get(key);
-      if (cached && !options.fresh && cached.expiresAt - 30_000 > Date.now()) return cached.token;
-      const outcome = await exchanger.exchange({
-        subjectToken: callerToken,
-        target: audience,
-        scope: [scope],
-        ttlSeconds: 300,
-      });
-      if (!outcome.ok) {
-        throw new UpstreamError(
-          'upstream_unauthorized',
-          audience,
-          `the authorization server refused a token for the upstream: ${outcome.description}`,
-        );
+      // The margin is the session pool's: a session stops being used with its token.
+      if (cached && !options.fresh && cached.expiresAt - SESSION_EXPIRY_MARGIN_MS > now()) {
+        return cached;
       }
-      if (exchanged.size >= EXCHANGE_CACHE_SIZE) exchanged.delete(exchanged.keys().next().value!);
-      exchanged.set(key, { token: outcome.token.accessToken, expiresAt: outcome.token.expiresAt });
-      return outcome.token.accessToken;
+      // Concurrent calls of one caller share one exchange, and so one token and one upstream
+      // session; a forced one (after a 401) is shared only with other forced ones.
+      const flightKey = `${key}\n${options.fresh ? 'fresh' : ''}`;
+      let flight = inFlight.get(flightKey);
+      if (!flight) {
+        flight = (async () => {
+          const outcome = await exchanger.exchange({
+            subjectToken: callerToken,
+            target: audience,
+            scope: [scope],
+            ttlSeconds: 300,
+          });
+          if (!outcome.ok) {
+            throw new UpstreamError(
+              'upstream_unauthorized',
+              audience,
+              `the authorization server refused a token for the upstream: ${outcome.description}`,
+            );
+          }
+          if (exchanged.size >= EXCHANGE_CACHE_SIZE) {
+            exchanged.delete(exchanged.keys().next().value!);
+          }
+          const fresh = { token: outcome.token.accessToken, expiresAt: outcome.token.expiresAt };
+          exchanged.set(key, fresh);
+          return fresh;
+        })().finally(() => inFlight.delete(flightKey));
+        inFlight.set(flightKey, flight);
+      }
+      return flight;
     },
   });
 }

@@ -28,6 +28,19 @@ export interface RecordedCall {
   at: string;
 }
 
+/** One MCP session the demo upstream opened, as GET /_sessions shows it. */
+export interface RecordedSession {
+  sessionId: string;
+  /** Who opened it (the token of its initialize request). */
+  sub: string;
+  act: unknown;
+  /** The opening token's `jti`: a session opened with a fresh token shows another one. */
+  tokenId: unknown;
+  openedAt: string;
+  /** When the client ended it (DELETE); absent while open or when it was just dropped. */
+  endedAt?: string;
+}
+
 export interface UpstreamDemoOptions {
   /** Its own resource URL: the audience its tokens must carry. */
   resource: string;
@@ -47,7 +60,8 @@ export interface UpstreamDemoOptions {
 /**
  * A small MCP server the gateway can front, built with the MCP SDK (v1, 2025-11-25, sessions):
  * it verifies its own access tokens (issuer, audience = its resource: a token for the gateway
- * is refused), records `sub` and `act` of every request at GET /_calls, and offers
+ * is refused), records `sub` and `act` of every request at GET /_calls (and every session
+ * opened and ended at GET /_sessions), and offers
  * `build_artifact` (task-capable, four stages), `export_ledger` (no task support, progress
  * notifications), `approve_change` (a task that is input_required until POST /_approve
  * names its change) and `lookup_ticket` (instant). With `tasksWire: '2026-07-28'` its tasks
@@ -56,9 +70,11 @@ export interface UpstreamDemoOptions {
 export function createUpstreamDemo(options: UpstreamDemoOptions): {
   app: Express;
   calls: RecordedCall[];
+  sessions: RecordedSession[];
   close(): void;
 } {
   const calls: RecordedCall[] = [];
+  const sessions: RecordedSession[] = [];
   const tasks = createDemoTasks(options.stepMs);
   const modern2026 = options.tasksWire === '2026-07-28';
   const transports = new Map<string, StreamableHTTPServerTransport>();
@@ -67,6 +83,10 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
 
   app.get('/_calls', (_req, res) => {
     res.json(calls);
+  });
+  // Every session opened and ended: proves whether a client reuses its sessions.
+  app.get('/_sessions', (_req, res) => {
+    res.json(sessions);
   });
   // Approves a change: its approve_change task leaves input_required and goes on.
   app.post('/_approve', express.json(), (req, res) => {
@@ -91,6 +111,25 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
     res.status(204).end();
   });
 
+  // Refuses (401) one token (`{"tokenId": jti}`), as an upstream that revoked it would, or
+  // every token of a subject (`{"sub": …}`). A development aid, like /_tools.
+  const refused = new Set<string>();
+  app.post('/_refuse', express.json(), (req, res) => {
+    const body = req.body as { sub?: unknown; tokenId?: unknown };
+    const key =
+      typeof body.tokenId === 'string' && body.tokenId
+        ? `jti:${body.tokenId}`
+        : typeof body.sub === 'string' && body.sub
+          ? `sub:${body.sub}`
+          : undefined;
+    if (!key) {
+      res.status(400).json({ error: 'tokenId or sub: a string' });
+      return;
+    }
+    refused.add(key);
+    res.status(204).end();
+  });
+
   const authenticate: express.RequestHandler = async (req, res, next) => {
     const header = req.headers.authorization ?? '';
     const token = header.startsWith('Bearer ') ? header.slice(7) : '';
@@ -99,6 +138,9 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         issuer: typeof options.issuer === 'string' ? options.issuer : options.issuer(),
         audience: options.resource,
       });
+      if (refused.has(`jti:${String(payload.jti)}`) || refused.has(`sub:${String(payload.sub)}`)) {
+        throw new Error('refused');
+      }
       res.locals.claims = payload;
       next();
     } catch {
@@ -213,6 +255,10 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         return { content: [{ type: 'text', text: String(args.text ?? '') }] };
       }
       if (name === 'lookup_ticket') {
+        if (args.id === 'missing') {
+          // The tool's own error, as a tool result (not a protocol error).
+          return { isError: true, content: [{ type: 'text', text: 'ticket missing: not found' }] };
+        }
         return {
           content: [{ type: 'text', text: `ticket ${String(args.id)}: open` }],
           structuredContent: { id: String(args.id), state: 'open', sub: String(claimsOf().sub) },
@@ -220,6 +266,9 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       }
       const task = taskParam ? tasks.start(name, args, taskParam.ttl ?? 600_000) : undefined;
       if (task) return { task: view(task) } as never;
+      if (name === 'export_ledger' && args.ledger === 'missing') {
+        return { isError: true, content: [{ type: 'text', text: 'ledger missing: not found' }] };
+      }
       if (name === 'export_ledger' || name === 'build_artifact') {
         const token = request.params._meta?.progressToken;
         for (let i = 1; i <= 4; i++) {
@@ -276,6 +325,13 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         onsessioninitialized: (id) => {
           transports.set(id, t);
           sessionClaims.set(id, holder);
+          sessions.push({
+            sessionId: id,
+            sub: String(holder.claims.sub),
+            act: holder.claims.act ?? null,
+            tokenId: holder.claims.jti ?? null,
+            openedAt: new Date().toISOString(),
+          });
         },
       });
       t.onclose = () => {
@@ -288,6 +344,10 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       transport = t;
     } else {
       sessionClaims.get(sessionHeader as string)!.claims = res.locals.claims;
+      if (req.method === 'DELETE') {
+        const s = sessions.find((x) => x.sessionId === sessionHeader);
+        if (s) s.endedAt = new Date().toISOString();
+      }
     }
     await transport.handleRequest(req, res, req.body);
   });
@@ -296,6 +356,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
   return {
     app,
     calls,
+    sessions,
     close() {
       tasks.close();
       for (const t of transports.values()) void t.close();

@@ -1,5 +1,6 @@
 export {
   createUpstreamDemo,
   type RecordedCall,
+  type RecordedSession,
   type UpstreamDemoOptions,
 } from './create-upstream-demo.ts';

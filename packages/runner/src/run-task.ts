@@ -109,10 +109,12 @@ export async function runTask(
       held.tool.execute(made.context, task.arguments as never),
     );
     await run.check();
-    const result = {
-      content: [{ type: 'text', text: JSON.stringify(structured) }],
-      structuredContent: structured,
-    };
+    const result = held.tool.returnsToolResult
+      ? asToolResult(structured, held.tool.name)
+      : {
+          content: [{ type: 'text', text: JSON.stringify(structured) }],
+          structuredContent: structured,
+        };
     return await finish(deps, held, result, { startedAt, downstreamSystems });
   } catch (error) {
     // Nothing may still be running when the outcome is written.
@@ -165,4 +167,24 @@ function toolRefusal(error: unknown): { code: string; message: string } | undefi
     return { code: 'downstream_refused', message: String(e.message) };
   }
   return undefined;
+}
+
+/**
+ * A tool's own CallToolResult (returnsToolResult): content, structuredContent and isError as
+ * the tool gave them, nothing else. One without a content array is the tool's bug: it fails
+ * the attempt like any other error, and nothing is stored.
+ */
+function asToolResult(value: unknown, tool: string) {
+  const r = value as { content?: unknown; structuredContent?: unknown; isError?: unknown } | null;
+  if (!r || typeof r !== 'object' || !Array.isArray(r.content)) {
+    throw new TypeError(`${tool} returned no CallToolResult (a content array is required)`);
+  }
+  const structured = r.structuredContent;
+  return {
+    content: r.content as unknown[],
+    ...(structured && typeof structured === 'object' && !Array.isArray(structured)
+      ? { structuredContent: structured as Record<string, unknown> }
+      : {}),
+    ...(r.isError === true ? { isError: true } : {}),
+  };
 }

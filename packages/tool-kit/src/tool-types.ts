@@ -227,6 +227,12 @@ export interface LongTool<I = any> {
   summarize(args: I): Record<string, unknown>;
   /** Runs on a worker. Returns the structured result; the runner wraps it as a CallToolResult. */
   execute(context: TaskContext, args: I): Promise<Json>;
+  /**
+   * `execute` returns a whole CallToolResult (`content`, and `structuredContent` and
+   * `isError` if any), stored as the task's result as it is: a tool that fronts another MCP
+   * server's tool (an upstream's) hands on what that tool returned.
+   */
+  returnsToolResult?: boolean;
 }
 
 export type AnyTool = InstantTool | LongTool;

@@ -48,6 +48,12 @@ export interface ConnectOptions {
   onNotification?: (notification: Notification) => void;
   /** Any trouble of the session's transport, such as its notification stream ending. */
   onTransportError?: (error: Error) => void;
+  /**
+   * Open the session's standalone GET stream for the upstream's own messages (default: yes).
+   * A session that only sends requests (a pooled instant-call session) has no use for one,
+   * and each would hold a connection to the upstream.
+   */
+  listen?: boolean;
   signal?: AbortSignal;
   fetch?: typeof fetch;
 }
@@ -64,16 +70,25 @@ export async function connectUpstream(options: ConnectOptions): Promise<Upstream
     fault ??= error;
     for (const p of pending) p.abort(error);
   };
+  const send = upstreamFetch({
+    upstream: options.upstream,
+    token: options.token,
+    reauthenticate: options.reauthenticate,
+    maxResponseBytes: options.maxResponseBytes,
+    onFault,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
   const transport = new StreamableHTTPClientTransport(new URL(options.url), {
     ...(options.resume ? { sessionId: options.resume.sessionId } : {}),
-    fetch: upstreamFetch({
-      upstream: options.upstream,
-      token: options.token,
-      reauthenticate: options.reauthenticate,
-      maxResponseBytes: options.maxResponseBytes,
-      onFault,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-    }),
+    // Not listening: the GET is answered here as a server without a stream would (405), so
+    // the transport carries on without one and nothing is sent.
+    fetch:
+      options.listen === false
+        ? (((input: string | URL | Request, init?: RequestInit) =>
+            (init?.method ?? 'GET').toUpperCase() === 'GET'
+              ? Promise.resolve(new Response(null, { status: 405 }))
+              : send(input, init)) as typeof fetch)
+        : send,
   });
   if (options.resume?.protocolVersion) transport.setProtocolVersion(options.resume.protocolVersion);
   const client = new Client({ name: 'mcp-task-gateway', version: '0.1.0' }, { capabilities: {} });

@@ -13,3 +13,4 @@ export {
 export { startUpstreamHub, type UpstreamHub } from './upstream-hub.ts';
 export { upstreamToolsFrom, type UpstreamTools } from './upstream-catalogue.ts';
 export { createTaskUpstreamClient, type UpstreamAuditType } from './task-upstream-client.ts';
+export { SESSION_EXPIRY_MARGIN_MS, type UpstreamSessionPool } from './upstream-session-pool.ts';

@@ -61,6 +61,10 @@ export const upstreamSchema = z
     breakerCooldownMs: positiveInt().optional(),
     /** Upstream answers larger than this are refused. */
     maxResponseBytes: positiveInt().optional(),
+    /** Open MCP sessions kept for instant calls, per process (0: a new session per call). */
+    maxSessions: z.number().int().min(0).max(10_000).optional(),
+    /** A kept session unused this long is closed. */
+    sessionIdleMs: z.number().int().min(1000).optional(),
   })
   .strict();
 
@@ -92,6 +96,8 @@ export interface UpstreamConfig {
   breakerThreshold: number;
   breakerCooldownMs: number;
   maxResponseBytes: number;
+  maxSessions: number;
+  sessionIdleMs: number;
 }
 
 export class UpstreamConfigError extends Error {
@@ -137,6 +143,8 @@ export function parseUpstreams(raw: unknown, file: string): UpstreamConfig[] {
       breakerThreshold: u.breakerThreshold ?? 5,
       breakerCooldownMs: u.breakerCooldownMs ?? 5_000,
       maxResponseBytes: u.maxResponseBytes ?? 4 * 1024 * 1024,
+      maxSessions: u.maxSessions ?? 256,
+      sessionIdleMs: u.sessionIdleMs ?? 60_000,
     };
   });
 }

@@ -11,6 +11,11 @@ import { isUpstreamError, UpstreamError } from './upstream-error.ts';
 import { createUpstreamGuard, type UpstreamGuard } from './upstream-guard.ts';
 import { createUpstreamCallLimit } from './upstream-call-limit.ts';
 import { upstreamToolsFrom, type UpstreamTools } from './upstream-catalogue.ts';
+import {
+  createUpstreamSessionPool,
+  type ExchangedToken,
+  type UpstreamSessionPool,
+} from './upstream-session-pool.ts';
 
 export interface UpstreamHubOptions {
   upstreams: readonly UpstreamConfig[];
@@ -25,7 +30,9 @@ export interface UpstreamHubOptions {
     audience: string,
     scope: string,
     options?: { fresh?: boolean },
-  ): Promise<string>;
+  ): Promise<ExchangedToken>;
+  /** The gateway's clock (tests move it); default: the system's. */
+  now?: () => number;
   /** Proxied instant calls per caller per minute (0: off). */
   callsPerMinute: number;
   /** Long tools that are not the upstreams' (the packs'). */
@@ -57,6 +64,18 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
       }),
     ]),
   );
+  // Instant calls' upstream sessions, kept per caller and exchanged token (one pool each).
+  const sessions = new Map<string, UpstreamSessionPool>(
+    options.upstreams.map((u) => [
+      u.name,
+      createUpstreamSessionPool({
+        upstream: u,
+        timeoutMs: u.timeoutMs,
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+        ...(options.now ? { now: options.now } : {}),
+      }),
+    ]),
+  );
   const longTools = new Map<string, LongTool>(options.ownLong);
   const limit = createUpstreamCallLimit(pool, options.callsPerMinute);
   let current: UpstreamTools = { long: new Map(), instant: new Map(), entries: [] };
@@ -70,7 +89,7 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
       logger: options.logger,
       guard: guards.get(u.name)!,
       exchange: options.exchange,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
+      sessions: sessions.get(u.name)!,
     }));
     catalogue = createCatalogue([...ownInstant, ...current.instant.values()]);
     for (const name of [...longTools.keys()]) {
@@ -189,6 +208,8 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
   return {
     /** Each upstream's protection (circuit, concurrency cap), for its metrics. */
     guards: guards as ReadonlyMap<string, UpstreamGuard>,
+    /** Each upstream's kept instant-call sessions. */
+    sessions: sessions as ReadonlyMap<string, UpstreamSessionPool>,
     /** One queue per upstream, for its task-mode tools. */
     queues: options.upstreams.map((u) => upstreamQueue(u.name)),
     /** Every tool name the upstreams contribute now. */
@@ -225,6 +246,7 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
       closed = true;
       for (const t of timers) clearInterval(t);
       for (const c of watched.values()) await c.close({ terminate: true });
+      await Promise.all([...sessions.values()].map((p) => p.close()));
       await pool.end();
     },
   };

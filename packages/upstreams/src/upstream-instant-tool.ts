@@ -3,12 +3,16 @@ import { appendAuditGrouped } from '@mtg/audit';
 import type { Logger } from '@mtg/log';
 import { toolErrorResult, type ToolDefinition, type ToolResult } from '@mtg/tools';
 import type { CatalogueEntry } from './catalogue-store.ts';
-import { connectUpstream } from './connect-upstream.ts';
 import type { UpstreamConfig } from './upstream-config.ts';
 import { isUpstreamError, UpstreamError } from './upstream-error.ts';
 import type { UpstreamGuard } from './upstream-guard.ts';
 import type { CallLimitDecision } from './upstream-call-limit.ts';
 import { inputSchemaOf, scopeOf } from './upstream-long-tool.ts';
+import type {
+  ExchangedToken,
+  SessionCaller,
+  UpstreamSessionPool,
+} from './upstream-session-pool.ts';
 
 export interface InstantProxyDeps {
   pool: Pool;
@@ -23,14 +27,15 @@ export interface InstantProxyDeps {
     audience: string,
     scope: string,
     options?: { fresh?: boolean },
-  ): Promise<string>;
+  ): Promise<ExchangedToken>;
+  /** The upstream's open sessions, one per caller and exchanged token. */
+  sessions: UpstreamSessionPool;
   /** The per-caller limit on proxied calls. */
   limit: (caller: {
     tenant: string;
     subject: string;
     client: string;
   }) => Promise<CallLimitDecision>;
-  fetch?: typeof fetch;
 }
 
 /**
@@ -71,6 +76,59 @@ export function upstreamInstantTool(
       },
     });
   };
+
+  /**
+   * One tools/call on the caller's upstream session (a kept one, or a new one). A session the
+   * upstream dropped (HTTP 404) is retried once on a new session; a 401 is answered with one
+   * re-exchange and a new session; a session that failed otherwise is not used again.
+   */
+  const callOnSession = async (
+    caller: SessionCaller,
+    callerToken: string,
+    name: string,
+    args: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> => {
+    let exchanged = await deps.exchange(callerToken, upstream.audience, scope);
+    let reExchanged = false;
+    let retriedDropped = false;
+    for (;;) {
+      const lease = await deps.sessions.acquire(caller, exchanged).catch(async (error) => {
+        if (reExchanged || !isUnauthorized(error)) throw error;
+        // Refused while opening: one fresh exchange, then the new session's answer stands.
+        reExchanged = true;
+        exchanged = await deps.exchange(callerToken, upstream.audience, scope, { fresh: true });
+        return deps.sessions.acquire(caller, exchanged);
+      });
+      try {
+        return await lease.connection.request(
+          'tools/call',
+          { name, arguments: args },
+          { timeoutMs },
+        );
+      } catch (error) {
+        if (isUpstreamError(error) && error.status === 404 && !retriedDropped) {
+          lease.evict({ dropped: true });
+          retriedDropped = true;
+          continue;
+        }
+        if (isUnauthorized(error) && !reExchanged) {
+          lease.evict();
+          reExchanged = true;
+          exchanged = await deps.exchange(callerToken, upstream.audience, scope, { fresh: true });
+          continue;
+        }
+        // A JSON-RPC error is the upstream answering: the session is as it was. Anything
+        // else (timeout, 5xx, a malformed answer, a second 401 or 404) may have left it
+        // unusable.
+        const answered =
+          isUpstreamError(error) && error.code === 'upstream_refused' && (error.status ?? 0) < 0;
+        if (!answered) lease.evict({ dropped: isUpstreamError(error) && error.status === 404 });
+        throw error;
+      } finally {
+        lease.release();
+      }
+    }
+  };
   return {
     name: entry.name,
     title: entry.title ?? entry.upstreamName,
@@ -98,28 +156,17 @@ export function upstreamInstantTool(
             'no caller token to exchange for the upstream',
           );
         }
-        const exchanged = deps.exchange(token, upstream.audience, scope);
-        exchanged.catch(() => {}); // awaited by the first request, if it gets that far
-        const answer = await deps.guard.run(undefined, async () => {
-          const connection = await connectUpstream({
-            upstream: upstream.name,
-            url: upstream.url,
-            token: () => exchanged,
-            reauthenticate: () => deps.exchange(token, upstream.audience, scope, { fresh: true }),
-            maxResponseBytes: upstream.maxResponseBytes,
-            timeoutMs,
-            ...(deps.fetch ? { fetch: deps.fetch } : {}),
+        const answer = await deps.guard
+          .run(undefined, () =>
+            callOnSession(principal, token, entry.upstreamName, args as Record<string, unknown>),
+          )
+          .catch((error: unknown) => {
+            // The upstream is failing: none of its kept sessions is trusted any more.
+            if (isUpstreamError(error) && error.code === 'upstream_circuit_open') {
+              deps.sessions.evictAll();
+            }
+            throw error;
           });
-          try {
-            return await connection.request(
-              'tools/call',
-              { name: entry.upstreamName, arguments: args as Record<string, unknown> },
-              { timeoutMs },
-            );
-          } finally {
-            await connection.close({ terminate: true });
-          }
-        });
         if (!Array.isArray(answer.content)) {
           throw new UpstreamError(
             'upstream_protocol_error',
@@ -127,7 +174,7 @@ export function upstreamInstantTool(
             `upstream ${upstream.name} answered tools/call without content`,
           );
         }
-        result = answer as unknown as ToolResult;
+        result = asCallerSees(answer);
         if (result.isError) outcome = 'tool_error';
       } catch (error) {
         if (!isUpstreamError(error)) {
@@ -150,5 +197,26 @@ export function upstreamInstantTool(
       await audit(principal, correlationId, args, outcome, started);
       return result;
     },
+  };
+}
+
+const isUnauthorized = (error: unknown) =>
+  isUpstreamError(error) && error.code === 'upstream_unauthorized';
+
+/**
+ * What the upstream tool returned, as the caller gets it: its content, structuredContent and
+ * isError as sent, so a client that worked against the upstream works through the gateway.
+ * Nothing else of the upstream's answer is passed on (its `_meta` could claim one of this
+ * gateway's own keys, such as the tool-error code).
+ */
+export function asCallerSees(answer: Record<string, unknown>): ToolResult {
+  return {
+    content: answer.content as ToolResult['content'],
+    ...(answer.structuredContent !== undefined &&
+    answer.structuredContent !== null &&
+    typeof answer.structuredContent === 'object'
+      ? { structuredContent: answer.structuredContent as Record<string, unknown> }
+      : {}),
+    ...(answer.isError === true ? { isError: true } : {}),
   };
 }

@@ -64,6 +64,8 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
       version: entry.fingerprint.slice(0, 12),
       targets: [],
     },
+    // The task's result is the upstream tool's own CallToolResult, not wrapped in ours.
+    returnsToolResult: true,
     summarize: (args: Record<string, unknown>) => ({
       upstream: upstream.name,
       upstreamTool: entry.upstreamName,
@@ -156,17 +158,21 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
   }
 }
 
-/** The upstream's CallToolResult as our task's result; its own error stays the tool's error. */
+/**
+ * The upstream's CallToolResult as our task's result (returnsToolResult): its content,
+ * structuredContent and isError as the upstream sent them, so the task's result is what a
+ * direct call would have returned. An answer without content is not a result.
+ */
 function resultOf(result: ToolResult): Json {
-  if (result.isError) {
-    const text = result.content
-      ?.map((c) => (c.type === 'text' ? c.text : ''))
-      .join(' ')
-      .trim();
-    throw new ToolError('upstream_tool_error', text || 'the upstream tool reported an error');
+  if (!Array.isArray(result?.content)) {
+    throw new ToolError(
+      'upstream_protocol_error',
+      'the upstream answered without a CallToolResult (no content)',
+    );
   }
   return {
-    content: result.content ?? [],
+    content: result.content,
     ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
-  };
+    ...(result.isError === true ? { isError: true } : {}),
+  } as unknown as Json;
 }
