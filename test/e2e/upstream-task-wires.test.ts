@@ -90,7 +90,10 @@ for (const wire of [coreWire, extWire, jobToolsWire]) {
     expect(await upstreams.approve(name)).toBe(1);
     const done = await pollUntil(() => w.get(token, id), terminal, 20_000);
     expect(statusOf(done)).toBe('completed');
-    expect(JSON.stringify(await w.result(token, id))).toContain(`applied ${name}`);
+    // The upstream's own result (its structuredContent on every wire).
+    expect(JSON.stringify(await w.result(token, id))).toContain(
+      `"change":"${name}","applied":true`,
+    );
     const types = await trail(id);
     const at = (t: string) => types.indexOf(t);
     expect(at('task.input_required')).toBeGreaterThan(at('upstream.task_created'));
