@@ -21,3 +21,11 @@ export {
   type LoginRole,
 } from './provision-login-roles.ts';
 export { checkSchemaVersion, SchemaNotMigratedError } from './check-schema-version.ts';
+export {
+  createReadRouter,
+  parseLsn,
+  type ReadReason,
+  type ReadRouter,
+  type ReadRouterOptions,
+  type ReadTarget,
+} from './read-router.ts';
