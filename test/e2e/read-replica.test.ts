@@ -1,0 +1,240 @@
+// DATABASE_READ_URL against a real hot standby the test makes (pg_basebackup -R -X stream,
+// started on a port of its own): polls on every wire, result reads and lists are answered from
+// the replica; a caller's own fresh start and cancel are still seen while the replica's replay
+// is paused (read-your-writes, from the primary), while a task written straight to the primary
+// meanwhile is not in the replica's list; a replica that stops answers nothing wrong and no 500.
+import pg from 'pg';
+import { newTaskId } from '../../packages/tasks/src/index.ts';
+import { adminDatabaseUrl } from '../support/database.ts';
+import {
+  acceptsReplication,
+  onPort,
+  standbyTools,
+  startHotStandby,
+  startOwnPrimary,
+  type PgServer,
+} from '../support/hot-standby.ts';
+import { sample } from '../support/metrics-sample.ts';
+import { pollUntil } from '../support/poll.ts';
+import { rpc2026 } from '../support/raw-2026.ts';
+import { sql } from '../support/sql.ts';
+import { startStack, type Stack } from '../support/stack.ts';
+import { coreWire, extWire, jobToolsWire, type Wire } from '../support/wires.ts';
+
+const tools = await standbyTools();
+const skipped = 'missing' in tools ? tools.missing : undefined;
+if (skipped) process.stderr.write(`\nread-replica tests skipped: ${skipped}\n`);
+const suite = skipped ? describe.skip : describe;
+
+let primary: PgServer | undefined;
+let standby: PgServer;
+let stack: Stack;
+let alice: string;
+let wires: Wire[];
+/** The replica's copy of the stack's database, as its superuser. */
+let replicaDb: string;
+
+const reads = async (labels: Record<string, string>) =>
+  sample(await (await fetch(`${stack.gatewayUrl}/metrics`)).text(), 'mtg_db_reads_total', labels) ??
+  0;
+
+const statusOn = async (url: string, id: string) =>
+  (await sql(url, 'SELECT status FROM app.tasks WHERE id = $1', [id]))[0]?.status as
+    string | undefined;
+
+suite('read replica (DATABASE_READ_URL)', () => {
+  beforeAll(async () => {
+    if ('missing' in tools) return;
+    const t0 = Date.now();
+    const mark = (what: string) => process.stderr.write(`${what}: ${Date.now() - t0} ms\n`);
+    // The test cluster when it lets us stream from it; else a primary of this test's own.
+    if (!(await acceptsReplication(tools, adminDatabaseUrl()))) {
+      primary = await startOwnPrimary(tools);
+      process.env.TEST_ADMIN_DATABASE_URL = primary.url;
+      process.stderr.write(
+        '\nread-replica: the test cluster refuses replication connections from 127.0.0.1 ' +
+          "(no pg_hba.conf `replication` entry): streaming from a primary of the test's own\n",
+      );
+    }
+    // A generous bound: the replay stays paused for a while below, and must still be used.
+    mark('primary');
+    stack = await startStack({ workers: 1, env: { DATABASE_READ_MAX_LAG_MS: '300000' } });
+    mark('stack');
+    standby = await startHotStandby(tools, primary?.url ?? adminDatabaseUrl());
+    replicaDb = onPort(stack.db.url, standby.port).replace(/\/\/[^@]*@/, '//postgres@');
+    mark('standby');
+    stack.env.DATABASE_READ_URL = onPort(stack.db.logins.gateway, standby.port);
+    await stack.restartGateway();
+    alice = await stack.token('alice', 'acme');
+    wires = [extWire(stack.mcpUrl), coreWire(stack.mcpUrl), jobToolsWire(stack.mcpUrl)];
+    // In use once its staleness is measured.
+    await pollUntil(
+      async () =>
+        sample(
+          await (await fetch(`${stack.gatewayUrl}/metrics`)).text(),
+          'mtg_db_replica_lag_seconds',
+        ),
+      (lag) => lag !== undefined && lag >= 0,
+    );
+    mark('ready');
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.close();
+    await standby?.stop();
+    await primary?.stop();
+  });
+
+  let done: string;
+  let direct: string;
+
+  test('polls, result reads and lists are answered from the replica', async () => {
+    done = await extWire(stack.mcpUrl).start(alice, 'generate_report', { report: 'r', rows: 1 });
+    await pollUntil(
+      () => statusOn(stack.db.url, done),
+      (s) => s === 'completed',
+    );
+    await pollUntil(
+      () => statusOn(replicaDb, done),
+      (s) => s === 'completed',
+    );
+    await pauseReplay();
+    // Straight to the primary (as another writer would): the message changes there, and
+    // alice gets a task the replica has not seen.
+    await sql(
+      stack.db.url,
+      `UPDATE app.tasks SET status_message = 'moved on the primary' WHERE id = $1`,
+      [done],
+    );
+    direct = await copyTask(done);
+
+    const before = await reads({ target: 'replica' });
+    for (const wire of wires) {
+      const got = await wire.get(alice, done);
+      expect(got).toMatchObject({ ok: true });
+      expect(JSON.stringify(got)).not.toContain('moved on the primary');
+      expect(JSON.stringify(got)).toContain('completed');
+      // The result of a completed task (kept, not delete-on-read) comes from there too.
+      const result = await wire.result(alice, done);
+      expect(result).toMatchObject({ ok: true });
+    }
+    expect(await reads({ target: 'replica' })).toBeGreaterThanOrEqual(before + 2 * wires.length);
+    // The lists are the replica's: the directly written task is not in them yet …
+    for (const wire of [coreWire(stack.mcpUrl), jobToolsWire(stack.mcpUrl)]) {
+      const listed = (await wire.list(alice))!;
+      expect(listed).toContain(done);
+      expect(listed).not.toContain(direct);
+    }
+    // … yet asking for it by id is never "not found": the primary is asked before saying so.
+    const notFound = await reads({ target: 'primary', reason: 'not_found' });
+    expect(await extWire(stack.mcpUrl).get(alice, direct)).toMatchObject({ ok: true });
+    expect(await reads({ target: 'primary', reason: 'not_found' })).toBe(notFound + 1);
+  });
+
+  test("a caller's own start and cancel are seen at once while the replica lags behind", async () => {
+    // No worker: the tasks stay queued, and the gateway settles the cancels itself.
+    for (const w of stack.workers) await w.stop();
+    await resumeReplay();
+    const queued: string[] = [];
+    for (const [i, wire] of wires.entries())
+      queued.push(await wire.start(alice, 'generate_report', { report: `queued-${i}`, rows: 1 }));
+    for (const id of queued)
+      await pollUntil(
+        () => statusOn(replicaDb, id),
+        (s) => s === 'working',
+      );
+    await pauseReplay();
+    const ownWrites = await reads({ target: 'primary', reason: 'own_write' });
+    for (const [i, wire] of wires.entries()) {
+      // A task the replica holds, as it was: cancelled now, the caller's next read says so.
+      expect(await wire.cancel(alice, queued[i]!)).toMatchObject({ ok: true });
+      expect(await statusOn(replicaDb, queued[i]!)).toBe('working');
+      expect(JSON.stringify(await wire.get(alice, queued[i]!))).toContain('cancelled');
+      // A task the replica has not seen at all.
+      const id = await wire.start(alice, 'generate_report', { report: `fresh-${i}`, rows: 1 });
+      expect(await statusOn(replicaDb, id)).toBeUndefined();
+      const got = await wire.get(alice, id);
+      expect(got).toMatchObject({ ok: true });
+      expect(JSON.stringify(got)).toContain('working');
+      const listed = await wire.list(alice);
+      if (listed) expect(listed).toEqual(expect.arrayContaining([id, queued[i]!]));
+    }
+    expect(await reads({ target: 'primary', reason: 'own_write' })).toBeGreaterThan(ownWrites);
+    // Replay resumes: the replica catches up and answers again, now with what it missed.
+    await resumeReplay();
+    await pollUntil(
+      () => statusOn(replicaDb, direct),
+      (s) => s === 'working' || s === 'completed',
+    );
+    const listed = await pollUntil(
+      async () => (await coreWire(stack.mcpUrl).list(alice))!,
+      (ids) => ids.includes(direct),
+    );
+    expect(listed).toContain(done);
+  });
+
+  test('a replica that stops: every read is answered by the primary, never a 500', async () => {
+    await standby.stop();
+    for (const wire of wires) {
+      const got = await wire.get(alice, done);
+      expect(got).toMatchObject({ ok: true });
+      expect(JSON.stringify(got)).toContain('moved on the primary');
+    }
+    expect((await coreWire(stack.mcpUrl).list(alice))!).toContain(direct);
+    const raw = await rpc2026(
+      stack.mcpUrl,
+      alice,
+      'tasks/get',
+      { taskId: done },
+      { tasksExtension: true },
+    );
+    expect(raw.status).toBe(200);
+    expect(raw.body.result.status).toBe('completed');
+    const fallbacks =
+      (await reads({ target: 'primary', reason: 'replica_failed' })) +
+      (await reads({ target: 'primary', reason: 'replica_down' }));
+    expect(fallbacks).toBeGreaterThan(0);
+  });
+});
+
+async function onStandby(text: string) {
+  const c = new pg.Client({ connectionString: standby.url });
+  await c.connect();
+  try {
+    return (await c.query(text)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+async function pauseReplay() {
+  await onStandby('SELECT pg_wal_replay_pause()');
+  await pollUntil(
+    async () => (await onStandby('SELECT pg_get_wal_replay_pause_state() AS s'))[0].s,
+    (s) => s === 'paused',
+  );
+}
+
+async function resumeReplay() {
+  await onStandby('SELECT pg_wal_replay_resume()');
+}
+
+/** A new task of the same owner, inserted on the primary directly (not through the gateway). */
+async function copyTask(id: string): Promise<string> {
+  const copy = newTaskId();
+  const c = new pg.Client({ connectionString: stack.db.url });
+  await c.connect();
+  try {
+    await c.query('CREATE TEMP TABLE copy AS SELECT * FROM app.tasks WHERE id = $1', [id]);
+    await c.query(
+      `UPDATE copy SET id = $1, dedupe_key = NULL, job_id = NULL, created_at = now(),
+              status = 'working', ended_at = NULL, outcome = NULL, ended_by = NULL,
+              started_at = NULL, lease_owner = NULL, status_message = 'queued'`,
+      [copy],
+    );
+    await c.query('INSERT INTO app.tasks SELECT * FROM copy');
+  } finally {
+    await c.end();
+  }
+  return copy;
+}
