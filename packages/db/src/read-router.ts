@@ -155,6 +155,33 @@ export function createReadRouter(options: ReadRouterOptions): ReadRouter {
   timer?.unref();
   if (replica) void check();
 
+  const remember = (keys: readonly string[], lsn: bigint) => {
+    for (const key of keys) {
+      writes.delete(key); // re-inserted last: the map stays ordered by write
+      writes.set(key, lsn);
+    }
+    while (writes.size > maxRemembered) writes.delete(writes.keys().next().value!);
+  };
+
+  // One position query serves every write noted while it was not yet sent (the settle
+  // notifications of a busy cluster arrive by the hundred): a batch is sent once the one
+  // before it has answered, so its answer is taken after each of its writes committed.
+  let inFlight: Promise<unknown> | undefined;
+  let next: Promise<bigint> | undefined;
+  const positionAfter = (): Promise<bigint> =>
+    (next ??= (async () => {
+      await inFlight?.catch(() => {});
+      const mine = next!;
+      next = undefined;
+      inFlight = mine;
+      // Never fails the write it follows: unknown, the keys read from the primary until the
+      // map forgets them.
+      return primary
+        .query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn')
+        .then((r) => parseLsn(r.rows[0]!.lsn))
+        .catch(() => UNKNOWN_LSN);
+    })());
+
   /** Where a read for `keys` should go now, and why. */
   const choose = async (keys: readonly string[]): Promise<ReadReason> => {
     if (!replica) return 'no_replica';
@@ -202,18 +229,13 @@ export function createReadRouter(options: ReadRouterOptions): ReadRouter {
     },
     async wrote(keys) {
       if (!replica || keys.length === 0) return;
-      // After the commit: at or past the commit record, so replaying up to it shows the write.
-      // Never fails the write it follows: unknown, the keys read from the primary until the
-      // map forgets them.
-      const lsn = await primary
-        .query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn')
-        .then((r) => parseLsn(r.rows[0]!.lsn))
-        .catch(() => UNKNOWN_LSN);
-      for (const key of keys) {
-        writes.delete(key); // re-inserted last: the map stays ordered by write
-        writes.set(key, lsn);
-      }
-      while (writes.size > maxRemembered) writes.delete(writes.keys().next().value!);
+      // At once, before any await: a read for these keys that comes in meanwhile goes to the
+      // primary (UNKNOWN_LSN is past every position) …
+      remember(keys, UNKNOWN_LSN);
+      // … until the primary's position after the commit is known: at or past the commit
+      // record, so a replica that replayed up to it shows the write.
+      const lsn = await positionAfter();
+      for (const key of keys) if (writes.get(key) === UNKNOWN_LSN) writes.set(key, lsn);
     },
     state: () => ({
       up,

@@ -93,8 +93,11 @@ async function ownedTask(
 /** The read-your-writes keys of a caller (and of one of its tasks): see docs/scaling.md. */
 export function readKeys(p: Principal, taskId?: string): string[] {
   const caller = `caller:${p.tenant}\u0000${p.subject}\u0000${p.client}`;
-  return taskId ? [caller, `task:${taskId}`] : [caller];
+  return taskId ? [caller, taskReadKey(taskId)] : [caller];
 }
+
+/** The read-your-writes key of one task, whoever wrote it. */
+export const taskReadKey = (taskId: string) => `task:${taskId}`;
 
 /** For the audit record only; never shown to the caller. */
 async function whyNotFound(pool: Pool, taskId: string, p: Principal): Promise<string> {

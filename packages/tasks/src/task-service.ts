@@ -4,7 +4,7 @@ import { appendAuditGrouped } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { LongToolDefinition } from '@mtg/tools';
-import { authorizeTask, deny, readKeys, type VerbContext } from './authorize-task.ts';
+import { authorizeTask, deny, readKeys, taskReadKey, type VerbContext } from './authorize-task.ts';
 import { cancelTask, type CancelOptions } from './cancel-task.ts';
 import { CHANNELS } from './channels.ts';
 import {
@@ -117,6 +117,16 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     }),
   };
   const random = deps.random ?? Math.random;
+  // A task that ended anywhere (a worker, a cancel through another gateway replica): every
+  // gateway hears of it at its commit, and reads it from the primary until the replica has
+  // replayed that far, so a poll never shows a task running that its owner saw end.
+  if (deps.reads) {
+    const reads = deps.reads;
+    deps.events.on(CHANNELS.settled, (payload) => {
+      if (typeof payload.taskId === 'string' && TASK_ID.test(payload.taskId))
+        void reads.wrote([taskReadKey(payload.taskId)]);
+    });
+  }
   const scopeOf = (tool: string) => deps.tools.get(tool)?.scope;
   const owner = (p: Principal) => ({ tenant: p.tenant, subject: p.subject, client: p.client });
 
