@@ -23,7 +23,6 @@ export {
 export { checkSchemaVersion, SchemaNotMigratedError } from './check-schema-version.ts';
 export {
   createReadRouter,
-  parseLsn,
   type ReadReason,
   type ReadRouter,
   type ReadRouterOptions,

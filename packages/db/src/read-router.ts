@@ -79,7 +79,7 @@ export interface ReadRouter {
 const UNKNOWN_LSN = 0xffffffffffffffffn;
 
 /** `X/Y` (hex halves) as one number, for comparing WAL positions. */
-export function parseLsn(lsn: string): bigint {
+function parseLsn(lsn: string): bigint {
   const m = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/.exec(lsn);
   if (!m) throw new Error(`not a WAL position: ${lsn}`);
   return (BigInt('0x' + m[1]) << 32n) | BigInt('0x' + m[2]);
