@@ -8,7 +8,17 @@ import pg from 'pg';
 import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
 import { createGatewayServer } from '../../apps/gateway/src/tls.ts';
 import { parseConfig } from '../../packages/config/src/index.ts';
+import {
+  createPool,
+  createReadPreferringPool,
+  dropLoginRoles,
+  loginUrl,
+  provisionLoginRoles,
+  ROLES,
+} from '../../packages/db/src/index.ts';
 import { createLogger } from '../../packages/log/src/index.ts';
+import { runScript } from '../../packages/audit/test/support/run-script.ts';
+import { taskTimeline } from '../../apps/console/src/queries/task-timeline.ts';
 import { newTaskId } from '../../packages/tasks/src/index.ts';
 import { adminDatabaseUrl } from '../support/database.ts';
 import {
@@ -39,6 +49,10 @@ let alice: string;
 let wires: Wire[];
 /** The relay the gateways reach the standby through (cut to make the replica go away). */
 let relay: TcpProxy;
+/** An auditor's login (a member of mtg_auditor only), on the primary; the replica has it too. */
+let auditor: string;
+/** A task started while the replica's replay was paused (the auditors' test). */
+let fresh: string;
 /** A second gateway replica on the same database and replica, as behind a load balancer. */
 let other: { url: string; close(): Promise<void> };
 /** The replica's copy of the stack's database, as its superuser. */
@@ -69,6 +83,13 @@ suite('read replica (DATABASE_READ_URL)', () => {
     // A generous bound: the replay stays paused for a while below, and must still be used.
     mark('primary');
     stack = await startStack({ workers: 1, env: { DATABASE_READ_MAX_LAG_MS: '300000' } });
+    const login = {
+      name: `${stack.db.name}_auditor`,
+      password: 'auditor-' + newTaskId(),
+      group: ROLES.auditor,
+    };
+    await provisionLoginRoles(stack.db.url, [login]);
+    auditor = loginUrl(stack.db.url, login);
     mark('stack');
     standby = await startHotStandby(tools, primary?.url ?? adminDatabaseUrl());
     replicaDb = onPort(stack.db.url, standby.port).replace(/\/\/[^@]*@/, '//postgres@');
@@ -95,6 +116,8 @@ suite('read replica (DATABASE_READ_URL)', () => {
     await other?.close();
     await stack?.close();
     await relay?.close();
+    if (auditor && !primary)
+      await dropLoginRoles(adminDatabaseUrl(), [decodeURIComponent(new URL(auditor).username)]);
     await standby?.stop();
     await primary?.stop();
   });
@@ -201,10 +224,8 @@ suite('read replica (DATABASE_READ_URL)', () => {
   });
 
   test('a replica that goes away: the primary answers every read, never a 500; then back', async () => {
-    await pollUntil(
-      () => statusOn(replicaDb, direct),
-      (s) => s !== undefined,
-    );
+    // Caught up with everything so far (alice's own writes included): alice reads the replica.
+    await catchUp();
     await pauseReplay();
     await sql(stack.db.url, `UPDATE app.tasks SET status_message = 'moved again' WHERE id = $1`, [
       done,
@@ -240,6 +261,68 @@ suite('read replica (DATABASE_READ_URL)', () => {
       15_000,
     );
     await resumeReplay();
+  });
+
+  test("auditors read the replica: the console's queries and the audit CLI", async () => {
+    const auditorPool = (url: string) =>
+      createPool({ connectionString: url, role: ROLES.auditor, max: 2 });
+    const pool = createReadPreferringPool({
+      primary: auditorPool(auditor),
+      replica: auditorPool(relay.via(auditor)),
+      maxLagMs: 300_000,
+    });
+    try {
+      // In use once measured (as long as the replica streams, nothing is stale yet).
+      await pollUntil(
+        async () => (await pool.query('SELECT pg_is_in_recovery() AS standby')).rows[0].standby,
+        (standby) => standby === true,
+      );
+      await pauseReplay();
+      // A task the replica has not replayed: its task.created is on the primary only.
+      fresh = await extWire(stack.mcpUrl).start(alice, 'generate_report', {
+        report: 'audited',
+        rows: 1,
+      });
+      const scope = { tenant: 'acme' };
+      // The console's timeline query is answered by the replica …
+      expect(await taskTimeline(pool, scope, fresh)).toBeUndefined();
+      expect(await taskTimeline(pool, scope, done)).toBeDefined();
+      // … and with the replica gone, by the primary, with the fresh task's events.
+      await relay.down();
+      expect((await taskTimeline(pool, scope, fresh))?.map((e) => e.type)).toContain(
+        'task.created',
+      );
+      await relay.up();
+    } finally {
+      await pool.end();
+    }
+
+    const cli = (extra: Record<string, string>) =>
+      runScript('scripts/audit.ts', ['task', fresh, '--format', 'json'], {
+        DATABASE_URL: auditor,
+        DATA_DIR: standby.dir,
+        ...extra,
+      });
+    // Behind what the primary had when the command began: the primary is read, nothing missed.
+    const behind = await cli({
+      DATABASE_READ_URL: relay.via(auditor),
+      DATABASE_READ_MAX_LAG_MS: '300',
+    });
+    expect(behind.stderr).toMatch(/has not replayed up to .* reading the primary/);
+    expect(behind.code).toBe(0);
+    expect(JSON.parse(behind.stdout).map((e: { type: string }) => e.type)).toContain(
+      'task.created',
+    );
+    await resumeReplay();
+    const caughtUp = await cli({ DATABASE_READ_URL: relay.via(auditor) });
+    expect(caughtUp.stderr).toMatch(/reading the replica/);
+    expect(caughtUp.code).toBe(0);
+    expect(caughtUp.stdout).toBe(behind.stdout);
+    await relay.down();
+    const unreachable = await cli({ DATABASE_READ_URL: relay.via(auditor) });
+    expect(unreachable.stderr).toMatch(/unreachable .*reading the primary/);
+    expect(unreachable.stdout).toBe(behind.stdout);
+    await relay.up();
   });
 });
 
@@ -285,6 +368,16 @@ async function pauseReplay() {
 
 async function resumeReplay() {
   await onStandby('SELECT pg_wal_replay_resume()');
+}
+
+/** Until the standby has replayed all the primary has written so far. */
+async function catchUp() {
+  const [{ lsn }] = await sql(stack.db.url, 'SELECT pg_current_wal_lsn()::text AS lsn');
+  await pollUntil(
+    async () =>
+      (await onStandby(`SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS done`))[0].done,
+    (done) => done === true,
+  );
 }
 
 /** A new task of the same owner, inserted on the primary directly (not through the gateway). */

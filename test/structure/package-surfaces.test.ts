@@ -89,6 +89,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'checkApplicationLogin',
       'checkSchemaVersion',
       'createPool',
+      'createReadPreferringPool',
       'createReadRouter',
       'databaseFailureOf',
       'databaseUrlFor',

@@ -28,3 +28,4 @@ export {
   type ReadRouterOptions,
   type ReadTarget,
 } from './read-router.ts';
+export { createReadPreferringPool } from './read-preferring-pool.ts';
