@@ -22,11 +22,11 @@ import { taskTimeline } from '../../apps/console/src/queries/task-timeline.ts';
 import { newTaskId } from '../../packages/tasks/src/index.ts';
 import { adminDatabaseUrl } from '../support/database.ts';
 import {
-  acceptsReplication,
   onPort,
   standbyTools,
   startHotStandby,
   startOwnPrimary,
+  whyNotReplicable,
   type PgServer,
 } from '../support/hot-standby.ts';
 import { sample } from '../support/metrics-sample.ts';
@@ -43,6 +43,7 @@ if (skipped) process.stderr.write(`\nread-replica tests skipped: ${skipped}\n`);
 const suite = skipped ? describe.skip : describe;
 
 let primary: PgServer | undefined;
+let adminUrl: string | undefined;
 let standby: PgServer;
 let stack: Stack;
 let alice: string;
@@ -69,19 +70,18 @@ const statusOn = async (url: string, id: string) =>
 suite('read replica (DATABASE_READ_URL)', () => {
   beforeAll(async () => {
     if ('missing' in tools) return;
-    const t0 = Date.now();
-    const mark = (what: string) => process.stderr.write(`${what}: ${Date.now() - t0} ms\n`);
     // The test cluster when it lets us stream from it; else a primary of this test's own.
-    if (!(await acceptsReplication(tools, adminDatabaseUrl()))) {
+    const refused = await whyNotReplicable(tools, adminDatabaseUrl());
+    if (refused) {
       primary = await startOwnPrimary(tools);
+      // For startStack's database (restored after: later test files use the test cluster).
+      adminUrl = process.env.TEST_ADMIN_DATABASE_URL;
       process.env.TEST_ADMIN_DATABASE_URL = primary.url;
       process.stderr.write(
-        '\nread-replica: the test cluster refuses replication connections from 127.0.0.1 ' +
-          "(no pg_hba.conf `replication` entry): streaming from a primary of the test's own\n",
+        `\nread-replica: not streaming from the test cluster (${refused}): from a primary of the test's own\n`,
       );
     }
     // A generous bound: the replay stays paused for a while below, and must still be used.
-    mark('primary');
     stack = await startStack({ workers: 1, env: { DATABASE_READ_MAX_LAG_MS: '300000' } });
     const login = {
       name: `${stack.db.name}_auditor`,
@@ -90,10 +90,8 @@ suite('read replica (DATABASE_READ_URL)', () => {
     };
     await provisionLoginRoles(stack.db.url, [login]);
     auditor = loginUrl(stack.db.url, login);
-    mark('stack');
     standby = await startHotStandby(tools, primary?.url ?? adminDatabaseUrl());
     replicaDb = onPort(stack.db.url, standby.port).replace(/\/\/[^@]*@/, '//postgres@');
-    mark('standby');
     relay = await startTcpProxy({ host: '127.0.0.1', port: standby.port });
     stack.env.DATABASE_READ_URL = relay.via(stack.db.logins.gateway);
     await stack.restartGateway();
@@ -109,7 +107,6 @@ suite('read replica (DATABASE_READ_URL)', () => {
         ),
       (lag) => lag !== undefined && lag >= 0,
     );
-    mark('ready');
   }, 120_000);
 
   afterAll(async () => {
@@ -120,6 +117,7 @@ suite('read replica (DATABASE_READ_URL)', () => {
       await dropLoginRoles(adminDatabaseUrl(), [decodeURIComponent(new URL(auditor).username)]);
     await standby?.stop();
     await primary?.stop();
+    if (primary) process.env.TEST_ADMIN_DATABASE_URL = adminUrl;
   });
 
   let done: string;

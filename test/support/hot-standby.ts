@@ -60,14 +60,24 @@ export async function standbyTools(): Promise<Tools | { missing: string }> {
   }
 }
 
-/** Whether the server at `adminUrl` lets us stream from it (pg_hba `replication` entry). */
-export async function acceptsReplication(tools: Tools, adminUrl: string): Promise<boolean> {
+/**
+ * Why the server at `adminUrl` cannot be the standby's primary (another major version than
+ * the local binaries, or no pg_hba.conf `replication` entry for us), or undefined if it can.
+ */
+export async function whyNotReplicable(
+  tools: Tools,
+  adminUrl: string,
+): Promise<string | undefined> {
   const u = new URL(adminUrl);
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    const v = await client.query<{ v: string }>('SHOW server_version_num');
-    if (Math.floor(Number(v.rows[0]!.v) / 10_000) !== tools.major) return false;
+    const v = await client.query<{ v: string }>(
+      "SELECT current_setting('server_version_num') AS v",
+    );
+    const major = Math.floor(Number(v.rows[0]!.v) / 10_000);
+    if (major !== tools.major)
+      return `it is PostgreSQL ${major}, the local server binaries are ${tools.major}`;
   } finally {
     await client.end();
   }
@@ -76,9 +86,9 @@ export async function acceptsReplication(tools: Tools, adminUrl: string): Promis
     await run(path.join(tools.bin, 'psql'), ['-d', conninfo, '-Atc', 'IDENTIFY_SYSTEM'], {
       env: { ...process.env, PGPASSWORD: decodeURIComponent(u.password) },
     });
-    return true;
+    return undefined;
   } catch {
-    return false;
+    return 'it refuses replication connections from 127.0.0.1 (no pg_hba.conf `replication` entry)';
   }
 }
 
@@ -118,19 +128,24 @@ export async function startHotStandby(tools: Tools, primaryUrl: string): Promise
   const u = new URL(primaryUrl);
   const root = await serverDir(tools, 'mtg-standby-');
   const dir = path.join(root, 'data');
-  await runAsServer(
-    tools,
-    'pg_basebackup',
-    [
-      '-h',
-      u.hostname,
-      '-p',
-      u.port || '5432',
-      '-U',
-      decodeURIComponent(u.username || 'postgres'),
-    ].concat(['-D', dir, '-R', '-X', 'stream', '--no-sync', '--checkpoint=fast']),
-    { PGPASSWORD: decodeURIComponent(u.password) },
-  );
+  try {
+    await runAsServer(
+      tools,
+      'pg_basebackup',
+      [
+        '-h',
+        u.hostname,
+        '-p',
+        u.port || '5432',
+        '-U',
+        decodeURIComponent(u.username || 'postgres'),
+      ].concat(['-D', dir, '-R', '-X', 'stream', '--no-sync', '--checkpoint=fast']),
+      { PGPASSWORD: decodeURIComponent(u.password) },
+    );
+  } catch (error) {
+    await rm(root, { recursive: true, force: true });
+    throw error;
+  }
   // A packaged cluster keeps its configuration outside the data directory (/etc/postgresql):
   // the copy then has none, so give it its own (only loopback, trust).
   for (const [file, text] of [
@@ -148,7 +163,33 @@ export async function startHotStandby(tools: Tools, primaryUrl: string): Promise
       if (tools.runAs) await chown(target, tools.runAs.uid, tools.runAs.gid);
     }
   }
-  return startServer(tools, root, dir, { hot_standby: 'on' });
+  return startServer(tools, root, dir, {
+    ...(await standbyMinimums(primaryUrl)),
+    hot_standby: 'on',
+  });
+}
+
+// A hot standby refuses to start with less of these than its primary has.
+const AT_LEAST_THE_PRIMARYS = [
+  'max_connections',
+  'max_worker_processes',
+  'max_wal_senders',
+  'max_prepared_transactions',
+  'max_locks_per_transaction',
+];
+
+async function standbyMinimums(primaryUrl: string): Promise<Record<string, string>> {
+  const client = new pg.Client({ connectionString: primaryUrl });
+  await client.connect();
+  try {
+    const r = await client.query<{ name: string; setting: string }>(
+      'SELECT name, setting FROM pg_settings WHERE name = ANY ($1)',
+      [AT_LEAST_THE_PRIMARYS],
+    );
+    return Object.fromEntries(r.rows.map((row) => [row.name, row.setting]));
+  } finally {
+    await client.end();
+  }
 }
 
 async function startServer(
@@ -183,7 +224,10 @@ async function startServer(
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const until = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`postgres exited at start:\n${log}`);
+    if (child.exitCode !== null) {
+      await rm(root, { recursive: true, force: true });
+      throw new Error(`postgres exited at start:\n${log}`);
+    }
     const c = new pg.Client({ connectionString: url });
     c.on('error', () => {});
     const ok = await c
@@ -197,6 +241,8 @@ async function startServer(
     if (ok) break;
     if (Date.now() > until) {
       child.kill('SIGQUIT');
+      await exited;
+      await rm(root, { recursive: true, force: true });
       throw new Error(`postgres not ready after 60 s:\n${log}`);
     }
     await new Promise((r) => setTimeout(r, 100));
