@@ -221,10 +221,42 @@ suite('read replica (DATABASE_READ_URL)', () => {
     expect(listed).toContain(done);
   });
 
+  test('a replica further behind than DATABASE_READ_MAX_LAG_MS: the primary answers', async () => {
+    const strict = await secondGateway({ DATABASE_READ_MAX_LAG_MS: '500' });
+    try {
+      await catchUp();
+      await pauseReplay();
+      await sql(stack.db.url, `UPDATE app.tasks SET status_message = 'moved later' WHERE id = $1`, [
+        done,
+      ]);
+      // Within 300 s of staleness the replica still answers the first gateway …
+      expect(JSON.stringify(await extWire(stack.mcpUrl).get(alice, done))).not.toContain(
+        'moved later',
+      );
+      // … while the one that accepts 500 ms has the primary answer once the replica is older.
+      await pollUntil(
+        async () => JSON.stringify(await extWire(strict.url).get(alice, done)),
+        (answer) => answer.includes('moved later'),
+        15_000,
+      );
+      expect(JSON.stringify(await extWire(stack.mcpUrl).get(alice, done))).not.toContain(
+        'moved later',
+      );
+    } finally {
+      await strict.close();
+      await resumeReplay();
+    }
+  });
+
   test('a replica that goes away: the primary answers every read, never a 500; then back', async () => {
     // Caught up with everything so far (alice's own writes included): alice reads the replica.
     await catchUp();
     await pauseReplay();
+    const [{ status_message: replicaMessage }] = await sql(
+      replicaDb,
+      'SELECT status_message FROM app.tasks WHERE id = $1',
+      [done],
+    );
     await sql(stack.db.url, `UPDATE app.tasks SET status_message = 'moved again' WHERE id = $1`, [
       done,
     ]);
@@ -255,7 +287,7 @@ suite('read replica (DATABASE_READ_URL)', () => {
     await relay.up();
     await pollUntil(
       async () => JSON.stringify(await extWire(stack.mcpUrl).get(alice, done)),
-      (answer) => !answer.includes('moved again') && answer.includes('moved on the primary'),
+      (answer) => !answer.includes('moved again') && answer.includes(replicaMessage),
       15_000,
     );
     await resumeReplay();
@@ -325,10 +357,12 @@ suite('read replica (DATABASE_READ_URL)', () => {
 });
 
 /** Another gateway process's worth: its own pools, router and listener, the same env. */
-async function secondGateway(): Promise<{ url: string; close(): Promise<void> }> {
+async function secondGateway(
+  env: Record<string, string> = {},
+): Promise<{ url: string; close(): Promise<void> }> {
   const port = await freePort();
   const gateway = await buildGateway(
-    parseConfig(gatewayConfigSchema, { ...stack.env, GATEWAY_PORT: String(port) }),
+    parseConfig(gatewayConfigSchema, { ...stack.env, GATEWAY_PORT: String(port), ...env }),
     createLogger('test', { silent: !process.env.TEST_LOGS }),
     { registry: stack.registry },
   );
