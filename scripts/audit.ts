@@ -15,7 +15,8 @@ import {
   TASK_COLUMNS,
   taskEvents,
 } from './lib/audit/auditor-queries.ts';
-import { CliError, connect, messageOf, resolveDatabaseUrl } from './lib/audit/database.ts';
+import { CliError, messageOf, resolveDatabaseUrl } from './lib/audit/database.ts';
+import { connectForReading } from './lib/audit/read-replica.ts';
 import { formatRows, type RowFormat } from './lib/audit/format-rows.ts';
 import { runCli } from './lib/run-cli.ts';
 
@@ -32,7 +33,9 @@ hashes and the signed checkpoint that covers them) to verify offline with
 are redacted to their hashes.
 
 Database: DATABASE_URL, else the running embedded PostgreSQL of \`npm start\`; role
-DATABASE_ROLE (default mtg_auditor, which reads the audit views only).
+DATABASE_ROLE (default mtg_auditor, which reads the audit views only). DATABASE_READ_URL: a
+hot standby to read instead, once it has replayed what the primary had when the command began
+(waiting up to DATABASE_READ_MAX_LAG_MS, default 2000; else the primary is read).
 
 Exit status: 0 done; 1 nothing found (task); 2 usage or configuration; 3 could not run.`;
 
@@ -42,6 +45,11 @@ const schema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
     .optional(),
   DATABASE_ROLE: z.string().regex(/^\w+$/, 'must be a role name').default('mtg_auditor'),
+  DATABASE_READ_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(0).max(600_000).default(2000),
 });
 
 function sinceOf(value: string, now: Date): Date {
@@ -140,7 +148,15 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
 
   const config = parseConfig(schema, env);
   const { url, where } = await resolveDatabaseUrl(config.DATABASE_URL, dataDir(env));
-  const client = await connect(url, where, config.DATABASE_ROLE, 'audit-cli');
+  const client = await connectForReading({
+    url,
+    where,
+    ...(config.DATABASE_READ_URL ? { readUrl: config.DATABASE_READ_URL } : {}),
+    role: config.DATABASE_ROLE,
+    name: 'audit-cli',
+    maxWaitMs: config.DATABASE_READ_MAX_LAG_MS,
+    note: (line) => process.stderr.write(`audit: ${line}\n`),
+  });
   try {
     if (selection) {
       const built = await buildBundle(

@@ -20,6 +20,16 @@ export const consoleConfigSchema = z
     CONSOLE_SESSION_KEYS: credentialKeysEnv.CREDENTIAL_KEYS,
     /** A session nobody used for this long ends (its token's expiry ends it anyway). */
     CONSOLE_SESSION_IDLE_SECONDS: z.coerce.number().int().min(60).max(86_400).default(1800),
+    /**
+     * A hot standby of DATABASE_URL (same logins) that the pages' queries read instead while
+     * it is at most DATABASE_READ_MAX_LAG_MS stale (the sessions stay on DATABASE_URL);
+     * unset: the primary (docs/scaling.md).
+     */
+    DATABASE_READ_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+      .optional(),
+    DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(10).max(600_000).default(2000),
     /** The authorization server people log in at. */
     AUTH_ISSUER: url().optional(),
     IDP_ISSUER: url().optional(),

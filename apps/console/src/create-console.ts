@@ -18,6 +18,11 @@ import { taskRoutes } from './routes/task-routes.ts';
 export interface ConsoleOptions {
   /** A pool whose sessions run as mtg_console (the audit views, its sessions, the queues). */
   pool: Pool;
+  /**
+   * Where the pages' queries (audit views, queues) go instead: a pool preferring the read
+   * replica (DATABASE_READ_URL). Sessions, and readiness, stay on `pool`. Unset: `pool`.
+   */
+  readPool?: Pool;
   /** AES-256-GCM keys of the sessions at rest (CONSOLE_SESSION_KEY[S]); `current` seals. */
   sessionKeys: { keys: Record<string, Buffer>; current: string };
   /** Idle timeout of a session (default 30 minutes). */
@@ -53,6 +58,7 @@ function chartJsFile(): string {
 /** The console's Express app: login, sessions, CSRF and CSP, the pages and the actions. */
 export function createConsole(options: ConsoleOptions) {
   const { pool, logger } = options;
+  const reads = options.readPool ?? pool;
   const now = options.now ?? (() => new Date());
   const oidc = createOidcClient({
     issuer: options.issuer,
@@ -108,11 +114,11 @@ export function createConsole(options: ConsoleOptions) {
   );
   app.use(requireSession(sessions));
   app.get('/', (_req, res) => res.redirect(303, '/tasks'));
-  app.use(taskRoutes({ pool, logger, actions, keys: options.checkpointKeys }));
-  app.use(auditRoutes({ pool, logger, actions, keys: options.checkpointKeys, now }));
+  app.use(taskRoutes({ pool: reads, logger, actions, keys: options.checkpointKeys }));
+  app.use(auditRoutes({ pool: reads, logger, actions, keys: options.checkpointKeys, now }));
   app.use(
     queueRoutes({
-      pool,
+      pool: reads,
       logger,
       endpoints: options.metricsEndpoints ?? [
         { name: 'gateway', url: new URL('/metrics', options.gatewayResource).href },

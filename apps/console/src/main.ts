@@ -8,6 +8,7 @@ import {
   checkApplicationLogin,
   checkSchemaVersion,
   createPool,
+  createReadPreferringPool,
   SchemaNotMigratedError,
 } from '@mtg/db';
 import { createLogger } from '@mtg/log';
@@ -36,6 +37,26 @@ async function main() {
   });
   // Refuse a login that could leave mtg_console (a superuser, the owner): the console reads.
   await checkApplicationLogin(pool, config.DATABASE_ROLE);
+  // The pages' queries only read: with DATABASE_READ_URL, from the replica while it is fit
+  // (its sessions stay on `pool`, the primary). Ending it ends `pool` too.
+  const readPool = config.DATABASE_READ_URL
+    ? createReadPreferringPool({
+        primary: pool,
+        replica: createPool({
+          connectionString: config.DATABASE_READ_URL,
+          role: config.DATABASE_ROLE,
+          applicationName: 'console-read',
+          max: 5,
+        }),
+        maxLagMs: config.DATABASE_READ_MAX_LAG_MS,
+        onReplicaState: (state, error) =>
+          state === 'up'
+            ? logger.info('read replica in use')
+            : logger.warn('read replica unusable: reading from the primary', {
+                error: error?.message,
+              }),
+      })
+    : undefined;
   // The public keys of the checkpoints, read on each use so a rotation needs no restart.
   const jwksFile =
     config.AUDIT_JWKS_FILE ??
@@ -60,6 +81,7 @@ async function main() {
   const url = config.CONSOLE_URL ?? `http://${config.CONSOLE_HOST}:${port}`;
   const { app } = createConsole({
     pool,
+    ...(readPool ? { readPool } : {}),
     logger,
     baseUrl: url,
     issuer: config.issuer,
@@ -81,7 +103,7 @@ async function main() {
     if (stopping) return;
     stopping = true;
     logger.info('stopping', { reason });
-    server.close(() => void pool.end().then(() => process.exit(0)));
+    server.close(() => void (readPool ?? pool).end().then(() => process.exit(0)));
     server.closeIdleConnections();
     setTimeout(() => server.closeAllConnections(), 5_000).unref();
   };

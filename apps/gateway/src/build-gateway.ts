@@ -1,5 +1,11 @@
 import type https from 'node:https';
-import { checkApplicationLogin, createPool } from '@mtg/db';
+import {
+  checkApplicationLogin,
+  createPool,
+  createReadRouter,
+  databaseFailureOf,
+  type Pool,
+} from '@mtg/db';
 import { createCredentialCipher, createKeySource, createTokenExchanger } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
@@ -9,6 +15,7 @@ import {
   createAuditAppendMetrics,
   createExchangeMetrics,
   createGatewayMetrics,
+  createReadRouteMetrics,
   createRegistry,
   instrumentExchanger,
   registerAuditGauges,
@@ -110,6 +117,14 @@ export async function buildGateway(
     await pool.end();
     throw error;
   });
+  const readPool = config.DATABASE_READ_URL
+    ? await openReadReplica(config.DATABASE_READ_URL, config.DATABASE_ROLE, logger).catch(
+        async (error: unknown) => {
+          await pool.end();
+          throw error;
+        },
+      )
+    : undefined;
   const boss = createBoss(pool, { supervise: false });
   boss.on('error', (error: Error) => logger.warn('pg-boss error', { error: error.message }));
   await boss.start();
@@ -173,11 +188,30 @@ export async function buildGateway(
         .getQueue(queue)
         .then((q) => (q ? { queued: q.queuedCount, active: q.activeCount } : undefined)),
   });
+  function routeReads(replica: Pool) {
+    const readsTotal = createReadRouteMetrics(registry, () => router.state());
+    const router = createReadRouter({
+      primary: pool,
+      replica,
+      maxLagMs: config.DATABASE_READ_MAX_LAG_MS,
+      onRead: (target, reason) => readsTotal.inc({ target, reason }),
+      onReplicaState: (state, error) =>
+        state === 'up'
+          ? logger.info('read replica in use')
+          : logger.warn('read replica unusable: reading from the primary', {
+              error: error?.message,
+            }),
+    });
+    return router;
+  }
+  // With a replica: polls, kept results and lists may read it; everything else stays on `pool`.
+  const reads = readPool && routeReads(readPool);
   const appendSeconds = createAuditAppendMetrics(registry);
   observeAuditAppends(pool, (seconds) => appendSeconds.observe(seconds));
   delegation.exchanger = instrumentExchanger(delegation.exchanger, createExchangeMetrics(registry));
   const service = createTaskService({
     pool,
+    ...(reads ? { reads } : {}),
     queue: createJobQueue(boss),
     events,
     tools: longTools,
@@ -324,9 +358,37 @@ export async function buildGateway(
       ssfKeys.stop();
       await events.close();
       await boss.stop({ graceful: false, close: false }).catch(() => {});
+      await reads?.close();
+      await readPool?.end();
       await pool.end();
     },
   };
+}
+
+/**
+ * The read replica's pool. Its login is checked as the primary's is (a superuser login there
+ * is as dangerous as here); a replica that cannot be reached now is no reason not to start:
+ * the reads go to the primary until it answers.
+ */
+async function openReadReplica(url: string, role: string, logger: Logger) {
+  const readPool = createPool({
+    connectionString: url,
+    role,
+    applicationName: 'gateway-read',
+    max: 20,
+  });
+  try {
+    await checkApplicationLogin(readPool, role);
+  } catch (error) {
+    if (!databaseFailureOf(error) || databaseFailureOf(error)?.code !== 'database_unavailable') {
+      await readPool.end();
+      throw error;
+    }
+    logger.warn('read replica not reachable at start: reading from the primary until it is', {
+      error: (error as Error).message,
+    });
+  }
+  return readPool;
 }
 
 async function discoverWithRetry(issuer: string, logger: Logger): Promise<string> {

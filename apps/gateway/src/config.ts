@@ -18,6 +18,17 @@ export const gatewayConfigSchema = z
     GATEWAY_RESOURCE: url().optional(),
     DATABASE_URL: z.string().min(1, 'is required (postgres://...)'),
     DATABASE_ROLE: z.string().min(1).default('mtg_gateway'),
+    /**
+     * A hot standby of DATABASE_URL (same logins): task status reads, kept results and lists
+     * go there while it is within DATABASE_READ_MAX_LAG_MS; unset: everything on the primary
+     * (docs/scaling.md, "Read replicas").
+     */
+    DATABASE_READ_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+      .optional(),
+    /** The replica is read only while at most this stale (ms); past it, the primary answers. */
+    DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(10).max(600_000).default(2000),
     /** The authorization server this gateway trusts. */
     AUTH_ISSUER: url().optional(),
     IDP_ISSUER: url().optional(),

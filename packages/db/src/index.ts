@@ -21,3 +21,11 @@ export {
   type LoginRole,
 } from './provision-login-roles.ts';
 export { checkSchemaVersion, SchemaNotMigratedError } from './check-schema-version.ts';
+export {
+  createReadRouter,
+  type ReadReason,
+  type ReadRouter,
+  type ReadRouterOptions,
+  type ReadTarget,
+} from './read-router.ts';
+export { createReadPreferringPool } from './read-preferring-pool.ts';

@@ -19,3 +19,4 @@ export {
   type PoolCounts,
 } from './operations-metrics.ts';
 export { instrumentExchanger, instrumentFetch } from './instrument-calls.ts';
+export { createReadRouteMetrics } from './read-route-metrics.ts';

@@ -4,7 +4,7 @@ import type { Workload } from '@mtg/policy';
 import type { DenialFold } from './fold-denials.ts';
 import { NOT_FOUND, taskError, type TaskError } from './errors.ts';
 import { TASK_ID } from './task-id.ts';
-import { prepared, runPrepared } from '@mtg/db';
+import { prepared, runPrepared, type Queryable, type ReadRouter } from '@mtg/db';
 import { TASK_SELECT, type TaskRow } from './task-row.ts';
 import { OWNER_MATCH, RETAINED } from './task-state/predicates.ts';
 
@@ -43,13 +43,15 @@ export async function authorizeTask(
   verb: string,
   ctx: VerbContext,
   scopeOf: (tool: string) => string | undefined,
+  /**
+   * Given, the task row may come from the read replica (a read verb); without it, from the
+   * primary (a verb that writes or must be exact: cancel).
+   */
+  reads?: ReadRouter,
 ): Promise<{ ok: true; task: TaskRow } | TaskError> {
   const { pool } = deps;
   const p = ctx.principal;
-  const row = TASK_ID.test(taskId)
-    ? (await runPrepared<TaskRow>(pool, OWNED_TASK, [taskId, p.tenant, p.subject, p.client]))
-        .rows[0]
-    : undefined;
+  const row = TASK_ID.test(taskId) ? await ownedTask(deps, taskId, p, reads) : undefined;
   if (!row) {
     await deny(deps, ctx, verb, taskId, await whyNotFound(pool, taskId, p));
     return NOT_FOUND;
@@ -70,6 +72,32 @@ export async function authorizeTask(
   }
   return { ok: true, task: row };
 }
+
+/** The caller's retained task with this id, or undefined. */
+async function ownedTask(
+  deps: DenyDeps,
+  taskId: string,
+  p: Principal,
+  reads: ReadRouter | undefined,
+): Promise<TaskRow | undefined> {
+  const values = [taskId, p.tenant, p.subject, p.client];
+  const select = (db: Queryable) => runPrepared<TaskRow>(db, OWNED_TASK, values);
+  if (!reads) return (await select(deps.pool)).rows[0];
+  const first = await reads.read(readKeys(p, taskId), select);
+  if (first.value.rows[0] || first.target === 'primary') return first.value.rows[0];
+  // Not on the replica: perhaps created a moment ago (through another gateway replica, whose
+  // caller's next poll came here). Only the primary may say a task does not exist.
+  return (await reads.onPrimary('not_found', select)).rows[0];
+}
+
+/** The read-your-writes keys of a caller (and of one of its tasks): see docs/scaling.md. */
+export function readKeys(p: Principal, taskId?: string): string[] {
+  const caller = `caller:${p.tenant}\u0000${p.subject}\u0000${p.client}`;
+  return taskId ? [caller, taskReadKey(taskId)] : [caller];
+}
+
+/** The read-your-writes key of one task, whoever wrote it. */
+export const taskReadKey = (taskId: string) => `task:${taskId}`;
 
 /** For the audit record only; never shown to the caller. */
 async function whyNotFound(pool: Pool, taskId: string, p: Principal): Promise<string> {

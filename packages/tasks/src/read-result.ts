@@ -36,3 +36,30 @@ export async function readResult(db: Queryable, taskId: string): Promise<StoredR
     deletedOnRead: row.delete_on_read,
   };
 }
+
+/**
+ * A task's stored result, if it is one that a read leaves in place (not delete-on-read): the
+ * only kind a read replica may answer, since taking a delete-on-read result is a write.
+ */
+export async function readKeptResult(
+  db: Queryable,
+  taskId: string,
+): Promise<StoredResult | undefined> {
+  const r = await db.query<{
+    result: StoredResult['result'];
+    is_error: boolean;
+    size_bytes: number;
+  }>(
+    `SELECT result, is_error, size_bytes FROM app.task_results
+      WHERE task_id = $1 AND NOT delete_on_read AND expires_at > now()`,
+    [taskId],
+  );
+  const row = r.rows[0];
+  if (!row) return undefined;
+  return {
+    result: row.result,
+    isError: row.is_error,
+    sizeBytes: row.size_bytes,
+    deletedOnRead: false,
+  };
+}

@@ -1,9 +1,10 @@
 import type { Pool } from 'pg';
+import type { ReadRouter } from '@mtg/db';
 import { appendAuditGrouped } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { LongToolDefinition } from '@mtg/tools';
-import { authorizeTask, deny, type VerbContext } from './authorize-task.ts';
+import { authorizeTask, deny, readKeys, taskReadKey, type VerbContext } from './authorize-task.ts';
 import { cancelTask, type CancelOptions } from './cancel-task.ts';
 import { CHANNELS } from './channels.ts';
 import {
@@ -20,12 +21,20 @@ import { createDenialFold } from './fold-denials.ts';
 import { resumeIfPaused } from './task-state/resume-task.ts';
 import type { OnTaskEnded } from './task-state/settle-task.ts';
 import { isReadableCursor, listTasks, type TaskPage } from './list-tasks.ts';
-import { readResult, type StoredResult } from './read-result.ts';
+import { readKeptResult, readResult, type StoredResult } from './read-result.ts';
 import type { TaskEvents } from './task-events.ts';
+import { TASK_ID } from './task-id.ts';
 import { isTerminal, toView, type TaskRow, type TaskView } from './task-row.ts';
 
 export interface TaskServiceDeps {
+  /** The primary: every write, lock, audit append, and every read that must be exact. */
   pool: Pool;
+  /**
+   * Where status reads, result reads of kept results and lists may go instead (the read
+   * replica, DATABASE_READ_URL), with read-your-writes after this service's own starts and
+   * cancels (docs/scaling.md, "Read replicas"). Unset: every read on `pool`.
+   */
+  reads?: ReadRouter;
   queue: JobQueue;
   events: TaskEvents;
   tools: ReadonlyMap<string, LongToolDefinition>;
@@ -108,6 +117,16 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     }),
   };
   const random = deps.random ?? Math.random;
+  // A task that ended anywhere (a worker, a cancel through another gateway replica): every
+  // gateway hears of it at its commit, and reads it from the primary until the replica has
+  // replayed that far, so a poll never shows a task running that its owner saw end.
+  if (deps.reads) {
+    const reads = deps.reads;
+    deps.events.on(CHANNELS.settled, (payload) => {
+      if (typeof payload.taskId === 'string' && TASK_ID.test(payload.taskId))
+        void reads.wrote([taskReadKey(payload.taskId)]);
+    });
+  }
   const scopeOf = (tool: string) => deps.tools.get(tool)?.scope;
   const owner = (p: Principal) => ({ tenant: p.tenant, subject: p.subject, client: p.client });
 
@@ -128,7 +147,11 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
 
   const service: TaskService = {
     toolScope: scopeOf,
-    start: (input) => createTask(deps, input),
+    async start(input) {
+      const outcome = await createTask(deps, input);
+      if (outcome.ok) await deps.reads?.wrote(readKeys(input.principal, outcome.task.id));
+      return outcome;
+    },
 
     async get(taskId, ctx) {
       const r = await service.read(taskId, ctx, { withResult: false });
@@ -136,9 +159,19 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     },
 
     async read(taskId, ctx, options) {
-      const auth = await authorizeTask(deps, taskId, options.verb ?? 'get', ctx, scopeOf);
+      const auth = await authorizeTask(
+        deps,
+        taskId,
+        options.verb ?? 'get',
+        ctx,
+        scopeOf,
+        deps.reads,
+      );
       if (!auth.ok) return auth;
+      // The resume is a conditional UPDATE on the primary: a stale row from the replica can
+      // at worst find nothing to resume.
       const row = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
+      if (row !== auth.task) await deps.reads?.wrote(readKeys(ctx.principal, taskId));
       if (random() < deps.statusReadSampleRate) {
         await appendAuditGrouped(deps.pool, {
           type: 'task.status_read',
@@ -152,32 +185,20 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       const reading: TaskReading = { task: await viewOf(row), row };
       // Asked for the result of an ended task: always audited, as result() is.
       if (options.withResult && row.status === 'completed')
-        reading.result = (await takeResult(row, ctx, 'get')) ?? 'gone';
+        reading.result = (await takeResult(row, ctx, 'get', deps.reads)) ?? 'gone';
       else if (options.withResult && isTerminal(row.status))
         await auditResultRead(row, ctx, undefined);
       return { ok: true, ...reading };
     },
 
-    async result(taskId, ctx) {
-      const auth = await authorizeTask(deps, taskId, 'result', ctx, scopeOf);
-      if (!auth.ok) return auth;
-      const task = auth.task;
-      if (!isTerminal(task.status)) {
-        return taskError('result_not_ready', `Task is ${task.status}; its result is not ready yet`);
-      }
-      if (task.status !== 'completed') {
-        await auditResultRead(task, ctx, undefined);
-        return { ok: true, task: toView(task), row: task };
-      }
-      const stored = await takeResult(task, ctx, 'result');
-      if (!stored) return RESULT_GONE;
-      return { ok: true, task: toView(task), row: task, result: stored };
-    },
+    result: (taskId, ctx) => resultOf(taskId, ctx, deps.reads),
 
     async awaitResult(taskId, ctx, waitMs) {
       const until = Date.now() + waitMs;
+      // On the primary: the settle that wakes the wait is there at once, perhaps not yet on
+      // the replica (and a blocking wait is far rarer than a poll).
       for (;;) {
-        const outcome = await service.result(taskId, ctx);
+        const outcome = await resultOf(taskId, ctx, undefined);
         if (outcome.ok || outcome.code !== 'result_not_ready' || Date.now() >= until)
           return outcome;
         await deps.events.waitForSettled(
@@ -188,7 +209,12 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       }
     },
 
-    cancel: (taskId, ctx, options) => cancelTask(deps, scopeOf, taskId, ctx, options ?? {}),
+    async cancel(taskId, ctx, options) {
+      const outcome = await cancelTask(deps, scopeOf, taskId, ctx, options ?? {});
+      // Whatever the outcome, the row may have changed on the primary (a settle, a flag).
+      if (TASK_ID.test(taskId)) await deps.reads?.wrote(readKeys(ctx.principal, taskId));
+      return outcome;
+    },
 
     async list(ctx, page) {
       if (!isReadableCursor(page.cursor))
@@ -201,9 +227,34 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       const withheld = [...deps.tools.values()]
         .filter((t) => t.scope && !ctx.principal.scopes.includes(t.scope))
         .map((t) => t.name);
-      return { ok: true, ...(await listTasks(deps.pool, ctx.principal, page, withheld)) };
+      const list = (db: Pool) => listTasks(db, ctx.principal, page, withheld);
+      const tasks = deps.reads
+        ? (await deps.reads.read(readKeys(ctx.principal), list)).value
+        : await list(deps.pool);
+      return { ok: true, ...tasks };
     },
   };
+
+  /** result(), its row (and kept result) from the replica when `reads` is given. */
+  async function resultOf(
+    taskId: string,
+    ctx: VerbContext,
+    reads: ReadRouter | undefined,
+  ): Promise<ResultOutcome> {
+    const auth = await authorizeTask(deps, taskId, 'result', ctx, scopeOf, reads);
+    if (!auth.ok) return auth;
+    const task = auth.task;
+    if (!isTerminal(task.status)) {
+      return taskError('result_not_ready', `Task is ${task.status}; its result is not ready yet`);
+    }
+    if (task.status !== 'completed') {
+      await auditResultRead(task, ctx, undefined);
+      return { ok: true, task: toView(task), row: task };
+    }
+    const stored = await takeResult(task, ctx, 'result', reads);
+    if (!stored) return RESULT_GONE;
+    return { ok: true, task: toView(task), row: task, result: stored };
+  }
 
   /**
    * A completed task's stored result (deleted by the same read if delete-on-read), audited
@@ -214,8 +265,15 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     task: TaskRow,
     ctx: VerbContext,
     verb: string,
+    reads?: ReadRouter,
   ): Promise<StoredResult | undefined> {
-    const stored = await readResult(deps.pool, task.id);
+    // A kept result may come from the replica (its row and the task's end commit together);
+    // a delete-on-read one, or none there, is the primary's to take or to deny.
+    const kept = reads
+      ? (await reads.read(readKeys(ctx.principal, task.id), (db) => readKeptResult(db, task.id)))
+          .value
+      : undefined;
+    const stored = kept ?? (await readResult(deps.pool, task.id));
     if (stored) await auditResultRead(task, ctx, stored);
     else await deny(deps, ctx, verb, task.id, 'result_gone', task.tool);
     return stored;
