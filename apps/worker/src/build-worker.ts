@@ -143,6 +143,7 @@ export async function buildWorker(
     }),
     actorToken: workloadToken,
     ttlSeconds: config.DOWNSTREAM_TOKEN_TTL_SECONDS,
+    stageReuseMs: config.STAGE_TOKEN_REUSE_SECONDS * 1000,
     workerId: config.workerId,
     ...clock,
   };

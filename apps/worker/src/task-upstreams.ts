@@ -39,7 +39,7 @@ export function createTaskUpstreams(deps: {
           upstream,
           guard,
           token: () => c.token(),
-          invalidate: () => c.beginStage(),
+          invalidate: () => c.invalidate(),
           signal: hooks.signal,
           stopEndsTask: () => {
             const reason = hooks.signal.reason;

@@ -45,6 +45,11 @@ export const workerConfigSchema = z
       .default('rfc8693-resource'),
     /** Lifetime of each downstream credential (a few minutes at most). */
     DOWNSTREAM_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(900).default(120),
+    /**
+     * A new stage reuses a downstream (or upstream) token obtained at most this long ago; 0:
+     * a fresh exchange at every stage. Revocation still stops a task at its next boundary.
+     */
+    STAGE_TOKEN_REUSE_SECONDS: z.coerce.number().int().min(0).max(600).default(60),
     // --- Downstream protection (docs/operations-resilience.md) ---
     /** Each HTTP attempt to a downstream is abandoned after this long. */
     DOWNSTREAM_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(50).max(300_000).default(10_000),

@@ -21,18 +21,25 @@ export interface TaskCredentialDeps {
   actorToken: () => Promise<string>;
   /** Lifetime asked for each downstream token (minutes at most). */
   ttlSeconds: number;
+  /**
+   * A new stage reuses the current token when it was obtained at most this long ago (and is
+   * not near expiry); 0: every stage exchanges again. The boundary check before each stage
+   * and call still reads the owner's revocation, so reuse never lets a stopped task go on.
+   */
+  stageReuseMs?: number;
   workerId: string;
   /** The worker's clock (default: the system's); decides when a credential nears expiry. */
   clock?: () => Date;
 }
 
 /**
- * Short-lived credentials for one task and one target (its audience). At every stage boundary the next call
- * gets a fresh token (the delegation exchanged again, worker as actor: `sub` = the user,
- * `act` = the worker); within a stage the token is reused until it nears expiry. Parallel
- * steps share an exchange that is in flight. Each exchange is a `task.identity_refreshed`
- * audit event. The IdP refuses the exchange for a disabled user, so revocation reaches the
- * task at its next stage even without a signal.
+ * Short-lived credentials for one task and one target (its audience): the delegation
+ * exchanged, worker as actor (`sub` = the user, `act` = the worker). A token is reused until
+ * it nears expiry within a stage, and across stages while it is younger than `stageReuseMs`;
+ * the first call of a stage after that gets a fresh one. Parallel steps share an exchange
+ * that is in flight. Each exchange is a `task.identity_refreshed` audit event. Revocation
+ * stops the task at its next boundary (the boundary check reads it); the IdP, which refuses
+ * the exchange for a disabled user, is the second line, at the next exchange.
  */
 export function createTaskCredentials(
   deps: TaskCredentialDeps,
@@ -119,6 +126,12 @@ export function createTaskCredentials(
     /** A new stage begins: its first downstream call gets a fresh credential. */
     beginStage() {
       // Parallel steps that begin while an exchange is in flight share it.
+      if (inflight) return;
+      const young = current && now() - current.obtainedAt < (deps.stageReuseMs ?? 0);
+      if (!young) stale = true;
+    },
+    /** The token was refused (a 401): the next call exchanges again, whatever its age. */
+    invalidate() {
       if (inflight) return;
       stale = true;
     },
