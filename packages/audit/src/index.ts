@@ -27,7 +27,13 @@ export {
   type ChainVerifierOptions,
   type EventColumns,
 } from './chain/chain-verifier.ts';
-export { readChain, readChainSession, type ReadChainOptions } from './chain/read-chain.ts';
+export {
+  listChains,
+  readChain,
+  readChainSession,
+  type ChainRecord,
+  type ReadChainOptions,
+} from './chain/read-chain.ts';
 export {
   generateSigningJwk,
   loadSigningKey,
@@ -37,6 +43,10 @@ export {
 } from './checkpoint/signing-key.ts';
 export {
   signCheckpoint,
+  headsHash,
+  headsText,
+  headOf,
+  type ChainHead,
   type CheckpointPayload,
   type SignedCheckpoint,
 } from './checkpoint/sign-checkpoint.ts';
@@ -48,6 +58,8 @@ export {
 export {
   verifyAuditTrail,
   AuditVerifyUsageError,
+  type ChainReport,
+  type TrailFailure,
   type CheckpointInput,
   type CheckpointProblem,
   type VerifyAuditTrailOptions,
