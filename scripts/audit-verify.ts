@@ -252,11 +252,11 @@ async function verifyArchiveFile(
   if (json) process.stdout.write(JSON.stringify({ file, ...v }, null, 2) + '\n');
   else if (v.ok)
     process.stdout.write(
-      `archive intact: ${v.header.partition}, events ${v.header.firstSeq}..${v.header.lastSeq} (${v.events}), ${v.checkpoints} checkpoint(s) verified\n`,
+      `archive intact: ${v.header.partition}, ${v.events} events of ${v.header.chains.length} chain(s) (${v.header.chains.map((c) => `chain ${c.chain}: ${c.firstSeq}..${c.lastSeq}`).join(', ')}), ${v.checkpoints} checkpoint(s) verified\n`,
     );
   else
     process.stdout.write(
-      `archive BROKEN${v.seq !== undefined ? ` at event ${v.seq}` : ''} (${v.code}): ${v.message}\n`,
+      `archive BROKEN${v.seq !== undefined ? ` at event ${v.seq}${v.chain !== undefined ? ` of chain ${v.chain}` : ''}` : ''} (${v.code}): ${v.message}\n`,
     );
   return v.ok ? 0 : 1;
 }

@@ -419,6 +419,9 @@ BEGIN
   RETURN v_name;
 END $$;
 
+-- An archived month holds a run of every chain with events in it.
+ALTER TABLE audit.archives ADD COLUMN chains jsonb;
+
 REVOKE ALL ON audit.chains FROM PUBLIC;
 REVOKE ALL ON FUNCTION audit.record_checkpoint_heads(jsonb, text, timestamptz, text, text),
   audit.partition_bounds(), audit.chains_guard() FROM PUBLIC;

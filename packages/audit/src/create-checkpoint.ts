@@ -246,6 +246,11 @@ async function checkChain(
     anchor,
     olderEventsStored: await hasEventsBefore(client, anchor.seq, id),
     ...(record.headHash ? { chain: { id, tenant: record.tenant, legacyUntil: record.legacyUntil } } : {}),
+    // Signing the recorded head: a chain whose events from the anchor on were all archived
+    // (idle since) still has that head.
+    ...(record.headSeq === targetSeq && record.headHash === target.hash
+      ? { recordedHead: { seq: record.headSeq, hash: record.headHash } }
+      : {}),
   });
   let failure: ChainFailure | undefined;
   let last: ChainEvent | undefined;
@@ -260,7 +265,8 @@ async function checkChain(
     },
   );
   failure ??= chain.finish();
-  if (!failure && (last?.seq !== targetSeq || last.hash !== target.hash)) {
+  const unmoved = chain.stats.events === 0 && anchor.seq === targetSeq && anchor.hash === target.hash;
+  if (!failure && !unmoved && (last?.seq !== targetSeq || last.hash !== target.hash)) {
     failure = {
       code: 'missing',
       seq: (last?.seq ?? anchor.seq) + 1,
