@@ -38,7 +38,7 @@ export async function listDenials(
     `SELECT seq, occurred_at, type, subject, client, tool, task_id, reason, verb, client_ip
        FROM ${DENIALS}
       WHERE tenant = $1 AND occurred_at >= $2 AND occurred_at < $3
-      ORDER BY seq DESC LIMIT $4`,
+      ORDER BY occurred_at DESC, chain_id DESC, seq DESC LIMIT $4`,
     [scope.tenant, period.from, period.to, limit],
   );
   return rows;
