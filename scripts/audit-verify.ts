@@ -202,17 +202,21 @@ function describe(r: VerifyAuditTrailReport): string[] {
   const rate = `${Math.round(r.eventsPerSecond)} events/s`;
   const one = r.chains.length === 1 ? r.chains[0] : undefined;
   const range = one
-    ? `${one.events > 0 ? ` (seq ${one.firstSeq}..${one.lastSeq})` : ''}${one.chain === 0 ? '' : ` in ${chainName(one)}`}`
+    ? one.events > 0
+      ? ` (seq ${one.firstSeq}..${one.lastSeq})`
+      : ''
     : ` in ${r.chains.length} chains`;
   const start = r.anchor.seq > 0 ? `, from the checkpoint at event ${r.anchor.seq}` : '';
   const c = r.checkpoints;
+  // With one chain, the checkpoint's head of it; otherwise how many heads it signs.
   const latest = c.latest
-    ? ` (latest: ${c.latest.heads.length} chain head(s), signed ${c.latest.signedAt}, key ${c.latest.keyId})`
+    ? ` (latest: ${one ? `event ${one.coveredSeq}` : `${c.latest.heads.length} chain heads`}, signed ${c.latest.signedAt}, key ${c.latest.keyId})`
     : '';
   const checkpoints = `${c.verified}/${c.total} checkpoints verified${latest}`;
+  const which = one ? ` ${chainName(one).replace(/^chain /, '')}` : 's';
   if (r.ok) {
     return [
-      `audit chain${one ? '' : 's'} intact: ${r.events} events${range}${start}, ${checkpoints}, ${rate} (${(r.elapsedMs / 1000).toFixed(2)} s)`,
+      `audit chain${which} intact: ${r.events} events${range}${start}, ${checkpoints}, ${rate} (${(r.elapsedMs / 1000).toFixed(2)} s)`,
     ];
   }
   const lines: string[] = [];

@@ -112,7 +112,7 @@ test('the job archives every closed month, oldest first, and detaches each after
     DATABASE_ROLE: 'mtg_audit_signer',
   });
   expect(rest.stdout).toMatch(
-    /^audit chain intact: 3 events \(seq 13\.\.15\), from the checkpoint at event 12/,
+    /^audit chain \d+ \(tenant "[^"]*"\) intact: 3 events \(seq 13\.\.15\), from the checkpoint at event 12/,
   );
   expect(rest.code).toBe(0);
   expect(

@@ -240,7 +240,7 @@ test('verification can start from a checkpoint, checking only the events after i
   const result = await verifyScript(['--from-checkpoint', 'latest'], env());
   expect(result.code).toBe(0);
   expect(result.stdout).toMatch(
-    /^audit chain intact: 6 events \(seq 12\.\.17\), from the checkpoint at event 12/,
+    /^audit chain \d+ \(tenant "[^"]*"\) intact: 6 events \(seq 12\.\.17\), from the checkpoint at event 12/,
   );
   const missing = await verifyScript(['--from-checkpoint', '3'], env());
   expect(missing.code).toBe(2);

@@ -66,7 +66,7 @@ test.each([
       const verified = await verifyScript([], { DATABASE_URL: db.url, DATA_DIR: dataDir });
       expect(verified.code).toBe(0);
       expect(verified.stdout).toMatch(
-        new RegExp(`^audit chain intact: ${total} events \\(seq 1\\.\\.${total}\\)`),
+        new RegExp(`^audit chain \d+ \(tenant "[^"]*"\) intact: ${total} events \\(seq 1\\.\\.${total}\\)`),
       );
     } finally {
       await db.drop();
@@ -93,7 +93,7 @@ volumeTest(
 
       const verified = await verifyScript([], { DATABASE_URL: db.url, DATA_DIR: dataDir });
       expect(verified.code).toBe(0);
-      expect(verified.stdout).toMatch(new RegExp(`^audit chain intact: ${count} events`));
+      expect(verified.stdout).toMatch(new RegExp(`^audit chain \d+ \(tenant "[^"]*"\) intact: ${count} events`));
       report(`verify: ${verified.stdout.trim()}`);
     } finally {
       await db.drop();

@@ -74,7 +74,7 @@ describe('a chain across months', () => {
     expect(rows[12].p).not.toBe('audit.events_2026_10');
     const result = await verifyScript([], env());
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^audit chain intact: 15 events \(seq 1\.\.15\)/);
+    expect(result.stdout).toMatch(/^audit chain \d+ \(tenant "[^"]*"\) intact: 15 events \(seq 1\.\.15\)/);
   });
 
   test('the auditor sees each month with the chain values at its edges', async () => {
@@ -148,13 +148,13 @@ describe('a chain across months', () => {
     const whole = await verifyScript([], env());
     expect(whole.code).toBe(1);
     expect(whole.stdout).toMatch(
-      /^audit chain BROKEN at event 1 \(missing\): events 1\.\.4 are missing: the chain goes from its start to event 5 \(archived\? verify from the boundary checkpoint with --from-checkpoint\)/,
+      /^audit chain BROKEN at event 1 \(missing\) in chain [^:]*: events 1\.\.4 are missing: the chain goes from its start to event 5 \(archived\? verify from the boundary checkpoint with --from-checkpoint\)/,
     );
 
     const fromBoundary = await verifyScript(['--from-checkpoint', '4'], env());
     expect(fromBoundary.code).toBe(0);
     expect(fromBoundary.stdout).toMatch(
-      /^audit chain intact: 11 events \(seq 5\.\.15\), from the checkpoint at event 4/,
+      /^audit chain \d+ \(tenant "[^"]*"\) intact: 11 events \(seq 5\.\.15\), from the checkpoint at event 4/,
     );
   });
 });

@@ -160,7 +160,12 @@ export async function verifyAuditTrail(
       }
       chains = [own];
     }
-    const primary = chains[0]?.chain ?? 0;
+    // The chain a numbered --from-checkpoint speaks of: the tenant's, else chain 0 when it
+    // has events, else the first chain that has.
+    const primary =
+      options.tenant !== undefined || chains.some((c) => c.chain === 0 && c.headSeq > 0)
+        ? (chains[0]?.chain ?? 0)
+        : (chains.find((c) => c.headSeq > 0)?.chain ?? 0);
     const start = chooseStart(verified, options.fromCheckpoint, primary);
     const latest = verified.reduce<Verified | undefined>(
       (a, v) => (!a || v.signedAt > a.signedAt ? v : a),
@@ -170,9 +175,11 @@ export async function verifyAuditTrail(
     const started = clock();
     const reports: ChainReport[] = [];
     for (const record of chains) {
-      reports.push(
-        await verifyChain(client, record, verified, start, latest, options.batchSize),
-      );
+      const report = await verifyChain(client, record, verified, start, latest, options.batchSize);
+      // Chain 0 of a trail that never had a system event: nothing to report.
+      if (report.ok && report.events === 0 && record.headSeq === 0 && options.tenant === undefined)
+        continue;
+      reports.push(report);
     }
     const elapsedMs = clock() - started;
     await client.query('COMMIT');
