@@ -200,7 +200,15 @@ async function checkChain(
 ): Promise<{ failure: ChainFailure } | { verifiedEvents: number; since?: Trusted }> {
   const id = record.chain;
   const targetSeq = target?.seq ?? 0;
-  const storedHead = record.headSeq;
+  // The last event stored (not the recorded head: a cut tail leaves that behind).
+  const storedHead = Number(
+    (
+      await client.query<{ seq: string | null }>(
+        'SELECT max(seq)::text AS seq FROM audit.event_log WHERE chain_id = $1',
+        [id],
+      )
+    ).rows[0]?.seq ?? 0,
+  );
   // Never sign below what was signed: the chain must still reach the furthest checkpoint.
   let furthest: { c: Trusted; h: ChainHead } | undefined;
   let start: { c: Trusted; h: ChainHead } | undefined;
@@ -210,17 +218,18 @@ async function checkChain(
     if (!furthest || h.seq > furthest.h.seq) furthest = { c, h };
     if (h.seq <= targetSeq && (!start || h.seq > start.h.seq)) start = { c, h };
   }
+  if (furthest && furthest.h.seq > storedHead) {
+    const which = `checkpoint audit.checkpoints #${furthest.c.id} (event ${furthest.h.seq}, signed ${furthest.c.signedAt})`;
+    return {
+      failure: {
+        code: 'truncated',
+        seq: storedHead + 1,
+        message: `the chain ends at event ${storedHead}, but ${which} attests event ${furthest.h.seq}: events ${storedHead + 1}..${furthest.h.seq} are gone`,
+      },
+    };
+  }
   if (furthest && furthest.h.seq > targetSeq) {
     const which = `checkpoint audit.checkpoints #${furthest.c.id} (event ${furthest.h.seq}, signed ${furthest.c.signedAt})`;
-    if (furthest.h.seq > storedHead) {
-      return {
-        failure: {
-          code: 'truncated',
-          seq: storedHead + 1,
-          message: `the chain ends at event ${storedHead}, but ${which} attests event ${furthest.h.seq}: events ${storedHead + 1}..${furthest.h.seq} are gone`,
-        },
-      };
-    }
     const row = await client.query<{ hash: string }>(
       'SELECT hash FROM audit.event_log WHERE chain_id = $1 AND seq = $2',
       [id, furthest.h.seq],
