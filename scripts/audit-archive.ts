@@ -138,7 +138,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       await record(client, true, lastSeq, null);
       await client.query('SELECT audit.detach_month($1::date)', [month.rangeFrom.slice(0, 10)]);
       say(
-        `archived ${month.partition}: ${events} events of ${month.chains.length} chain(s) to ${file}, sha256 ${sha256}; partition detached`,
+        `archived ${month.partition}: ${month.chains.map((c) => `events ${c.firstSeq}..${c.lastSeq} (${c.events}) of chain ${c.chain}`).join(', ')} to ${file}, sha256 ${sha256}; partition detached`,
       );
       archived++;
     }

@@ -256,11 +256,11 @@ async function verifyArchiveFile(
   if (json) process.stdout.write(JSON.stringify({ file, ...v }, null, 2) + '\n');
   else if (v.ok)
     process.stdout.write(
-      `archive intact: ${v.header.partition}, ${v.events} events of ${v.header.chains.length} chain(s) (${v.header.chains.map((c) => `chain ${c.chain}: ${c.firstSeq}..${c.lastSeq}`).join(', ')}), ${v.checkpoints} checkpoint(s) verified\n`,
+      `archive intact: ${v.header.partition}, ${v.header.chains.map((c) => `events ${c.firstSeq}..${c.lastSeq} (${c.events}) of chain ${c.chain}`).join(', ')}, ${v.checkpoints} checkpoint(s) verified\n`,
     );
   else
     process.stdout.write(
-      `archive BROKEN${v.seq !== undefined ? ` at event ${v.seq}${v.chain !== undefined ? ` of chain ${v.chain}` : ''}` : ''} (${v.code}): ${v.message}\n`,
+      `archive BROKEN${v.seq !== undefined ? ` at event ${v.seq}` : ''} (${v.code})${v.chain !== undefined ? ` in chain ${v.chain}` : ''}: ${v.message}\n`,
     );
   return v.ok ? 0 : 1;
 }

@@ -16,21 +16,31 @@ const archive = (args: string[], env: Record<string, string>) =>
 const verify = (args: string[], env: Record<string, string>) =>
   runScript('scripts/audit-verify.ts', args, env);
 
-/** Events dated in past months, chained exactly as append() chains them (as the owner). */
+/**
+ * History the test cannot wait for: events of tenant acme dated in past months, chained
+ * exactly as append() chains them (its chain, same hash function, same columns, the head
+ * moved along), written as the owner.
+ */
 async function appendAt(url: string, at: string, count: number): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
+    await client.query(
+      `INSERT INTO audit.chains (chain_id, tenant) SELECT nextval('audit.chain_ids'), 'acme'
+        WHERE NOT EXISTS (SELECT 1 FROM audit.chains WHERE tenant = 'acme')`,
+    );
     for (let i = 0; i < count; i++) {
       const body = JSON.stringify({ data: { n: i }, subject: 'nia', tenant: 'acme' });
       await client.query(
-        `WITH last AS (SELECT seq, hash FROM audit.events ORDER BY occurred_at DESC, seq DESC LIMIT 1),
-              next AS (SELECT COALESCE((SELECT seq FROM last), 0) + 1 AS seq,
-                              COALESCE((SELECT hash FROM last), repeat('0', 64)) AS prev,
-                              $1::timestamptz + make_interval(secs => $3::int) AS at)
-         INSERT INTO audit.events (seq, occurred_at, type, body, prev_hash, hash, tenant, subject)
-         SELECT seq, at, 'task.status_read', $2, prev, audit.event_hash(seq, at, 'task.status_read', prev, $2), 'acme', 'nia'
-         FROM next`,
+        `WITH c AS (SELECT chain_id, head_seq + 1 AS seq, head_hash AS prev,
+                           $1::timestamptz + make_interval(secs => $3::int) AS at
+                      FROM audit.chains WHERE tenant = 'acme'),
+              e AS (INSERT INTO audit.events (chain_id, seq, occurred_at, type, body, prev_hash, hash, tenant, subject)
+                    SELECT chain_id, seq, at, 'task.status_read', $2, prev,
+                           audit.event_hash(chain_id, seq, at, 'task.status_read', prev, $2), 'acme', 'nia'
+                      FROM c RETURNING chain_id, seq, hash, occurred_at)
+         UPDATE audit.chains h SET head_seq = e.seq, head_hash = e.hash, head_at = e.occurred_at
+           FROM e WHERE h.chain_id = e.chain_id`,
         [at, body, i],
       );
     }
@@ -70,13 +80,13 @@ test('the job archives every closed month, oldest first, and detaches each after
   const run = await archive(['--out', out], env());
   expect(run.stderr).toBe('');
   expect(run.code).toBe(0);
-  expect(run.stdout).toContain('signed the chain head: event 15');
+  expect(run.stdout).toContain('signed the chain heads: 1 chain(s)');
   for (const [p, range] of [
     ['events_2026_08', '1..4 (4)'],
     ['events_2026_09', '5..9 (5)'],
     ['events_2026_10', '10..12 (3)'],
   ])
-    expect(run.stdout).toContain(`archived ${p}: events ${range}`);
+    expect(run.stdout).toContain(`archived ${p}: events ${range} of chain 1`);
   expect((await readdir(out)).sort()).toEqual([
     'events_2026_08.jsonl',
     'events_2026_09.jsonl',
@@ -128,7 +138,7 @@ test('audit:verify --archive verifies an exported month without a database', asy
     DATA_DIR: dataDir, // the dev public keys; no DATABASE_URL
   });
   expect(result.stdout).toBe(
-    'archive intact: events_2026_09, events 5..9 (5), 2 checkpoint(s) verified\n',
+    'archive intact: events_2026_09, events 5..9 (5) of chain 1, 2 checkpoint(s) verified\n',
   );
   expect(result.code).toBe(0);
 });
