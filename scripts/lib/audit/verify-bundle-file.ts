@@ -47,7 +47,7 @@ export function describeBundle(file: string, r: BundleReport): string[] {
   }
   const f = r.failure!;
   return [
-    `bundle ${file} BROKEN${f.seq ? ` at event ${f.seq}${f.chain !== undefined ? ` of chain ${f.chain}` : ''}` : ''} (${f.code}): ${f.message}`,
+    `bundle ${file} BROKEN${f.seq ? ` at event ${f.seq}` : ''} (${f.code})${f.chain !== undefined ? ` in chain ${f.chain}` : ''}: ${f.message}`,
     `checked ${range}${period}; ${counts}`,
   ];
 }
