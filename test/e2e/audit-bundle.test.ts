@@ -172,7 +172,7 @@ const has = (tool: string) => {
     const edited = path.join(dir, 'edited-py.json');
     await writeFile(edited, (await readFile(file, 'utf8')).replace('– Q3', '– Q4'));
     expect(() => execFileSync('python3', [script, edited], { stdio: 'pipe' })).toThrow(
-      /event 1 was modified/,
+      /event 1 of chain 1 was modified/,
     );
   },
 );
