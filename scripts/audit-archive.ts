@@ -110,7 +110,13 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       checkpoints.push({ jws: last.jws, heads: last.heads });
       const file = path.join(values.out, `${month.partition}.jsonl`);
       const partial = `${file}.partial`;
-      const { events, sha256 } = await writeExport(client, month, checkpoints, partial, legacyUntil);
+      const { events, sha256 } = await writeExport(
+        client,
+        month,
+        checkpoints,
+        partial,
+        legacyUntil,
+      );
       const verdict = await verifyArchive(lines(partial), keys);
       const firstSeq = Math.min(...month.chains.map((c) => c.firstSeq));
       const lastSeq = Math.max(...month.chains.map((c) => c.lastSeq));
@@ -222,13 +228,18 @@ async function previousBoundary(
 ): Promise<{ jws: string; heads?: ChainHead[] } | undefined> {
   const continuing = month.chains.filter((c) => c.firstSeq > 1);
   if (continuing.length === 0) return undefined;
-  const { rows } = await client.query<{ jws: string; heads: ChainHead[] | null; seq: string | null; hash: string | null }>(
-    'SELECT jws, heads, seq, hash FROM audit.checkpoint_log ORDER BY id DESC',
-  );
+  const { rows } = await client.query<{
+    jws: string;
+    heads: ChainHead[] | null;
+    seq: string | null;
+    hash: string | null;
+  }>('SELECT jws, heads, seq, hash FROM audit.checkpoint_log ORDER BY id DESC');
   for (const r of rows) {
     const heads = r.heads ?? [{ chain: 0, seq: Number(r.seq), hash: r.hash ?? '' }];
     const attests = continuing.some((c) =>
-      heads.some((h) => h.chain === c.chain && h.seq === c.firstSeq - 1 && h.hash === c.firstPrevHash),
+      heads.some(
+        (h) => h.chain === c.chain && h.seq === c.firstSeq - 1 && h.hash === c.firstPrevHash,
+      ),
     );
     if (attests) return r.heads ? { jws: r.jws, heads: r.heads } : { jws: r.jws };
   }
@@ -246,11 +257,17 @@ async function writeExport(
   const handle = await open(file, 'wx', 0o600);
   const digest = createHash('sha256');
   try {
-    const { events } = await exportMonth(client, month, checkpoints, async (line) => {
-      const text = line + '\n';
-      digest.update(text);
-      await handle.write(text);
-    }, legacyUntil);
+    const { events } = await exportMonth(
+      client,
+      month,
+      checkpoints,
+      async (line) => {
+        const text = line + '\n';
+        digest.update(text);
+        await handle.write(text);
+      },
+      legacyUntil,
+    );
     await handle.sync();
     return { events, sha256: digest.digest('hex') };
   } finally {

@@ -181,11 +181,13 @@ function uncoveredHead(r: VerifyAuditTrailReport): string[] {
   if (!r.ok) return [];
   const open = r.chains.filter((c) => c.lastSeq !== undefined && c.coveredSeq < c.lastSeq);
   if (open.length === 0) return [];
-  const parts = open.slice(0, 5).map((c) =>
-    c.coveredSeq === 0
-      ? `no signed checkpoint covers ${chainName(c)} (events ${c.firstSeq}..${c.lastSeq})`
-      : `no signed checkpoint covers the head of ${chainName(c)}: events ${c.coveredSeq + 1}..${c.lastSeq} come after the latest checkpoint (event ${c.coveredSeq})`,
-  );
+  const parts = open
+    .slice(0, 5)
+    .map((c) =>
+      c.coveredSeq === 0
+        ? `no signed checkpoint covers ${chainName(c)} (events ${c.firstSeq}..${c.lastSeq})`
+        : `no signed checkpoint covers the head of ${chainName(c)}: events ${c.coveredSeq + 1}..${c.lastSeq} come after the latest checkpoint (event ${c.coveredSeq})`,
+    );
   if (open.length > 5) parts.push(`and ${open.length - 5} more chains`);
   return [
     `${parts.join('; ')}, so a truncated tail or a rewritten and rehashed chain there would go unseen. ` +
@@ -195,7 +197,9 @@ function uncoveredHead(r: VerifyAuditTrailReport): string[] {
 }
 
 function chainName(c: { chain: number; tenant: string | null }): string {
-  return c.chain === 0 ? 'chain 0 (system)' : `chain ${c.chain} (tenant ${JSON.stringify(c.tenant)})`;
+  return c.chain === 0
+    ? 'chain 0 (system)'
+    : `chain ${c.chain} (tenant ${JSON.stringify(c.tenant)})`;
 }
 
 function describe(r: VerifyAuditTrailReport): string[] {
@@ -221,9 +225,7 @@ function describe(r: VerifyAuditTrailReport): string[] {
   }
   const lines: string[] = [];
   for (const f of r.failures) {
-    lines.push(
-      `audit chain BROKEN at event ${f.seq} (${f.code}) in ${chainName(f)}: ${f.message}`,
-    );
+    lines.push(`audit chain BROKEN at event ${f.seq} (${f.code}) in ${chainName(f)}: ${f.message}`);
   }
   for (const p of r.checkpointProblems) lines.push(`checkpoint problem (${p.code}): ${p.message}`);
   if (!one) {
@@ -235,7 +237,8 @@ function describe(r: VerifyAuditTrailReport): string[] {
           : `${chainName(ch)}: BROKEN at event ${ch.failure!.seq} (${ch.failure!.code})`,
       );
     }
-    if (r.chains.length > shown.length) lines.push(`… and ${r.chains.length - shown.length} more chains`);
+    if (r.chains.length > shown.length)
+      lines.push(`… and ${r.chains.length - shown.length} more chains`);
   }
   lines.push(`checked ${r.events} events${range}${start}, ${checkpoints}, ${rate}`);
   return lines;

@@ -96,7 +96,9 @@ test('even the owner cannot move a chain head back, give a chain to another tena
     `UPDATE audit.chains SET legacy_until = 3, head_seq = head_seq + 1 WHERE chain_id = 0`,
     `DELETE FROM audit.chains WHERE tenant = 'acme'`,
   ]) {
-    await expect(client.query(statement)).rejects.toThrow(/only append_many\(\) moves a chain head forward/);
+    await expect(client.query(statement)).rejects.toThrow(
+      /only append_many\(\) moves a chain head forward/,
+    );
   }
   await expect(client.query('TRUNCATE audit.chains')).rejects.toThrow(/append-only/);
 });

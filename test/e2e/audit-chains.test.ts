@@ -67,13 +67,15 @@ test('writers of many tenants in several processes at once: every chain is gaple
   const tenants = 6;
   const startAt = String(Date.now() + 1500);
   const results = await Promise.all(
-    ['tx', 'auto', 'pool', 'auto'].slice(0, processes).map((mode) =>
-      runScript(
-        'packages/audit/test/support/append-worker.ts',
-        [db.url, String(connections), String(perConnection), startAt, mode, String(tenants)],
-        {},
+    ['tx', 'auto', 'pool', 'auto']
+      .slice(0, processes)
+      .map((mode) =>
+        runScript(
+          'packages/audit/test/support/append-worker.ts',
+          [db.url, String(connections), String(perConnection), startAt, mode, String(tenants)],
+          {},
+        ),
       ),
-    ),
   );
   for (const r of results) expect(r).toMatchObject({ code: 0 });
   const total = processes * connections * perConnection;
@@ -148,7 +150,9 @@ test("a tampered event in tenant A's chain is named with its chain; tenant B's c
   // Each tenant's chain on its own.
   const b = await verifyScript(['--tenant', 'globex'], env());
   expect(b.code).toBe(0);
-  expect(b.stdout).toMatch(/^audit chain intact: 6 events \(seq 1\.\.6\) in chain \d+ \(tenant "globex"\)/);
+  expect(b.stdout).toMatch(
+    /^audit chain intact: 6 events \(seq 1\.\.6\) in chain \d+ \(tenant "globex"\)/,
+  );
   const a = await verifyScript(['--tenant', 'acme'], env());
   expect(a.code).toBe(1);
   expect(a.stdout).toMatch(/^audit chain BROKEN at event 3 \(modified\)/);
@@ -213,7 +217,9 @@ test("a checkpoint signs every chain's head; one chain's tail cut after it is ca
   const full = await verifyScript([], env());
   expect(full.code).toBe(1);
   expect(full.stdout).toMatch(
-    new RegExp(`^audit chain BROKEN at event 4 \\(truncated\\) in chain ${initech} \\(tenant "initech"\\)`),
+    new RegExp(
+      `^audit chain BROKEN at event 4 \\(truncated\\) in chain ${initech} \\(tenant "initech"\\)`,
+    ),
   );
   expect(full.stdout).toMatch(/chain \d+ \(tenant "acme"\): intact/);
   const latest = await verifyScript(['--from-checkpoint', 'latest'], env());
@@ -221,10 +227,7 @@ test("a checkpoint signs every chain's head; one chain's tail cut after it is ca
   expect(latest.stdout).toMatch(/^audit chain BROKEN at event 5 \(truncated\)/);
   // The stored checkpoints deleted too: the copy kept outside still catches it.
   await tamper(db.url, ['DELETE FROM audit.checkpoints'], ['audit.checkpoints']);
-  const outside = await verifyScript(
-    ['--checkpoints', path.join(dir, 'checkpoints.jsonl')],
-    env(),
-  );
+  const outside = await verifyScript(['--checkpoints', path.join(dir, 'checkpoints.jsonl')], env());
   expect(outside.code).toBe(1);
   expect(outside.stdout).toMatch(/^audit chain BROKEN at event 4 \(truncated\)/);
 });
@@ -249,7 +252,17 @@ test("a tenant's export carries its own chain and the checkpoint's heads, and ve
   const file = path.join(dir, 'acme.json');
   const exported = await runScript(
     'scripts/audit.ts',
-    ['bundle', '--from', '2000-01-01T00:00Z', '--to', '2100-01-01T00:00Z', '--tenant', 'acme', '--out', file],
+    [
+      'bundle',
+      '--from',
+      '2000-01-01T00:00Z',
+      '--to',
+      '2100-01-01T00:00Z',
+      '--tenant',
+      'acme',
+      '--out',
+      file,
+    ],
     env(),
   );
   expect(exported).toMatchObject({ code: 0 });
@@ -267,7 +280,9 @@ test("a tenant's export carries its own chain and the checkpoint's heads, and ve
   const offline = await verifyScript(['--bundle', file, '--keys', keys], {});
   expect(offline.code).toBe(0);
   expect(offline.stdout).toMatch(
-    new RegExp(`^bundle .*acme\\.json verified: events 1\\.\\.5 of chain ${acme} \\(tenant acme\\)`),
+    new RegExp(
+      `^bundle .*acme\\.json verified: events 1\\.\\.5 of chain ${acme} \\(tenant acme\\)`,
+    ),
   );
   // One other tenant's head changed in the list: the signature no longer covers it.
   const other = bundle.checkpoint.heads.find((h: { chain: number }) => h.chain !== acme);
@@ -284,12 +299,16 @@ test('a single-chain database is carried forward: the legacy segment and its che
   const before = path.join(dir, 'migrations-before');
   await mkdir(before);
   for (const f of await readdir(MIGRATIONS_DIR)) {
-    if (/^\d{3}_/.test(f) && f < '080') await copyFile(path.join(MIGRATIONS_DIR, f), path.join(before, f));
+    if (/^\d{3}_/.test(f) && f < '080')
+      await copyFile(path.join(MIGRATIONS_DIR, f), path.join(before, f));
   }
   await migrate(db.url, before);
   // Events through the pre-migration audit.append(): one chain for every tenant.
   await appendRound(db.url, ['acme', 'globex', undefined], 4);
-  const legacy = await sql(db.url, 'SELECT seq::int, hash, occurred_at FROM audit.events ORDER BY seq');
+  const legacy = await sql(
+    db.url,
+    'SELECT seq::int, hash, occurred_at FROM audit.events ORDER BY seq',
+  );
   expect(legacy.map((e) => e.seq)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
   // A checkpoint as the pre-migration signer wrote it: {seq, hash, occurredAt, signedAt}.
   const jwk = await generateSigningJwk();
@@ -299,7 +318,12 @@ test('a single-chain database is carried forward: the legacy segment and its che
     db.url,
     `SELECT to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS t FROM audit.events WHERE seq = 12`,
   );
-  const payload = { hash: last.hash, occurredAt: at.t, seq: 12, signedAt: new Date().toISOString() };
+  const payload = {
+    hash: last.hash,
+    occurredAt: at.t,
+    seq: 12,
+    signedAt: new Date().toISOString(),
+  };
   const jws = await new CompactSign(new TextEncoder().encode(canonicalJson(payload)))
     .setProtectedHeader({ alg: 'EdDSA', kid: key.keyId, typ: 'mtg-audit-checkpoint' })
     .sign(key.privateKey);
@@ -318,9 +342,12 @@ test('a single-chain database is carried forward: the legacy segment and its che
     'SELECT seq::int, hash, occurred_at, chain_id::int FROM audit.events ORDER BY seq',
   );
   expect(carried).toEqual(legacy.map((e) => ({ ...e, chain_id: 0 })));
-  expect(await sql(db.url, 'SELECT chain_id::int, tenant, seq::int, legacy_until::int FROM audit.chain_heads')).toEqual([
-    { chain_id: 0, tenant: null, seq: 12, legacy_until: 12 },
-  ]);
+  expect(
+    await sql(
+      db.url,
+      'SELECT chain_id::int, tenant, seq::int, legacy_until::int FROM audit.chain_heads',
+    ),
+  ).toEqual([{ chain_id: 0, tenant: null, seq: 12, legacy_until: 12 }]);
 
   await appendRound(db.url, ['acme', 'globex', undefined], 2);
   const after = await sql(
@@ -356,10 +383,16 @@ test('a single-chain database is carried forward: the legacy segment and its che
   ]);
   const broken = await verifyScript(['--keys', keys], env());
   expect(broken.code).toBe(1);
-  expect(broken.stdout).toMatch(/^audit chain BROKEN at event 5 \(modified\) in chain 0 \(system\)/);
+  expect(broken.stdout).toMatch(
+    /^audit chain BROKEN at event 5 \(modified\) in chain 0 \(system\)/,
+  );
   // Moving the legacy boundary (so event 13 would be read with the old formula) is refused
   // against the signed boundary.
-  await tamper(db.url, ['UPDATE audit.chains SET legacy_until = 14 WHERE chain_id = 0'], ['audit.chains']);
+  await tamper(
+    db.url,
+    ['UPDATE audit.chains SET legacy_until = 14 WHERE chain_id = 0'],
+    ['audit.chains'],
+  );
   const moved = await verifyScript(['--keys', keys], env());
   expect(moved.code).toBe(1);
   expect(moved.stdout).toMatch(/in chain 0 \(system\): chain 0's legacy segment ends at event 14/);

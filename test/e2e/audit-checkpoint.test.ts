@@ -215,7 +215,9 @@ test('the signer refuses to sign a head below a checkpoint already signed (a cut
   ]);
   const replaced = await checkpointScript([], env());
   expect(replaced.code).toBe(1);
-  expect(replaced.stderr).toMatch(/refusing to sign: chain 1 \(tenant "acme"\): event 12 is not the event/);
+  expect(replaced.stderr).toMatch(
+    /refusing to sign: chain 1 \(tenant "acme"\): event 12 is not the event/,
+  );
 
   await tamper(db.url, ['DELETE FROM audit.events']);
   const emptied = await checkpointScript([], env());

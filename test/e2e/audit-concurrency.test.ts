@@ -92,7 +92,9 @@ volumeTest(
 
       const verified = await verifyScript([], { DATABASE_URL: db.url, DATA_DIR: dataDir });
       expect(verified.code).toBe(0);
-      expect(verified.stdout).toMatch(new RegExp(`^audit chain 1 \\(tenant "acme"\\) intact: ${count} events`));
+      expect(verified.stdout).toMatch(
+        new RegExp(`^audit chain 1 \\(tenant "acme"\\) intact: ${count} events`),
+      );
       report(`verify: ${verified.stdout.trim()}`);
     } finally {
       await db.drop();

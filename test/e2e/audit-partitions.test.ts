@@ -81,7 +81,9 @@ describe('a chain across months', () => {
     expect(rows[12].p).not.toBe('audit.events_2026_10');
     const result = await verifyScript([], env());
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^audit chain 1 \(tenant "acme"\) intact: 15 events \(seq 1\.\.15\)/);
+    expect(result.stdout).toMatch(
+      /^audit chain 1 \(tenant "acme"\) intact: 15 events \(seq 1\.\.15\)/,
+    );
   });
 
   test('the auditor sees each month with the chain values at its edges', async () => {

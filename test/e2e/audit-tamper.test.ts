@@ -76,7 +76,9 @@ test('an event whose query column was changed (the hash does not cover it) is na
 test('a deleted event is named as missing', async () => {
   const result = await verifyAfter(['DELETE FROM audit.events WHERE seq = 23']);
   expect(result.code).toBe(1);
-  expect(result.stdout).toMatch(/^audit chain BROKEN at event 23 \(missing\) in chain 1 \(tenant "acme"\): event 23 is missing/);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 23 \(missing\) in chain 1 \(tenant "acme"\): event 23 is missing/,
+  );
 });
 
 test('two events swapped are named as reordered', async () => {

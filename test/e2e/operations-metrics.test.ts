@@ -68,7 +68,8 @@ test('the chain lock, the checkpoint age and the last verification are read from
   await waiter.query('BEGIN');
   const queued = waiter.query(`SELECT audit.append('task.created', $1)`, [body]);
   await pollUntil(
-    () => sql(stack.db.url, `SELECT 1 FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted`),
+    () =>
+      sql(stack.db.url, `SELECT 1 FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted`),
     (rows) => rows.length === 1,
     5000,
     20,

@@ -116,7 +116,13 @@ export async function createCheckpoint(
         seq: Math.min(signedBoundary, legacyUntil) + 1,
         message: `chain 0's legacy segment ends at event ${legacyUntil} by audit.chains, but a checkpoint signed event ${signedBoundary}: the boundary was moved`,
       };
-      return { ok: false, code: 'chain_broken', message: `refusing to sign: ${failure.message}`, failure, chain: 0 };
+      return {
+        ok: false,
+        code: 'chain_broken',
+        message: `refusing to sign: ${failure.message}`,
+        failure,
+        chain: 0,
+      };
     }
     const targets = options.before ? await headsBefore(client, options.before) : undefined;
 
@@ -134,7 +140,8 @@ export async function createCheckpoint(
         };
       }
       verifiedEvents += checked.verifiedEvents;
-      if (checked.since && (!since || checked.since.signedAt > since.signedAt)) since = checked.since;
+      if (checked.since && (!since || checked.since.signedAt > since.signedAt))
+        since = checked.since;
       if (target) heads.push(target);
     }
     await client.query('COMMIT');
@@ -165,11 +172,15 @@ export async function createCheckpoint(
 }
 
 function headOfRecord(r: ChainRecord): ChainHead | undefined {
-  return r.headSeq > 0 && r.headHash ? { chain: r.chain, seq: r.headSeq, hash: r.headHash } : undefined;
+  return r.headSeq > 0 && r.headHash
+    ? { chain: r.chain, seq: r.headSeq, hash: r.headHash }
+    : undefined;
 }
 
 function describeChain(r: ChainRecord): string {
-  return r.chain === 0 ? '0 (system)' : `${r.chain}${r.tenant !== null ? ` (tenant ${JSON.stringify(r.tenant)})` : ''}`;
+  return r.chain === 0
+    ? '0 (system)'
+    : `${r.chain}${r.tenant !== null ? ` (tenant ${JSON.stringify(r.tenant)})` : ''}`;
 }
 
 /** Each chain's last event before `before`. */
@@ -239,7 +250,11 @@ async function checkChain(
       return {
         failure:
           hash === undefined
-            ? { code: 'missing', seq: furthest.h.seq, message: `event ${furthest.h.seq}, which ${which} attests, is missing` }
+            ? {
+                code: 'missing',
+                seq: furthest.h.seq,
+                message: `event ${furthest.h.seq}, which ${which} attests, is missing`,
+              }
             : {
                 code: 'checkpoint_mismatch',
                 seq: furthest.h.seq,
@@ -254,7 +269,9 @@ async function checkChain(
   const chain = createChainVerifier({
     anchor,
     olderEventsStored: await hasEventsBefore(client, anchor.seq, id),
-    ...(record.headHash ? { chain: { id, tenant: record.tenant, legacyUntil: record.legacyUntil } } : {}),
+    ...(record.headHash
+      ? { chain: { id, tenant: record.tenant, legacyUntil: record.legacyUntil } }
+      : {}),
     // Signing the recorded head: a chain whose events from the anchor on were all archived
     // (idle since) still has that head.
     ...(record.headSeq === targetSeq && record.headHash === target.hash
@@ -265,7 +282,12 @@ async function checkChain(
   let last: ChainEvent | undefined;
   await streamChain(
     client,
-    { chain: id, legacyUntil: record.legacyUntil, fromSeq: Math.max(anchor.seq, 1), toSeq: targetSeq },
+    {
+      chain: id,
+      legacyUntil: record.legacyUntil,
+      fromSeq: Math.max(anchor.seq, 1),
+      toSeq: targetSeq,
+    },
     (event) => {
       failure = chain.push(event);
       if (failure) return false;
@@ -274,7 +296,8 @@ async function checkChain(
     },
   );
   failure ??= chain.finish();
-  const unmoved = chain.stats.events === 0 && anchor.seq === targetSeq && anchor.hash === target.hash;
+  const unmoved =
+    chain.stats.events === 0 && anchor.seq === targetSeq && anchor.hash === target.hash;
   if (!failure && !unmoved && (last?.seq !== targetSeq || last.hash !== target.hash)) {
     failure = {
       code: 'missing',

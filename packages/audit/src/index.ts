@@ -27,13 +27,7 @@ export {
   type ChainVerifierOptions,
   type EventColumns,
 } from './chain/chain-verifier.ts';
-export {
-  listChains,
-  readChain,
-  readChainSession,
-  type ChainRecord,
-  type ReadChainOptions,
-} from './chain/read-chain.ts';
+export { readChain, readChainSession, type ReadChainOptions } from './chain/read-chain.ts';
 export {
   generateSigningJwk,
   loadSigningKey,
@@ -45,7 +39,6 @@ export {
   signCheckpoint,
   headsHash,
   headsText,
-  headOf,
   type ChainHead,
   type CheckpointPayload,
   type SignedCheckpoint,
@@ -71,7 +64,11 @@ export {
   type CreateCheckpointResult,
 } from './create-checkpoint.ts';
 export { ensurePartitions } from './ensure-partitions.ts';
-export { type ArchiveHeader, type ArchiveLine } from './archive/archive-format.ts';
+export {
+  type ArchiveChain,
+  type ArchiveHeader,
+  type ArchiveLine,
+} from './archive/archive-format.ts';
 export {
   verifyArchive,
   type ArchiveVerification,

@@ -240,7 +240,8 @@ async function verifyChain(
   let legacyUntil = record.legacyUntil;
   let boundary: ChainFailure | undefined;
   if (id === 0) {
-    const signed = verified.find((v) => v.legacyUntil !== undefined && v === latest) ??
+    const signed =
+      verified.find((v) => v.legacyUntil !== undefined && v === latest) ??
       verified.find((v) => v.legacyUntil !== undefined);
     if (signed && signed.legacyUntil !== record.legacyUntil) {
       boundary = {

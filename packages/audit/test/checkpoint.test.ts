@@ -86,7 +86,12 @@ test('the wrong key, an altered payload or another kind of JWS does not verify',
   const verify = createCheckpointVerifier({ keys: [publicJwkOf(jwk)] });
   const [h, , s] = signed.jws.split('.');
   const altered = Buffer.from(
-    JSON.stringify({ chains: 2, headsHash: 'ee'.repeat(32), legacyUntil: 0, signedAt: now.toISOString() }),
+    JSON.stringify({
+      chains: 2,
+      headsHash: 'ee'.repeat(32),
+      legacyUntil: 0,
+      signedAt: now.toISOString(),
+    }),
   ).toString('base64url');
   expect(await verify(`${h}.${altered}.${s}`, heads)).toMatchObject({
     ok: false,

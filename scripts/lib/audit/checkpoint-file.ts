@@ -44,7 +44,11 @@ export async function readCheckpointFile(file: string): Promise<CheckpointInput[
         throw new CliError(`${file}:${i + 1} is not JSON`);
       }
     }
-    out.push({ source: `${name}:${i + 1}`, jws: jwsOf(item, `${file}:${i + 1}`), ...headsOf(item) });
+    out.push({
+      source: `${name}:${i + 1}`,
+      jws: jwsOf(item, `${file}:${i + 1}`),
+      ...headsOf(item),
+    });
   });
   return out;
 }

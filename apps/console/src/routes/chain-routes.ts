@@ -24,8 +24,7 @@ export function chainRoutes(deps: AuditRouteDeps): Router {
           : html`<span class="bad"
                 >BROKEN at event
                 ${v.failure ? `${v.failure.seq} of chain ${v.failure.chain}` : '?'}</span
-              >:
-              ${v.failures.length > 1 ? `(${v.failures.length} chains broken) ` : ''}
+              >: ${v.failures.length > 1 ? `(${v.failures.length} chains broken) ` : ''}
               ${v.failure?.message ?? v.checkpointProblems.map((c) => c.message).join('; ')}`;
     const age = h.latestCheckpoint
       ? Math.round((h.checkedAt.getTime() - h.latestCheckpoint.signedAt.getTime()) / 60_000)
@@ -55,8 +54,8 @@ export function chainRoutes(deps: AuditRouteDeps): Router {
         </tr>
       </table>
       <p>
-        Each tenant has a chain of its own, and system events chain 0: this page shows the
-        chains' shape, never another tenant's events.
+        Each tenant has a chain of its own, and system events chain 0: this page shows the chains'
+        shape, never another tenant's events.
       </p>
       <h2>Months</h2>
       ${table(

@@ -34,6 +34,4 @@ export interface ArchiveHeader {
 }
 
 export type ArchiveLine =
-  | ArchiveHeader
-  | { event: ChainEvent }
-  | { checkpoint: { jws: string; heads?: ChainHead[] } };
+  ArchiveHeader | { event: ChainEvent } | { checkpoint: { jws: string; heads?: ChainHead[] } };

@@ -51,7 +51,8 @@ export async function verifyArchive(
   const verified: SignedCheckpoint[] = [];
   let legacyUntil = 0;
   // The chain being read: its index in the header, its verifier and count.
-  let current: { index: number; verifier: ReturnType<typeof createChainVerifier>; events: number } | undefined;
+  let current:
+    { index: number; verifier: ReturnType<typeof createChainVerifier>; events: number } | undefined;
   let started = false;
   let events = 0;
   let n = 0;

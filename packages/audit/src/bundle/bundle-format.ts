@@ -88,7 +88,9 @@ export const EvidenceBundle = z
       .object({
         jws: z.string(),
         heads: z
-          .array(z.object({ chain: chainId, seq: z.number().int().positive(), hash: hex64 }).strict())
+          .array(
+            z.object({ chain: chainId, seq: z.number().int().positive(), hash: hex64 }).strict(),
+          )
           .optional(),
       })
       .strict()

@@ -80,8 +80,7 @@ export async function verifyBundle(input: unknown, keys: JSONWebKeySet): Promise
     const { jws: _jws, ...rest } = checkpoint;
     report.checkpoint = rest;
   }
-  const legacyUntil =
-    checkpoint?.format === 1 ? Infinity : (checkpoint?.legacyUntil ?? 0);
+  const legacyUntil = checkpoint?.format === 1 ? Infinity : (checkpoint?.legacyUntil ?? 0);
 
   const runs: { chain: number; firstSeq: number; last: { seq: number; hash: string } }[] = [];
   let prev: { chain: number; seq: number; hash: string } | undefined;
@@ -89,7 +88,13 @@ export async function verifyBundle(input: unknown, keys: JSONWebKeySet): Promise
     const at = { chain: e.chain };
     if (prev && e.chain !== prev.chain) {
       if (e.chain < prev.chain) {
-        return fail(report, 'malformed', e.seq, `its events are not ordered by chain (chain ${e.chain} after chain ${prev.chain})`, at);
+        return fail(
+          report,
+          'malformed',
+          e.seq,
+          `its events are not ordered by chain (chain ${e.chain} after chain ${prev.chain})`,
+          at,
+        );
       }
       prev = undefined;
     }
@@ -105,7 +110,13 @@ export async function verifyBundle(input: unknown, keys: JSONWebKeySet): Promise
     if ('redacted' in e) report.redacted++;
     else {
       if (e.legacy && !(e.chain === 0 && e.seq <= legacyUntil)) {
-        return fail(report, 'modified', e.seq, `event ${e.seq} of chain ${e.chain} claims the legacy hash formula, which only chain 0's events up to ${legacyUntil} have`, at);
+        return fail(
+          report,
+          'modified',
+          e.seq,
+          `event ${e.seq} of chain ${e.chain} claims the legacy hash formula, which only chain 0's events up to ${legacyUntil} have`,
+          at,
+        );
       }
       if (eventHash({ ...e, chain: e.legacy ? undefined : e.chain }) !== e.hash) {
         return fail(
@@ -146,7 +157,12 @@ export async function verifyBundle(input: unknown, keys: JSONWebKeySet): Promise
   const claimed = bundle.chains.map((c) => `${c.chain}:${c.firstSeq}..${c.lastSeq}`).join(' ');
   const found = runs.map((r) => `${r.chain}:${r.firstSeq}..${r.last.seq}`).join(' ');
   if (claimed !== found) {
-    return fail(report, 'malformed', 0, `its chains (${claimed}) do not match its events (${found})`);
+    return fail(
+      report,
+      'malformed',
+      0,
+      `its chains (${claimed}) do not match its events (${found})`,
+    );
   }
   if (!checkpoint) {
     const r = runs.at(-1)!;

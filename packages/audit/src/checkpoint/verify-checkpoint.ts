@@ -13,7 +13,8 @@ import {
  * - `bad_signature`: the signature does not verify with the key its `kid` names;
  * - `heads_mismatch`: the list of chain heads given with it is not the one it signed.
  */
-export type CheckpointProblemCode = 'malformed' | 'unknown_key' | 'bad_signature' | 'heads_mismatch';
+export type CheckpointProblemCode =
+  'malformed' | 'unknown_key' | 'bad_signature' | 'heads_mismatch';
 
 export type CheckpointVerification =
   | { ok: true; checkpoint: SignedCheckpoint }
@@ -82,7 +83,8 @@ export function createCheckpointVerifier(keys: JSONWebKeySet) {
       return {
         ok: false,
         code: 'malformed',
-        message: 'its payload is not {chains, headsHash, legacyUntil, signedAt} nor {seq, hash, occurredAt, signedAt}',
+        message:
+          'its payload is not {chains, headsHash, legacyUntil, signedAt} nor {seq, hash, occurredAt, signedAt}',
       };
     }
     // Signed before there were chains: one event of the single chain, now chain 0.
@@ -128,7 +130,11 @@ function checkHeads(
     };
   }
   if (!heads.every(isHead) || new Set(heads.map((h) => h.chain)).size !== heads.length) {
-    return { ok: false, code: 'malformed', message: 'its list of heads is not [{chain, seq, hash}]' };
+    return {
+      ok: false,
+      code: 'malformed',
+      message: 'its list of heads is not [{chain, seq, hash}]',
+    };
   }
   if (heads.length !== p.chains || headsHash(heads) !== p.headsHash) {
     return {
