@@ -118,12 +118,12 @@ export function registerAuditGauges(
     });
   gauge(
     'mtg_audit_chain_lock_waiters',
-    'Database sessions waiting for the audit chain lock (cluster-wide)',
+    'Database sessions waiting for an audit chain lock (any chain, cluster-wide)',
     () => state.waiters,
   );
   gauge(
     'mtg_audit_chain_lock_wait_seconds',
-    'Longest current wait for the audit chain lock, 0 when nobody waits (cluster-wide)',
+    'Longest current wait for an audit chain lock, 0 when nobody waits (cluster-wide)',
     () => state.longestWait,
   );
   gauge(
