@@ -297,7 +297,8 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
 $$;
 
 -- Stores a checkpoint of chain heads the job signed, after checking that every head names an
--- event as the chains are now and that heads_hash is the hash over them.
+-- event as the chains are now (stored, or a chain's recorded head whose events were archived)
+-- and that heads_hash is the hash over them.
 CREATE FUNCTION audit.record_checkpoint_heads(p_heads jsonb, p_heads_hash text,
                                               p_signed_at timestamptz, p_key_id text,
                                               p_jws text) RETURNS bigint
@@ -314,10 +315,14 @@ BEGIN
     RAISE EXCEPTION 'audit.record_checkpoint_heads: heads_hash is not the hash of the heads'
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
+  -- An event stored, or the chain's recorded head (its events archived since).
   SELECT h INTO v_missing FROM jsonb_array_elements(p_heads) h
    WHERE NOT EXISTS (SELECT 1 FROM audit.events e
                       WHERE e.chain_id = (h->>'chain')::bigint AND e.seq = (h->>'seq')::bigint
                         AND e.hash = h->>'hash')
+     AND NOT EXISTS (SELECT 1 FROM audit.chains c
+                      WHERE c.chain_id = (h->>'chain')::bigint AND c.head_seq = (h->>'seq')::bigint
+                        AND c.head_hash = h->>'hash')
    LIMIT 1;
   IF v_missing IS NOT NULL THEN
     RAISE EXCEPTION 'audit.record_checkpoint_heads: no event % in the chains', v_missing

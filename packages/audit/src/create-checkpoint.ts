@@ -183,11 +183,18 @@ function describeChain(r: ChainRecord): string {
     : `${r.chain}${r.tenant !== null ? ` (tenant ${JSON.stringify(r.tenant)})` : ''}`;
 }
 
-/** Each chain's last event before `before`. */
+/**
+ * Each chain's last event before `before`: its recorded head when that is older (also when
+ * its events were archived since), else its last stored event before then.
+ */
 async function headsBefore(client: pg.ClientBase, before: Date): Promise<Map<number, ChainHead>> {
   const rows = await client.query<{ chain_id: string; seq: string; hash: string }>(
-    `SELECT DISTINCT ON (chain_id) chain_id, seq, hash FROM audit.event_log
-      WHERE occurred_at < $1 ORDER BY chain_id, seq DESC`,
+    `SELECT chain_id, seq, hash FROM audit.chain_heads WHERE seq > 0 AND occurred_at < $1
+     UNION ALL
+     SELECT * FROM (SELECT DISTINCT ON (e.chain_id) e.chain_id, e.seq, e.hash
+                      FROM audit.event_log e
+                      JOIN audit.chain_heads h ON h.chain_id = e.chain_id AND h.occurred_at >= $1
+                     WHERE e.occurred_at < $1 ORDER BY e.chain_id, e.seq DESC) last`,
     [before],
   );
   return new Map(
@@ -229,7 +236,14 @@ async function checkChain(
     if (!furthest || h.seq > furthest.h.seq) furthest = { c, h };
     if (h.seq <= targetSeq && (!start || h.seq > start.h.seq)) start = { c, h };
   }
-  if (furthest && furthest.h.seq > storedHead) {
+  // Nothing stored, and the recorded head is the furthest signed one: every event of the chain
+  // was archived (a tenant idle since a detached month), not cut.
+  const archivedWhole =
+    storedHead === 0 &&
+    furthest !== undefined &&
+    record.headSeq === furthest.h.seq &&
+    record.headHash === furthest.h.hash;
+  if (furthest && furthest.h.seq > storedHead && !archivedWhole) {
     const which = `checkpoint audit.checkpoints #${furthest.c.id} (event ${furthest.h.seq}, signed ${furthest.c.signedAt})`;
     return {
       failure: {
