@@ -1,6 +1,7 @@
 // npm run -s audit:archive -- --out DIR
 // The archival job (a monthly CronJob in deploy/kubernetes): signs a checkpoint of the chain
-// head, then for each closed month, oldest first: signs its last event, exports it as JSON
+// heads, then for each closed month, oldest first: signs every chain's last event in it (the
+// heads at the month's end), exports it as JSON
 // Lines with the checkpoints that bound it, verifies the export, records it, and only then
 // detaches its partition (docs/audit.md, "Archival").
 import { createHash } from 'node:crypto';
@@ -14,6 +15,7 @@ import {
   ensurePartitions,
   exportMonth,
   verifyArchive,
+  type ChainHead,
   type MonthBounds,
 } from '@mtg/audit';
 import { parseConfig } from '@mtg/config';
@@ -28,8 +30,8 @@ import { runCli } from './lib/run-cli.ts';
 
 const USAGE = `usage: npm run -s audit:archive -- --out DIR
 
-Signs a checkpoint of the audit chain head; then, for every closed month still attached
-(oldest first): signs its last event, writes DIR/<partition>.jsonl (a header, the checkpoints
+Signs a checkpoint of the audit chain heads; then, for every closed month still attached
+(oldest first): signs each chain's last event before the month's end, writes DIR/<partition>.jsonl (a header, the checkpoints
 that bound the month, its events), verifies that file as \`audit:verify --archive\` would,
 records it in audit.archives and the verdict in audit.verifications, and detaches the
 partition. A month whose export does not verify is not detached (exit 1). The detached
@@ -76,68 +78,73 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const { url, where } = await resolveDatabaseUrl(config.DATABASE_URL, dataDir(env));
   const client = await connect(url, where, undefined, 'audit-archive');
   try {
-    const sign = async (seq?: number) => {
+    const sign = async (before?: Date) => {
       const r = await createCheckpoint(client, {
         key: source.key,
         trustedKeys: keys,
-        ...(seq !== undefined ? { seq } : {}),
+        ...(before !== undefined ? { before } : {}),
         now: () => new Date(),
       });
       if (!r.ok && r.code !== 'empty') {
-        await record(client, false, seq ?? null, r.message);
+        await record(client, false, null, r.message);
         throw new ArchiveFailed(`cannot sign a checkpoint: ${r.message}`);
       }
       return r.ok ? r.checkpoint : undefined;
     };
     await ensurePartitions(client);
     const head = await sign();
-    if (head) say(`signed the chain head: event ${head.seq}`);
+    if (head) say(`signed the chain heads: ${head.heads.length} chain(s)`);
+    const legacyUntil = Number(
+      (await client.query('SELECT legacy_until FROM audit.chain_heads WHERE chain_id = 0')).rows[0]
+        ?.legacy_until ?? 0,
+    );
 
     let archived = 0;
     for (const month of await closedMonths(client)) {
-      const last = await sign(month.lastSeq);
-      const boundaries = await client.query<{ seq: string; hash: string; jws: string }>(
-        `SELECT DISTINCT ON (seq) seq, hash, jws FROM audit.checkpoints
-          WHERE (seq = $1 AND hash = $2) OR (seq = $3 AND hash = $4)
-          ORDER BY seq, id DESC`,
-        [month.firstSeq - 1, month.firstPrevHash, month.lastSeq, month.lastHash],
-      );
-      const checkpoints = boundaries.rows.map((r) => ({
-        seq: Number(r.seq),
-        hash: r.hash,
-        jws: r.jws,
-      }));
-      if (last && !checkpoints.some((c) => c.seq === month.lastSeq)) {
-        checkpoints.push({ seq: last.seq, hash: last.hash, jws: last.jws });
-      }
+      // The month's end: every chain's last event before it, signed at once.
+      const last = await sign(new Date(month.rangeTo));
+      if (!last) throw new ArchiveFailed(`${month.partition}: nothing to sign`);
+      const checkpoints: { jws: string; heads?: ChainHead[] }[] = [];
+      const previous = await previousBoundary(client, month);
+      if (previous) checkpoints.push(previous);
+      checkpoints.push({ jws: last.jws, heads: last.heads });
       const file = path.join(values.out, `${month.partition}.jsonl`);
       const partial = `${file}.partial`;
-      const { events, sha256 } = await writeExport(client, month, checkpoints, partial);
+      const { events, sha256 } = await writeExport(
+        client,
+        month,
+        checkpoints,
+        partial,
+        legacyUntil,
+      );
       const verdict = await verifyArchive(lines(partial), keys);
+      const firstSeq = Math.min(...month.chains.map((c) => c.firstSeq));
+      const lastSeq = Math.max(...month.chains.map((c) => c.lastSeq));
       if (!verdict.ok) {
-        await record(client, false, month.lastSeq, `${month.partition}: ${verdict.message}`);
+        await record(client, false, lastSeq, `${month.partition}: ${verdict.message}`);
         throw new ArchiveFailed(
           `${month.partition}: the export does not verify (${verdict.code}): ${verdict.message}; nothing detached, the export is left in ${partial}`,
         );
       }
       await rename(partial, file);
       await client.query(
-        `INSERT INTO audit.archives (partition, first_seq, last_seq, events, checkpoint_seq, sha256, file)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        `INSERT INTO audit.archives (partition, first_seq, last_seq, events, checkpoint_seq, sha256, file, chains)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
         [
           month.partition,
-          month.firstSeq,
-          month.lastSeq,
+          firstSeq,
+          lastSeq,
           events,
-          month.lastSeq,
+          last.id,
           sha256,
           path.basename(file),
+          JSON.stringify(month.chains),
         ],
       );
-      await record(client, true, month.lastSeq, null);
+      await record(client, true, lastSeq, null);
       await client.query('SELECT audit.detach_month($1::date)', [month.rangeFrom.slice(0, 10)]);
       say(
-        `archived ${month.partition}: events ${month.firstSeq}..${month.lastSeq} (${events}) to ${file}, sha256 ${sha256}; partition detached`,
+        `archived ${month.partition}: ${month.chains.map((c) => `events ${c.firstSeq}..${c.lastSeq} (${c.events}) of chain ${c.chain}`).join(', ')} to ${file}, sha256 ${sha256}; partition detached`,
       );
       archived++;
     }
@@ -159,13 +166,15 @@ class ArchiveFailed extends Error {}
 
 const say = (line: string) => process.stdout.write(`audit:archive: ${line}\n`);
 
-/** Attached, non-empty months before the head's month, oldest first. */
+/** Attached, non-empty months before the head's month, oldest first, each with its chains. */
 async function closedMonths(client: pg.Client): Promise<MonthBounds[]> {
   const { rows } = await client.query<{
     partition: string;
     range_from: Date;
     range_to: Date;
-    first_seq: string | null;
+    chain_id: string;
+    events: string;
+    first_seq: string;
     first_prev_hash: string;
     last_seq: string;
     last_hash: string;
@@ -174,34 +183,91 @@ async function closedMonths(client: pg.Client): Promise<MonthBounds[]> {
             (SELECT date_trunc('month', occurred_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS month
                FROM audit.events ORDER BY occurred_at DESC, seq DESC LIMIT 1) head
       WHERE b.range_to <= head.month AND b.first_seq IS NOT NULL
-      ORDER BY b.range_from`,
+      ORDER BY b.range_from, b.chain_id`,
   );
-  return rows.map((r) => ({
-    partition: r.partition,
-    rangeFrom: r.range_from.toISOString(),
-    rangeTo: r.range_to.toISOString(),
-    firstSeq: Number(r.first_seq),
-    firstPrevHash: r.first_prev_hash,
-    lastSeq: Number(r.last_seq),
-    lastHash: r.last_hash,
-  }));
+  const tenants = new Map(
+    (
+      await client.query<{ chain_id: string; tenant: string | null }>(
+        'SELECT chain_id, tenant FROM audit.chain_heads',
+      )
+    ).rows.map((r) => [Number(r.chain_id), r.tenant]),
+  );
+  const months = new Map<string, MonthBounds>();
+  for (const r of rows) {
+    let m = months.get(r.partition);
+    if (!m) {
+      m = {
+        partition: r.partition,
+        rangeFrom: r.range_from.toISOString(),
+        rangeTo: r.range_to.toISOString(),
+        chains: [],
+      };
+      months.set(r.partition, m);
+    }
+    const chain = Number(r.chain_id);
+    m.chains.push({
+      chain,
+      tenant: tenants.get(chain) ?? null,
+      firstSeq: Number(r.first_seq),
+      firstPrevHash: r.first_prev_hash,
+      lastSeq: Number(r.last_seq),
+      lastHash: r.last_hash,
+      events: Number(r.events),
+    });
+  }
+  return [...months.values()];
+}
+
+/**
+ * A stored checkpoint that attests, for a chain continuing from an earlier month, the event
+ * its first event here links to (the previous month's boundary), so the file shows both ends.
+ */
+async function previousBoundary(
+  client: pg.Client,
+  month: MonthBounds,
+): Promise<{ jws: string; heads?: ChainHead[] } | undefined> {
+  const continuing = month.chains.filter((c) => c.firstSeq > 1);
+  if (continuing.length === 0) return undefined;
+  const { rows } = await client.query<{
+    jws: string;
+    heads: ChainHead[] | null;
+    seq: string | null;
+    hash: string | null;
+  }>('SELECT jws, heads, seq, hash FROM audit.checkpoint_log ORDER BY id DESC');
+  for (const r of rows) {
+    const heads = r.heads ?? [{ chain: 0, seq: Number(r.seq), hash: r.hash ?? '' }];
+    const attests = continuing.some((c) =>
+      heads.some(
+        (h) => h.chain === c.chain && h.seq === c.firstSeq - 1 && h.hash === c.firstPrevHash,
+      ),
+    );
+    if (attests) return r.heads ? { jws: r.jws, heads: r.heads } : { jws: r.jws };
+  }
+  return undefined;
 }
 
 async function writeExport(
   client: pg.Client,
   month: MonthBounds,
-  checkpoints: Array<{ seq: number; hash: string; jws: string }>,
+  checkpoints: Array<{ jws: string; heads?: ChainHead[] }>,
   file: string,
+  legacyUntil: number,
 ): Promise<{ events: number; sha256: string }> {
   await rm(file, { force: true });
   const handle = await open(file, 'wx', 0o600);
   const digest = createHash('sha256');
   try {
-    const { events } = await exportMonth(client, month, checkpoints, async (line) => {
-      const text = line + '\n';
-      digest.update(text);
-      await handle.write(text);
-    });
+    const { events } = await exportMonth(
+      client,
+      month,
+      checkpoints,
+      async (line) => {
+        const text = line + '\n';
+        digest.update(text);
+        await handle.write(text);
+      },
+      legacyUntil,
+    );
     await handle.sync();
     return { events, sha256: digest.digest('hex') };
   } finally {

@@ -1,6 +1,6 @@
-// npm run -s audit:checkpoint -- [--out FILE] [--every SECONDS] [--seq N]
+// npm run -s audit:checkpoint -- [--out FILE] [--every SECONDS] [--before TIME]
 // npm run -s audit:checkpoint -- --new-key FILE [--jwks JWKS_FILE]
-// Signs the audit chain head with the Ed25519 checkpoint key, stores it in
+// Signs every audit chain head with the Ed25519 checkpoint key, stores it in
 // audit.checkpoints and prints it (docs/audit.md).
 import { parseArgs } from 'node:util';
 import {
@@ -21,15 +21,16 @@ import { addToJwks, readJwks, writePrivateKey } from './lib/audit/key-files.ts';
 import { loadSigningKeySource } from './lib/audit/signing-key-source.ts';
 import { runCli } from './lib/run-cli.ts';
 
-const USAGE = `usage: npm run -s audit:checkpoint -- [--out FILE] [--every SECONDS] [--seq N]
+const USAGE = `usage: npm run -s audit:checkpoint -- [--out FILE] [--every SECONDS] [--before TIME]
        npm run -s audit:checkpoint -- --new-key FILE [--jwks JWKS_FILE]
 
-Verifies the events since the previous checkpoint, signs the chain head (seq, hash, time)
-with the checkpoint key, stores the checkpoint in audit.checkpoints and prints it as one
-JSON line; --out FILE also appends that line to FILE (keep it outside the database).
---every SECONDS keeps running and signs each time the head has moved. --seq N signs event N
-instead of the head (the last event of a month to archive). Also creates the coming
-months' partitions.
+Verifies each chain's events since the previous checkpoint, signs every chain head (the
+sorted list of chain, seq and hash) with the checkpoint key, stores the checkpoint in
+audit.checkpoints and prints it as one JSON line (with the heads); --out FILE also appends
+that line to FILE (keep it outside the database). --every SECONDS keeps running and signs
+each time a head has moved. --before TIME (ISO 8601) signs each chain's last event before
+TIME instead of its head (the end of a month to archive). Also creates the coming months'
+partitions.
 
 --new-key FILE writes a new private key (mode 0600) for rotation and prints its public JWK;
 --jwks adds that public key to a JWKS file.
@@ -61,7 +62,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     options: {
       out: { type: 'string' },
       every: { type: 'string' },
-      seq: { type: 'string' },
+      before: { type: 'string' },
       'new-key': { type: 'string' },
       jwks: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -80,11 +81,14 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   if (every !== undefined && !(every > 0 && Number.isFinite(every))) {
     throw new CliError('--every takes a number of seconds > 0');
   }
-  const seq = values.seq === undefined ? undefined : Number(values.seq);
-  if (seq !== undefined && !(Number.isSafeInteger(seq) && seq > 0))
-    throw new CliError('--seq takes an event number');
-  if (seq !== undefined && every !== undefined)
-    throw new CliError('--seq and --every do not go together');
+  const before = values.before === undefined ? undefined : new Date(values.before);
+  if (
+    before !== undefined &&
+    (!/^\d{4}-\d{2}-\d{2}/.test(values.before!) || Number.isNaN(before.getTime()))
+  )
+    throw new CliError('--before takes an ISO 8601 time (2026-09-01 or 2026-09-01T00:00:00Z)');
+  if (before !== undefined && every !== undefined)
+    throw new CliError('--before and --every do not go together');
 
   const source = await loadSigningKeySource({ ...config, dataDir: dataDir(env) });
   if (source.generated)
@@ -102,14 +106,14 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       return createCheckpoint(client, {
         key: source.key,
         ...(trustedKeys ? { trustedKeys } : {}),
-        ...(seq !== undefined ? { seq } : {}),
+        ...(before !== undefined ? { before } : {}),
         now: () => new Date(),
       });
     };
     const report = async (result: CreateCheckpointResult): Promise<number> => {
       if (!result.ok) {
         process.stderr.write(`audit:checkpoint: ${result.message}\n`);
-        return result.code === 'empty' ? 0 : result.code === 'no_such_event' ? 2 : 1;
+        return result.code === 'empty' ? 0 : 1;
       }
       const line = checkpointLine(result.checkpoint);
       process.stdout.write(line + '\n');
@@ -123,9 +127,16 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     };
 
     if (every === undefined) return await report(await run(once, where));
-    const headSeq = async () =>
-      Number((await client.query('SELECT seq FROM audit.chain_head')).rows[0]?.seq ?? 0);
-    return await loop(every, once, headSeq, report, where);
+    // Every chain's seq: any head that moved changes it.
+    const heads = async () =>
+      String(
+        (
+          await client.query(
+            `SELECT coalesce(string_agg(chain_id || ':' || seq, ',' ORDER BY chain_id), '') AS h FROM audit.chain_heads`,
+          )
+        ).rows[0]?.h ?? '',
+      );
+    return await loop(every, once, heads, report, where);
   } finally {
     await client.end().catch(() => {});
   }
@@ -144,7 +155,7 @@ async function run<T>(fn: () => Promise<T>, where: string): Promise<T> {
 async function loop(
   seconds: number,
   once: () => Promise<CreateCheckpointResult>,
-  headSeq: () => Promise<number>,
+  heads: () => Promise<string>,
   report: (r: CreateCheckpointResult) => Promise<number>,
   where: string,
 ): Promise<number> {
@@ -156,14 +167,14 @@ async function loop(
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
-  let last: number | undefined;
+  let last: string | undefined;
   while (!stopping) {
-    if ((await run(headSeq, where)) !== last) {
+    const now = await run(heads, where);
+    if (now !== last) {
       const result = await run(once, where);
       const code = await report(result);
       if (code !== 0) return code;
-      if (result.ok) last = result.checkpoint.seq;
-      else if (result.code === 'empty') last = 0;
+      if (result.ok || result.code === 'empty') last = now;
     }
     if (stopping) break;
     await new Promise<void>((resolve) => {

@@ -1,8 +1,8 @@
-// npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE] [--from-checkpoint SEQ|latest] [--json] [--record]
+// npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE] [--from-checkpoint SEQ|latest] [--tenant T] [--json] [--record]
 // npm run -s audit:verify -- --archive FILE [--keys JWKS_FILE] [--json]
 // npm run -s audit:verify -- --bundle FILE [--keys JWKS_FILE] [--json]
-// Verifies the audit chain and its signed checkpoints; exit 0 when intact, 1 naming the
-// first bad event otherwise (docs/audit.md).
+// Verifies the audit chains and their signed checkpoints; exit 0 when intact, 1 naming the
+// first bad event of each broken chain otherwise (docs/audit.md).
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
@@ -24,15 +24,18 @@ import { describeBundle, verifyBundleFile } from './lib/audit/verify-bundle-file
 import { runCli } from './lib/run-cli.ts';
 
 const USAGE = `usage: npm run -s audit:verify -- [--checkpoints FILE]... [--keys JWKS_FILE]
-                               [--from-checkpoint SEQ|latest] [--json] [--record]
+                               [--from-checkpoint SEQ|latest] [--tenant T] [--json] [--record]
        npm run -s audit:verify -- --archive FILE [--keys JWKS_FILE] [--json]
        npm run -s audit:verify -- --bundle FILE [--keys JWKS_FILE] [--json]
 
-Verifies every event of audit.events in seq order (hash, link to the previous event, no gap,
-query columns) and every signed checkpoint (audit.checkpoints, plus --checkpoints files kept
-elsewhere) against the public keys (--keys, else AUDIT_JWKS_FILE, else the dev keys in
-<DATA_DIR>/audit/jwks.json). --from-checkpoint starts from a verified checkpoint instead of
-the first event (archived months, or only what is new). --record stores the verdict in
+Verifies each chain of audit.events (chain 0 for system events and the history from before
+there were chains, one per tenant) in seq order (hash, link to the previous event, no gap,
+query columns, tenant) and every signed checkpoint (audit.checkpoints, plus --checkpoints
+files kept elsewhere) against the public keys (--keys, else AUDIT_JWKS_FILE, else the dev
+keys in <DATA_DIR>/audit/jwks.json), and each checkpoint's head of every chain against that
+chain. --tenant T verifies that tenant's chain alone. --from-checkpoint starts from a
+verified checkpoint instead of the first event (archived months, or only what is new); SEQ
+is the seq of chain 0's head in it (with --tenant, of the tenant's). --record stores the verdict in
 audit.verifications (role mtg_audit_signer), where the metrics and alerts read it.
 
 --archive FILE verifies a month exported by audit:archive, without a database: every event's
@@ -71,6 +74,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       json: { type: 'boolean' },
       bundle: { type: 'string' },
       archive: { type: 'string' },
+      tenant: { type: 'string' },
       record: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -85,7 +89,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     throw new CliError('give --archive or --bundle, not both');
   }
   if (values.archive !== undefined) {
-    if (values.checkpoints || values['from-checkpoint'] || values.record)
+    if (values.checkpoints || values['from-checkpoint'] || values.record || values.tenant)
       throw new CliError('--archive goes with --keys and --json only');
     const file =
       values.keys ?? config.AUDIT_JWKS_FILE ?? (await existing(devKeyPaths(dataDir(env)).jwksFile));
@@ -108,9 +112,9 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     values.keys ?? config.AUDIT_JWKS_FILE ?? (await existing(devKeyPaths(dataDir(env)).jwksFile));
   const keys = keysFile ? await readJwks(keysFile) : undefined;
   if (values.bundle !== undefined) {
-    if (values.checkpoints || from !== undefined || values.record) {
+    if (values.checkpoints || from !== undefined || values.record || values.tenant) {
       throw new CliError(
-        '--bundle verifies the bundle alone: it takes no --checkpoints, --from-checkpoint or --record',
+        '--bundle verifies the bundle alone: it takes no --checkpoints, --from-checkpoint, --tenant or --record',
       );
     }
     if (!keys) {
@@ -136,15 +140,16 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       checkpoints: external,
       ...(from ? { fromCheckpoint: from === 'latest' ? 'latest' : Number(from) } : {}),
       ...(batchSize ? { batchSize } : {}),
+      ...(values.tenant !== undefined ? { tenant: values.tenant } : {}),
     });
     if (values.record) {
       const failure = report.failure
-        ? `${report.failure.code} at ${report.failure.seq}: ${report.failure.message}`
+        ? `${report.failure.code} at ${report.failure.seq} of chain ${report.failure.chain}: ${report.failure.message}`
         : (report.checkpointProblems[0]?.message ?? null);
       await client.query('SELECT audit.record_verification($1, $2, $3, $4)', [
         'verify',
         report.ok,
-        report.lastSeq ?? null,
+        report.lastSeq ?? report.events,
         failure,
       ]);
     }
@@ -173,41 +178,68 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
  * checkpoint and still get "intact". Say so, and how to fix it.
  */
 function uncoveredHead(r: VerifyAuditTrailReport): string[] {
-  if (!r.ok || r.lastSeq === undefined) return [];
-  const covered = r.checkpoints.latest?.seq ?? 0;
-  if (covered >= r.lastSeq) return [];
-  const which =
-    covered === 0
-      ? `no signed checkpoint covers the chain (events ${r.firstSeq}..${r.lastSeq})`
-      : `no signed checkpoint covers the head: events ${covered + 1}..${r.lastSeq} come after the latest checkpoint (event ${covered})`;
+  if (!r.ok) return [];
+  const open = r.chains.filter((c) => c.lastSeq !== undefined && c.coveredSeq < c.lastSeq);
+  if (open.length === 0) return [];
+  const parts = open
+    .slice(0, 5)
+    .map((c) =>
+      c.coveredSeq === 0
+        ? `no signed checkpoint covers ${chainName(c)} (events ${c.firstSeq}..${c.lastSeq})`
+        : `no signed checkpoint covers the head of ${chainName(c)}: events ${c.coveredSeq + 1}..${c.lastSeq} come after the latest checkpoint (event ${c.coveredSeq})`,
+    );
+  if (open.length > 5) parts.push(`and ${open.length - 5} more chains`);
   return [
-    `${which}, so a truncated tail or a rewritten and rehashed chain there would go unseen. ` +
-      'Sign the head with `npm run -s audit:checkpoint` (or keep it running with --every SECONDS) ' +
+    `${parts.join('; ')}, so a truncated tail or a rewritten and rehashed chain there would go unseen. ` +
+      'Sign the heads with `npm run -s audit:checkpoint` (or keep it running with --every SECONDS) ' +
       'and keep a copy of the checkpoints outside the database (--out FILE).',
   ];
 }
 
+function chainName(c: { chain: number; tenant: string | null }): string {
+  return c.chain === 0
+    ? 'chain 0 (system)'
+    : `chain ${c.chain} (tenant ${JSON.stringify(c.tenant)})`;
+}
+
 function describe(r: VerifyAuditTrailReport): string[] {
   const rate = `${Math.round(r.eventsPerSecond)} events/s`;
-  const range = r.events > 0 ? ` (seq ${r.firstSeq}..${r.lastSeq})` : '';
+  const one = r.chains.length === 1 ? r.chains[0] : undefined;
+  const range = one
+    ? one.events > 0
+      ? ` (seq ${one.firstSeq}..${one.lastSeq})`
+      : ''
+    : ` in ${r.chains.length} chains`;
   const start = r.anchor.seq > 0 ? `, from the checkpoint at event ${r.anchor.seq}` : '';
   const c = r.checkpoints;
+  // With one chain, the checkpoint's head of it; otherwise how many heads it signs.
   const latest = c.latest
-    ? ` (latest: event ${c.latest.seq}, signed ${c.latest.signedAt}, key ${c.latest.keyId})`
+    ? ` (latest: ${one ? `event ${one.coveredSeq}` : `${c.latest.heads.length} chain heads`}, signed ${c.latest.signedAt}, key ${c.latest.keyId})`
     : '';
   const checkpoints = `${c.verified}/${c.total} checkpoints verified${latest}`;
+  const which = one ? ` ${chainName(one).replace(/^chain /, '')}` : 's';
   if (r.ok) {
     return [
-      `audit chain intact: ${r.events} events${range}${start}, ${checkpoints}, ${rate} (${(r.elapsedMs / 1000).toFixed(2)} s)`,
+      `audit chain${which} intact: ${r.events} events${range}${start}, ${checkpoints}, ${rate} (${(r.elapsedMs / 1000).toFixed(2)} s)`,
     ];
   }
   const lines: string[] = [];
-  if (r.failure) {
-    lines.push(
-      `audit chain BROKEN at event ${r.failure.seq} (${r.failure.code}): ${r.failure.message}`,
-    );
+  for (const f of r.failures) {
+    lines.push(`audit chain BROKEN at event ${f.seq} (${f.code}) in ${chainName(f)}: ${f.message}`);
   }
   for (const p of r.checkpointProblems) lines.push(`checkpoint problem (${p.code}): ${p.message}`);
+  if (!one) {
+    const shown = r.chains.slice(0, 20);
+    for (const ch of shown) {
+      lines.push(
+        ch.ok
+          ? `${chainName(ch)}: intact, ${ch.events} events${ch.events > 0 ? ` (seq ${ch.firstSeq}..${ch.lastSeq})` : ''}`
+          : `${chainName(ch)}: BROKEN at event ${ch.failure!.seq} (${ch.failure!.code})`,
+      );
+    }
+    if (r.chains.length > shown.length)
+      lines.push(`… and ${r.chains.length - shown.length} more chains`);
+  }
   lines.push(`checked ${r.events} events${range}${start}, ${checkpoints}, ${rate}`);
   return lines;
 }
@@ -227,11 +259,11 @@ async function verifyArchiveFile(
   if (json) process.stdout.write(JSON.stringify({ file, ...v }, null, 2) + '\n');
   else if (v.ok)
     process.stdout.write(
-      `archive intact: ${v.header.partition}, events ${v.header.firstSeq}..${v.header.lastSeq} (${v.events}), ${v.checkpoints} checkpoint(s) verified\n`,
+      `archive intact: ${v.header.partition}, ${v.header.chains.map((c) => `events ${c.firstSeq}..${c.lastSeq} (${c.events}) of chain ${c.chain}`).join(', ')}, ${v.checkpoints} checkpoint(s) verified\n`,
     );
   else
     process.stdout.write(
-      `archive BROKEN${v.seq !== undefined ? ` at event ${v.seq}` : ''} (${v.code}): ${v.message}\n`,
+      `archive BROKEN${v.seq !== undefined ? ` at event ${v.seq}` : ''} (${v.code})${v.chain !== undefined ? ` in chain ${v.chain}` : ''}: ${v.message}\n`,
     );
   return v.ok ? 0 : 1;
 }

@@ -170,7 +170,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       else process.stdout.write(text);
       const b = built.bundle;
       process.stderr.write(
-        `audit: bundle of ${b.events.filter((e) => 'selected' in e && e.selected).length} selected event(s), chain range ${b.range ? `${b.range.firstSeq}..${b.range.lastSeq}` : 'empty'}` +
+        `audit: bundle of ${b.events.filter((e) => 'selected' in e && e.selected).length} selected event(s), chain runs ${b.chains.length ? b.chains.map((c) => `${c.chain}:${c.firstSeq}..${c.lastSeq}`).join(', ') : 'empty'}` +
           (b.checkpoint
             ? ''
             : ' — no signed checkpoint covers it yet: run npm run -s audit:checkpoint, then export again') +

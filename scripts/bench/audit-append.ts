@@ -1,5 +1,8 @@
 // Audit appends under concurrent writers, in a process of its own, as the worker role (as the
-// product appends). argv: url writers durationS mode. Prints JSON.
+// product appends). argv: url writers durationS mode [tenants]. Prints JSON.
+//   tenants: writer w appends for tenant `bench-<w mod tenants>`, so the writers share that
+//            many tenants' chains (default: one tenant per writer). Each tenant has a chain
+//            and a lock of its own (migration 080): fewer tenants, more waiting.
 //   sql:    `writers` connections, each calling SELECT audit.append(...) in a loop (one event
 //           per commit);
 //   nosync: the same with synchronous_commit=off (a diagnostic: how much of the cost is
@@ -10,15 +13,16 @@ import pg from 'pg';
 import { appendAuditGrouped, canonicalJson, type AuditEvent } from '@mtg/audit';
 import { createPool } from '@mtg/db';
 
-const [url, writersArg, durationArg, mode = 'sql'] = process.argv.slice(2);
+const [url, writersArg, durationArg, mode = 'sql', tenantsArg] = process.argv.slice(2);
 const writers = Number(writersArg);
+const tenants = tenantsArg ? Number(tenantsArg) : writers;
 
 // A body the size of a real task.step_completed event.
 function event(w: number, i: number): AuditEvent {
   return {
     type: 'task.step_completed',
     taskId: 'f'.repeat(32),
-    tenant: `bench-${w}`,
+    tenant: `bench-${w % tenants}`,
     subject: 'bench',
     client: 'mcp-agent',
     tool: 'bulk_update_records',

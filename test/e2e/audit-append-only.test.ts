@@ -76,6 +76,33 @@ test.each(APP_ROLES)('%s cannot change or remove signed checkpoints', async (rol
   });
 });
 
+test.each(APP_ROLES)('%s cannot move, remove or add a chain head (audit.chains)', async (role) => {
+  await as(role, async () => {
+    for (const statement of [
+      'UPDATE audit.chains SET head_seq = head_seq + 1',
+      'DELETE FROM audit.chains',
+      'TRUNCATE audit.chains',
+      `INSERT INTO audit.chains (chain_id, tenant) VALUES (99, 'mallory')`,
+    ]) {
+      await expect(client.query(statement)).rejects.toMatchObject({ code: '42501' });
+    }
+  });
+});
+
+test('even the owner cannot move a chain head back, give a chain to another tenant, or remove one', async () => {
+  for (const statement of [
+    `UPDATE audit.chains SET head_seq = 1 WHERE tenant = 'acme'`,
+    `UPDATE audit.chains SET tenant = 'globex', head_seq = head_seq + 1 WHERE tenant = 'acme'`,
+    `UPDATE audit.chains SET legacy_until = 3, head_seq = head_seq + 1 WHERE chain_id = 0`,
+    `DELETE FROM audit.chains WHERE tenant = 'acme'`,
+  ]) {
+    await expect(client.query(statement)).rejects.toThrow(
+      /only append_many\(\) moves a chain head forward/,
+    );
+  }
+  await expect(client.query('TRUNCATE audit.chains')).rejects.toThrow(/append-only/);
+});
+
 test('the application roles can only append; the auditor and the signer cannot append at all', async () => {
   for (const role of ['mtg_gateway', 'mtg_worker']) {
     const seq = await as(role, () =>
@@ -98,7 +125,7 @@ test('the application roles can only append; the auditor and the signer cannot a
 
 test('the auditor reads the views but not the tables', async () => {
   await as('mtg_auditor', async () => {
-    for (const table of ['audit.events', partition, 'audit.checkpoints']) {
+    for (const table of ['audit.events', partition, 'audit.checkpoints', 'audit.chains']) {
       await expect(client.query(`SELECT 1 FROM ${table} LIMIT 1`)).rejects.toMatchObject({
         code: '42501',
       });
@@ -106,6 +133,7 @@ test('the auditor reads the views but not the tables', async () => {
     for (const view of [
       'event_log',
       'chain_head',
+      'chain_heads',
       'checkpoint_log',
       'task_timeline',
       'denials',
@@ -158,16 +186,19 @@ test('append() refuses a body that is not a JSON object, an ill-formed type, and
   });
 });
 
-test('each appended event carries the hash of the one before and a hash anyone can recompute', async () => {
+test('each appended event carries the hash of the one before in its chain and a hash anyone can recompute', async () => {
   await client.query(`SET TimeZone = 'UTC'`);
   const { rows: events } = await client.query({
-    text: 'SELECT seq, occurred_at, type, prev_hash, hash, body FROM audit.events ORDER BY seq',
+    text: `SELECT chain_id, seq, occurred_at, type, prev_hash, hash, body FROM audit.events
+            WHERE chain_id = (SELECT chain_id FROM audit.chains WHERE tenant = 'acme') ORDER BY seq`,
     types: { getTypeParser: () => (v: string) => v },
   });
+  expect(events.length).toBeGreaterThanOrEqual(5);
   expect(events.map((e) => Number(e.seq))).toEqual(events.map((_, i) => i + 1));
   events.forEach((e, i) => {
     expect(e.prev_hash).toBe(i === 0 ? '0'.repeat(64) : events[i - 1].hash);
     const recomputed = eventHash({
+      chain: Number(e.chain_id),
       seq: Number(e.seq),
       occurredAt: canonicalTimestamp(e.occurred_at),
       type: e.type,
@@ -178,10 +209,11 @@ test('each appended event carries the hash of the one before and a hash anyone c
   });
 });
 
-test('occurred_at never goes back along the chain, so each month holds one run of sequence numbers', async () => {
+test('occurred_at never goes back along a chain, so each month holds one run of each chain', async () => {
   const { rows } = await client.query(
     `SELECT count(*)::int AS n FROM (
-       SELECT occurred_at < lag(occurred_at) OVER (ORDER BY seq) AS back FROM audit.events) x WHERE back`,
+       SELECT occurred_at < lag(occurred_at) OVER (PARTITION BY chain_id ORDER BY seq) AS back
+         FROM audit.events) x WHERE back`,
   );
   expect(rows[0].n).toBe(0);
 });

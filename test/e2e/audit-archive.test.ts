@@ -16,22 +16,33 @@ const archive = (args: string[], env: Record<string, string>) =>
 const verify = (args: string[], env: Record<string, string>) =>
   runScript('scripts/audit-verify.ts', args, env);
 
-/** Events dated in past months, chained exactly as append() chains them (as the owner). */
-async function appendAt(url: string, at: string, count: number): Promise<void> {
+/**
+ * History the test cannot wait for: events of tenant acme dated in past months, chained
+ * exactly as append() chains them (its chain, same hash function, same columns, the head
+ * moved along), written as the owner.
+ */
+async function appendAt(url: string, at: string, count: number, tenant = 'acme'): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
+    await client.query(
+      `INSERT INTO audit.chains (chain_id, tenant) SELECT nextval('audit.chain_ids'), $1
+        WHERE NOT EXISTS (SELECT 1 FROM audit.chains WHERE tenant = $1)`,
+      [tenant],
+    );
     for (let i = 0; i < count; i++) {
-      const body = JSON.stringify({ data: { n: i }, subject: 'nia', tenant: 'acme' });
+      const body = JSON.stringify({ data: { n: i }, subject: 'nia', tenant });
       await client.query(
-        `WITH last AS (SELECT seq, hash FROM audit.events ORDER BY occurred_at DESC, seq DESC LIMIT 1),
-              next AS (SELECT COALESCE((SELECT seq FROM last), 0) + 1 AS seq,
-                              COALESCE((SELECT hash FROM last), repeat('0', 64)) AS prev,
-                              $1::timestamptz + make_interval(secs => $3::int) AS at)
-         INSERT INTO audit.events (seq, occurred_at, type, body, prev_hash, hash, tenant, subject)
-         SELECT seq, at, 'task.status_read', $2, prev, audit.event_hash(seq, at, 'task.status_read', prev, $2), 'acme', 'nia'
-         FROM next`,
-        [at, body, i],
+        `WITH c AS (SELECT chain_id, head_seq + 1 AS seq, head_hash AS prev,
+                           $1::timestamptz + make_interval(secs => $3::int) AS at
+                      FROM audit.chains WHERE tenant = $4),
+              e AS (INSERT INTO audit.events (chain_id, seq, occurred_at, type, body, prev_hash, hash, tenant, subject)
+                    SELECT chain_id, seq, at, 'task.status_read', $2, prev,
+                           audit.event_hash(chain_id, seq, at, 'task.status_read', prev, $2), $4, 'nia'
+                      FROM c RETURNING chain_id, seq, hash, occurred_at)
+         UPDATE audit.chains h SET head_seq = e.seq, head_hash = e.hash, head_at = e.occurred_at
+           FROM e WHERE h.chain_id = e.chain_id`,
+        [at, body, i, tenant],
       );
     }
   } finally {
@@ -70,13 +81,13 @@ test('the job archives every closed month, oldest first, and detaches each after
   const run = await archive(['--out', out], env());
   expect(run.stderr).toBe('');
   expect(run.code).toBe(0);
-  expect(run.stdout).toContain('signed the chain head: event 15');
+  expect(run.stdout).toContain('signed the chain heads: 1 chain(s)');
   for (const [p, range] of [
     ['events_2026_08', '1..4 (4)'],
     ['events_2026_09', '5..9 (5)'],
     ['events_2026_10', '10..12 (3)'],
   ])
-    expect(run.stdout).toContain(`archived ${p}: events ${range}`);
+    expect(run.stdout).toContain(`archived ${p}: events ${range} of chain 1`);
   expect((await readdir(out)).sort()).toEqual([
     'events_2026_08.jsonl',
     'events_2026_09.jsonl',
@@ -112,7 +123,7 @@ test('the job archives every closed month, oldest first, and detaches each after
     DATABASE_ROLE: 'mtg_audit_signer',
   });
   expect(rest.stdout).toMatch(
-    /^audit chain intact: 3 events \(seq 13\.\.15\), from the checkpoint at event 12/,
+    /^audit chain \d+ \(tenant "[^"]*"\) intact: 3 events \(seq 13\.\.15\), from the checkpoint at event 12/,
   );
   expect(rest.code).toBe(0);
   expect(
@@ -128,7 +139,7 @@ test('audit:verify --archive verifies an exported month without a database', asy
     DATA_DIR: dataDir, // the dev public keys; no DATABASE_URL
   });
   expect(result.stdout).toBe(
-    'archive intact: events_2026_09, events 5..9 (5), 2 checkpoint(s) verified\n',
+    'archive intact: events_2026_09, events 5..9 (5) of chain 1, 2 checkpoint(s) verified\n',
   );
   expect(result.code).toBe(0);
 });
@@ -204,5 +215,49 @@ test('a month whose chain does not verify is neither exported as good nor detach
     expect(await sql(broken.url, `SELECT 1 FROM audit.archives`)).toEqual([]);
   } finally {
     await broken.drop();
+  }
+});
+
+test('months of several tenants: each chain is archived with its run, and a tenant idle since an archived month still verifies', async () => {
+  const many = await createTestDatabase();
+  const env2 = { DATABASE_URL: many.url, DATA_DIR: dataDir };
+  try {
+    await sql(
+      many.url,
+      `SELECT audit.ensure_partition(m) FROM unnest(ARRAY['2026-08-15Z', '2026-09-15Z']::timestamptz[]) m`,
+    );
+    await appendAt(many.url, '2026-08-20T10:00:00Z', 3); // acme 1..3 (chain 1)
+    await appendAt(many.url, '2026-08-21T10:00:00Z', 2, 'globex'); // globex 1..2 (chain 2), idle since
+    await appendAt(many.url, '2026-09-20T10:00:00Z', 2); // acme 4..5
+    await appendSamples(many.url, 1); // acme 6, now
+    const run = await archive(['--out', path.join(dataDir, 'many')], env2);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(
+      'archived events_2026_08: events 1..3 (3) of chain 1, events 1..2 (2) of chain 2',
+    );
+    expect(run.stdout).toContain('archived events_2026_09: events 4..5 (2) of chain 1');
+    const august = await verify(['--archive', path.join(dataDir, 'many', 'events_2026_08.jsonl')], {
+      DATA_DIR: dataDir,
+    });
+    expect(august.stdout).toMatch(
+      /^archive intact: events_2026_08, events 1\.\.3 \(3\) of chain 1, events 1\.\.2 \(2\) of chain 2/,
+    );
+    // globex has no event stored any more: from the latest checkpoint, its chain is its
+    // recorded head, archived whole; acme goes on from its head.
+    const rest = await verify(['--from-checkpoint', 'latest'], env2);
+    expect(rest.stdout).toMatch(/^audit chains intact: \d+ events in 2 chains/);
+    expect(rest.code).toBe(0);
+    // The same chain with its head row cut back as well is still caught by the checkpoint.
+    await sql(
+      many.url,
+      `SET session_replication_role = replica;
+       UPDATE audit.chains SET head_seq = 1 WHERE tenant = 'globex'`,
+    );
+    const cut = await verify(['--from-checkpoint', 'latest'], env2);
+    expect(cut.code).toBe(1);
+    expect(cut.stdout).toMatch(/BROKEN at event 2 \(truncated\) in chain 2 \(tenant "globex"\)/);
+  } finally {
+    await many.drop();
   }
 });

@@ -88,9 +88,10 @@ const verifyOffline = (file: string) =>
 test('audit:verify warns, and says how to fix it, when no signed checkpoint covers the head', async () => {
   const before = await verifyScript([], env());
   expect(before.code).toBe(0);
-  expect(before.stdout).toMatch(/^audit chain intact: 6 events/);
+  // acme's events are chain 1, globex's chain 2.
+  expect(before.stdout).toMatch(/^audit chains intact: 6 events in 2 chains/);
   expect(before.stderr).toMatch(
-    /warning: no signed checkpoint covers the chain \(events 1\.\.6\).*truncated tail.*npm run -s audit:checkpoint/,
+    /warning: no signed checkpoint covers chain 1 \(tenant "acme"\) \(events 1\.\.4\); no signed checkpoint covers chain 2 \(tenant "globex"\) \(events 1\.\.2\).*truncated tail.*npm run -s audit:checkpoint/,
   );
 
   expect((await checkpointScript([], env())).code).toBe(0);
@@ -102,16 +103,16 @@ test('audit:verify warns, and says how to fix it, when no signed checkpoint cove
   const behind = await verifyScript(['--json'], env());
   expect(behind.code).toBe(0);
   expect(behind.stderr).toMatch(
-    /no signed checkpoint covers the head: events 7\.\.7 come after the latest checkpoint \(event 6\)/,
+    /no signed checkpoint covers the head of chain 1 \(tenant "acme"\): events 5\.\.5 come after the latest checkpoint \(event 4\)/,
   );
   expect(JSON.parse(behind.stdout).warnings).toHaveLength(1);
   expect((await checkpointScript([], env())).code).toBe(0);
 });
 
-test("a task's bundle verifies offline; other tenants' events are redacted to their hashes", async () => {
+test("a task's bundle verifies offline; it holds its tenant's chain only, nothing of other tenants", async () => {
   const file = path.join(dir, 'task.json');
   const made = await audit(['bundle', '--task', TASK, '--tenant', 'acme', '--out', file]);
-  expect(made.stderr).toMatch(/bundle of 5 selected event\(s\), chain range 1\.\.7/);
+  expect(made.stderr).toMatch(/bundle of 5 selected event\(s\), chain runs 1:1\.\.5/);
   expect(made.code).toBe(0);
   const bundle = JSON.parse(await readFile(file, 'utf8'));
   expect(
@@ -121,17 +122,22 @@ test("a task's bundle verifies offline; other tenants' events are redacted to th
     ]),
   ).toEqual([
     [1, true],
-    [2, 'redacted'],
+    [2, true],
     [3, true],
     [4, true],
-    [5, 'redacted'],
-    [6, true],
-    [7, true],
+    [5, true],
+  ]);
+  expect(bundle.chains).toEqual([{ chain: 1, tenant: 'acme', firstSeq: 1, lastSeq: 5 }]);
+  // globex's chain is in the checkpoint as its head alone.
+  expect(bundle.checkpoint.heads).toEqual([
+    expect.objectContaining({ chain: 1, seq: 5 }),
+    expect.objectContaining({ chain: 2, seq: 2 }),
   ]);
   expect(JSON.stringify(bundle)).not.toContain('gus');
+  expect(JSON.stringify(bundle)).not.toContain('globex');
   const verified = await verifyOffline(file);
   expect(verified.stdout).toMatch(
-    /verified: events 1\.\.7, period \S+ \.\. \S+, up to the checkpoint signed \S+ by key \S+; 5 selected, 5 recomputed, 2 of other tenants redacted/,
+    /verified: events 1\.\.5 of chain 1 \(tenant acme\), period \S+ \.\. \S+, up to the checkpoint signed \S+ by key \S+; 5 selected, 5 recomputed, 0 of other tenants redacted/,
   );
   expect(verified.code).toBe(0);
 });
@@ -155,10 +161,10 @@ const has = (tool: string) => {
     await writeFile(script, python);
     const file = path.join(dir, 'task.json');
     expect(execFileSync('python3', [script, file], { encoding: 'utf8' })).toMatch(
-      /^events 1\.\.7 intact up to the checkpoint of \S+\n$/,
+      /^chain 1: events 1\.\.5 intact up to the checkpoint of \S+\n$/,
     );
     const bundle = JSON.parse(await readFile(file, 'utf8'));
-    const jq = `jq -j '.events[0] | "\\(.seq)\\n\\(.occurredAt)\\n\\(.type)\\n\\(.prevHash)\\n\\(.body)"' ${file} | sha256sum`;
+    const jq = `jq -j '.events[0] | "\\(.chain)\\n\\(.seq)\\n\\(.occurredAt)\\n\\(.type)\\n\\(.prevHash)\\n\\(.body)"' ${file} | sha256sum`;
     expect(docs).toContain(jq.replace(file, 'task.json'));
     expect(execFileSync('sh', ['-c', jq], { encoding: 'utf8' }).split(' ')[0]).toBe(
       bundle.events[0].hash,
@@ -166,7 +172,7 @@ const has = (tool: string) => {
     const edited = path.join(dir, 'edited-py.json');
     await writeFile(edited, (await readFile(file, 'utf8')).replace('– Q3', '– Q4'));
     expect(() => execFileSync('python3', [script, edited], { stdio: 'pipe' })).toThrow(
-      /event 1 was modified/,
+      /event 1 of chain 1 was modified/,
     );
   },
 );
@@ -184,20 +190,19 @@ test('one byte edited in an exported bundle: --bundle names the event', async ()
   const r = await verifyOffline(path.join(dir, 'edited.json'));
   expect(r.code).toBe(1);
   expect(r.stdout).toMatch(
-    /BROKEN at event 1 \(modified\): event 1 \(task\.created\) was modified/,
+    /BROKEN at event 1 \(modified\) in chain 1: event 1 \(task\.created\) of chain 1 was modified/,
   );
 
-  // A redacted event's hash changed by one hex digit breaks the link to it.
+  // The last event taken out (its chain's run with it): the run no longer ends at the head
+  // the checkpoint signs.
   const b = JSON.parse(original);
-  const h: string = b.events[1].hash;
-  b.events[1].hash = (h[0] === '0' ? '1' : '0') + h.slice(1);
-  await writeFile(path.join(dir, 'relinked.json'), JSON.stringify(b));
-  const relinked = await verifyOffline(path.join(dir, 'relinked.json'));
-  expect(relinked.code).toBe(1);
-  expect(relinked.stdout).toMatch(/BROKEN at event 3 \(broken_link\)/);
+  const cut = { ...b, events: b.events.slice(0, -1), chains: [{ ...b.chains[0], lastSeq: 4 }] };
+  await writeFile(path.join(dir, 'cut.json'), JSON.stringify(cut));
+  const shortened = await verifyOffline(path.join(dir, 'cut.json'));
+  expect(shortened.code).toBe(1);
+  expect(shortened.stdout).toMatch(/BROKEN at event 4 \(checkpoint_mismatch\) in chain 1/);
 
   // The checkpoint's signature is checked against the key given.
-  b.events[1].hash = h;
   // One character in the middle of the signature (the last ones may be padding bits only).
   const jws: string = b.checkpoint.jws;
   const at = jws.length - 20;
@@ -219,7 +224,7 @@ test('a whole month of the trail: every event in full, verified without the data
   expect(bundle.events.every((e: { selected?: boolean }) => e.selected === true)).toBe(true);
   const r = await verifyOffline(file);
   expect(r.stdout).toMatch(
-    /verified: events 1\.\.7.*7 selected, 7 recomputed, 0 of other tenants redacted/,
+    /verified: events 1\.\.5 of chain 1 \(tenant acme\), events 1\.\.2 of chain 2 \(tenant globex\).*7 selected, 7 recomputed, 0 of other tenants redacted/,
   );
   expect(r.code).toBe(0);
 });
@@ -257,15 +262,16 @@ test('the auditor CLI: a task, denials and a principal, as table, CSV and JSON',
         .filter((_, i) => i !== 1),
     ),
   ).toEqual([
-    ['4', 'task.denied', 'acme', 'not_owner', 'eve'],
-    ['5', 'auth.denied', 'globex', 'insufficient_scope', 'gus'],
+    // In the order they happened; each seq is its tenant's chain's.
+    ['3', 'task.denied', 'acme', 'not_owner', 'eve'],
+    ['2', 'auth.denied', 'globex', 'insufficient_scope', 'gus'],
   ]);
   const acmeOnly = await audit(['denials', '--tenant', 'acme', '--format', 'json']);
-  expect(JSON.parse(acmeOnly.stdout).map((d: { seq: number }) => d.seq)).toEqual([4]);
+  expect(JSON.parse(acmeOnly.stdout).map((d: { seq: number }) => d.seq)).toEqual([3]);
 
   const principal = await audit(['principal', 'worker-1', '--format', 'json']);
   expect(JSON.parse(principal.stdout)).toEqual([
-    expect.objectContaining({ seq: 3, role: 'actor', type: 'task.started' }),
+    expect.objectContaining({ seq: 2, role: 'actor', type: 'task.started' }),
   ]);
 
   const unknown = await audit(['task', 'f'.repeat(32)]);

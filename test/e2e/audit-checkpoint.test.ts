@@ -46,16 +46,27 @@ test('the first checkpoint generates the dev key (mode 0600), signs the head, st
   expect(jwks.keys[0].d).toBeUndefined();
 
   const printed = JSON.parse(result.stdout);
+  // The samples are one tenant's: one chain, whose head is the one head signed.
   const [head] = await sql(
     db.url,
-    'SELECT seq::int, hash FROM audit.events ORDER BY seq DESC LIMIT 1',
+    'SELECT chain_id::int AS chain, seq::int, hash FROM audit.events ORDER BY seq DESC LIMIT 1',
   );
-  expect(printed).toMatchObject({ seq: head.seq, hash: head.hash, keyId: jwks.keys[0].kid });
+  expect(printed).toMatchObject({ heads: [head], chains: 1, keyId: jwks.keys[0].kid });
   expect(printed.jws.split('.')).toHaveLength(3);
   expect((await readFile(out, 'utf8')).trim()).toBe(result.stdout.trim());
-  const stored = await sql(db.url, 'SELECT seq::int, hash, key_id, jws FROM audit.checkpoints');
+  const stored = await sql(
+    db.url,
+    'SELECT seq, hash, heads, heads_hash, key_id, jws FROM audit.checkpoints',
+  );
   expect(stored).toEqual([
-    { seq: head.seq, hash: head.hash, key_id: printed.keyId, jws: printed.jws },
+    {
+      seq: null,
+      hash: null,
+      heads: [head],
+      heads_hash: printed.headsHash,
+      key_id: printed.keyId,
+      jws: printed.jws,
+    },
   ]);
 
   // The next run reuses the key, and only verifies what was appended since.
@@ -63,7 +74,10 @@ test('the first checkpoint generates the dev key (mode 0600), signs the head, st
   const again = await checkpointScript([], env());
   expect(again.code).toBe(0);
   expect(again.stderr).toBe('');
-  expect(JSON.parse(again.stdout)).toMatchObject({ seq: head.seq + 3, keyId: printed.keyId });
+  expect(JSON.parse(again.stdout)).toMatchObject({
+    heads: [{ chain: head.chain, seq: head.seq + 3 }],
+    keyId: printed.keyId,
+  });
 });
 
 test('a checkpoint does not verify with another key: unknown kid, or the right kid with other key material', async () => {
@@ -96,7 +110,7 @@ test('a checkpoint file whose payload was altered fails its signature', async ()
   const signed = JSON.parse((await checkpointScript([], env())).stdout);
   const [header, payload, signature] = signed.jws.split('.');
   const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
-  const forged = Buffer.from(JSON.stringify({ ...claims, seq: claims.seq + 100 })).toString(
+  const forged = Buffer.from(JSON.stringify({ ...claims, chains: claims.chains + 1 })).toString(
     'base64url',
   );
   const file = path.join(dir, 'forged.jsonl');
@@ -167,7 +181,9 @@ test('the signer refuses to sign a chain that does not verify, and names the bad
   ]);
   const result = await checkpointScript([], env());
   expect(result.code).toBe(1);
-  expect(result.stderr).toMatch(/refusing to sign: event 14 was modified/);
+  expect(result.stderr).toMatch(
+    /refusing to sign: chain 1 \(tenant "acme"\): event 14 was modified/,
+  );
   expect(result.stdout).toBe('');
   expect(await sql(db.url, 'SELECT count(*)::int AS n FROM audit.checkpoints')).toEqual([{ n: 1 }]);
 });
@@ -178,20 +194,37 @@ test('the signer refuses to sign a head below a checkpoint already signed (a cut
   const lower = await checkpointScript([], env());
   expect(lower.code).toBe(1);
   expect(lower.stderr).toMatch(
-    /refusing to sign: the chain ends at event 10, but checkpoint audit\.checkpoints #1 \(event 12, .*\) attests event 12: events 11\.\.12 are gone/,
+    /refusing to sign: chain 1 \(tenant "acme"\): the chain ends at event 10, but checkpoint audit\.checkpoints #1 \(event 12, .*\) attests event 12: events 11\.\.12 are gone/,
   );
   expect(lower.stdout).toBe('');
 
-  // The same once the chain grew back past the signed head with other events.
+  // The same once the chain grew back past the signed head with other events (appends go on
+  // from the chain's recorded head, 12, so the signed event 12 stays missing), and once event
+  // 12 itself is back with other content.
   await appendSamples(db.url, 3);
   const regrown = await checkpointScript([], env());
   expect(regrown.code).toBe(1);
-  expect(regrown.stderr).toMatch(/refusing to sign: event 12 is not the event/);
+  expect(regrown.stderr).toMatch(
+    /refusing to sign: chain 1 \(tenant "acme"\): event 12, which .*checkpoint .* attests, is missing/,
+  );
+  await tamper(db.url, [
+    `INSERT INTO audit.events (chain_id, seq, occurred_at, type, body, prev_hash, hash, tenant)
+       SELECT chain_id, 12, occurred_at, type, '{"tenant":"acme"}', hash,
+              audit.event_hash(chain_id, 12, occurred_at, type, hash, '{"tenant":"acme"}'), 'acme'
+         FROM audit.events WHERE chain_id = 1 AND seq = 10`,
+  ]);
+  const replaced = await checkpointScript([], env());
+  expect(replaced.code).toBe(1);
+  expect(replaced.stderr).toMatch(
+    /refusing to sign: chain 1 \(tenant "acme"\): event 12 is not the event/,
+  );
 
   await tamper(db.url, ['DELETE FROM audit.events']);
   const emptied = await checkpointScript([], env());
   expect(emptied.code).toBe(1);
-  expect(emptied.stderr).toMatch(/refusing to sign: the chain ends at event 0, but checkpoint/);
+  expect(emptied.stderr).toMatch(
+    /refusing to sign: chain 1 \(tenant "acme"\): the chain ends at event 0, but checkpoint/,
+  );
   expect(await sql(db.url, 'SELECT count(*)::int AS n FROM audit.checkpoints')).toEqual([{ n: 1 }]);
 });
 
@@ -212,7 +245,10 @@ test('--every signs whenever the head has moved and stops cleanly on SIGTERM', a
   });
   const result = await running;
   expect(result.code).toBe(0);
-  expect(lines.map((l) => JSON.parse(l).seq)).toEqual([12, 14]);
+  expect(lines.map((l) => JSON.parse(l).heads.map((h: { seq: number }) => h.seq))).toEqual([
+    [12],
+    [14],
+  ]);
 });
 
 test('a signing key file others can read is refused; production needs a configured key', async () => {
@@ -240,7 +276,7 @@ test('verification can start from a checkpoint, checking only the events after i
   const result = await verifyScript(['--from-checkpoint', 'latest'], env());
   expect(result.code).toBe(0);
   expect(result.stdout).toMatch(
-    /^audit chain intact: 6 events \(seq 12\.\.17\), from the checkpoint at event 12/,
+    /^audit chain 1 \(tenant "acme"\) intact: 6 events \(seq 12\.\.17\), from the checkpoint at event 12/,
   );
   const missing = await verifyScript(['--from-checkpoint', '3'], env());
   expect(missing.code).toBe(2);

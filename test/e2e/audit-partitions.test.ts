@@ -20,23 +20,30 @@ afterAll(async () => {
 });
 
 /**
- * History the test cannot wait for: events dated in past months, chained exactly as
- * append() chains them (same hash function, same columns), written as the owner.
+ * History the test cannot wait for: events of tenant acme dated in past months, chained
+ * exactly as append() chains them (its chain, same hash function, same columns, the head
+ * moved along), written as the owner.
  */
 async function appendAt(url: string, at: string, count: number): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
+    await client.query(
+      `INSERT INTO audit.chains (chain_id, tenant) SELECT nextval('audit.chain_ids'), 'acme'
+        WHERE NOT EXISTS (SELECT 1 FROM audit.chains WHERE tenant = 'acme')`,
+    );
     for (let i = 0; i < count; i++) {
       const body = JSON.stringify({ data: { n: i }, subject: 'nia', tenant: 'acme' });
       await client.query(
-        `WITH last AS (SELECT seq, hash FROM audit.events ORDER BY occurred_at DESC, seq DESC LIMIT 1),
-              next AS (SELECT COALESCE((SELECT seq FROM last), 0) + 1 AS seq,
-                              COALESCE((SELECT hash FROM last), repeat('0', 64)) AS prev,
-                              $1::timestamptz + make_interval(secs => $3::int) AS at)
-         INSERT INTO audit.events (seq, occurred_at, type, body, prev_hash, hash, tenant, subject)
-         SELECT seq, at, 'task.status_read', $2, prev, audit.event_hash(seq, at, 'task.status_read', prev, $2), 'acme', 'nia'
-         FROM next`,
+        `WITH c AS (SELECT chain_id, head_seq + 1 AS seq, head_hash AS prev,
+                           $1::timestamptz + make_interval(secs => $3::int) AS at
+                      FROM audit.chains WHERE tenant = 'acme'),
+              e AS (INSERT INTO audit.events (chain_id, seq, occurred_at, type, body, prev_hash, hash, tenant, subject)
+                    SELECT chain_id, seq, at, 'task.status_read', $2, prev,
+                           audit.event_hash(chain_id, seq, at, 'task.status_read', prev, $2), 'acme', 'nia'
+                      FROM c RETURNING chain_id, seq, hash, occurred_at)
+         UPDATE audit.chains h SET head_seq = e.seq, head_hash = e.hash, head_at = e.occurred_at
+           FROM e WHERE h.chain_id = e.chain_id`,
         [at, body, i],
       );
     }
@@ -74,7 +81,9 @@ describe('a chain across months', () => {
     expect(rows[12].p).not.toBe('audit.events_2026_10');
     const result = await verifyScript([], env());
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^audit chain intact: 15 events \(seq 1\.\.15\)/);
+    expect(result.stdout).toMatch(
+      /^audit chain 1 \(tenant "acme"\) intact: 15 events \(seq 1\.\.15\)/,
+    );
   });
 
   test('the auditor sees each month with the chain values at its edges', async () => {
@@ -112,7 +121,7 @@ describe('a chain across months', () => {
       /detach events_2026_08 first/,
     );
     await expect(sql(db.url, `SELECT audit.detach_month('2026-08-01')`)).rejects.toThrow(
-      /no checkpoint at the last event of events_2026_08 \(seq 4\)/,
+      /no checkpoint covers the last event of events_2026_08 in chain 1 \(seq 4\)/,
     );
     const now = (
       await sql(db.url, `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-01') AS m`)
@@ -130,10 +139,11 @@ describe('a chain across months', () => {
   });
 
   test('after archiving August, the chain verifies from the boundary checkpoint, and only from there', async () => {
-    const boundary = await checkpointScript(['--seq', '4'], env());
+    // Every chain's last event before September: acme's event 4.
+    const boundary = await checkpointScript(['--before', '2026-09-01T00:00:00Z'], env());
     expect(boundary.code).toBe(0);
-    const signed = JSON.parse(boundary.stdout);
-    expect(signed.seq).toBe(4);
+    const signed = JSON.parse(boundary.stdout).heads[0];
+    expect(signed).toMatchObject({ chain: 1, seq: 4 });
 
     await sql(db.url, `SELECT audit.detach_month('2026-08-01')`);
     // The detached month is a table of its own, to export with its boundary checkpoint.
@@ -148,13 +158,13 @@ describe('a chain across months', () => {
     const whole = await verifyScript([], env());
     expect(whole.code).toBe(1);
     expect(whole.stdout).toMatch(
-      /^audit chain BROKEN at event 1 \(missing\): events 1\.\.4 are missing: the chain goes from its start to event 5 \(archived\? verify from the boundary checkpoint with --from-checkpoint\)/,
+      /^audit chain BROKEN at event 1 \(missing\) in chain 1 \(tenant "acme"\): events 1\.\.4 are missing: the chain goes from its start to event 5 \(archived\? verify from the boundary checkpoint with --from-checkpoint\)/,
     );
 
     const fromBoundary = await verifyScript(['--from-checkpoint', '4'], env());
     expect(fromBoundary.code).toBe(0);
     expect(fromBoundary.stdout).toMatch(
-      /^audit chain intact: 11 events \(seq 5\.\.15\), from the checkpoint at event 4/,
+      /^audit chain 1 \(tenant "acme"\) intact: 11 events \(seq 5\.\.15\), from the checkpoint at event 4/,
     );
   });
 });

@@ -18,10 +18,11 @@ beforeAll(async () => {
   template = await createTestDatabase();
   dataDir = await mkdtemp(path.join(os.tmpdir(), 'mtg-audit-tamper-'));
   checkpointFile = path.join(dataDir, 'checkpoints.jsonl');
-  await appendSamples(template.url, 50);
   const env = { DATABASE_URL: template.url, DATA_DIR: dataDir };
-  for (const args of [['--seq', '40'], []]) {
-    const signed = await checkpointScript([...args, '--out', checkpointFile], env);
+  // Every sample is of tenant acme: one chain, chain 1. Checkpoints at its events 40 and 50.
+  for (const count of [40, 10]) {
+    await appendSamples(template.url, count);
+    const signed = await checkpointScript(['--out', checkpointFile], env);
     expect(signed).toMatchObject({ code: 0 });
   }
 });
@@ -52,7 +53,7 @@ test('an untouched chain verifies: exit 0 and a one-line summary', async () => {
   const result = await verifyAfter([]);
   expect(result.code).toBe(0);
   expect(result.stdout).toMatch(
-    /^audit chain intact: 50 events \(seq 1\.\.50\), 2\/2 checkpoints verified \(latest: event 50, .*\), \d+ events\/s \(\d+\.\d+ s\)\n$/,
+    /^audit chain 1 \(tenant "acme"\) intact: 50 events \(seq 1\.\.50\), 2\/2 checkpoints verified \(latest: event 50, .*\), \d+ events\/s \(\d+\.\d+ s\)\n$/,
   );
 });
 
@@ -60,7 +61,7 @@ test('an event whose body was edited is named as modified', async () => {
   const result = await verifyAfter([`UPDATE audit.events SET body = ${edited} WHERE seq = 17`]);
   expect(result.code).toBe(1);
   expect(result.stdout).toMatch(
-    /^audit chain BROKEN at event 17 \(modified\): event 17 was modified/,
+    /^audit chain BROKEN at event 17 \(modified\) in chain 1 \(tenant "acme"\): event 17 was modified/,
   );
 });
 
@@ -68,14 +69,16 @@ test('an event whose query column was changed (the hash does not cover it) is na
   const result = await verifyAfter([`UPDATE audit.events SET tenant = 'globex' WHERE seq = 18`]);
   expect(result.code).toBe(1);
   expect(result.stdout).toMatch(
-    /^audit chain BROKEN at event 18 \(modified\): .*column tenant is "globex", but the hashed body says "acme"/,
+    /^audit chain BROKEN at event 18 \(modified\) in chain 1 \(tenant "acme"\): .*column tenant is "globex", but the hashed body says "acme"/,
   );
 });
 
 test('a deleted event is named as missing', async () => {
   const result = await verifyAfter(['DELETE FROM audit.events WHERE seq = 23']);
   expect(result.code).toBe(1);
-  expect(result.stdout).toMatch(/^audit chain BROKEN at event 23 \(missing\): event 23 is missing/);
+  expect(result.stdout).toMatch(
+    /^audit chain BROKEN at event 23 \(missing\) in chain 1 \(tenant "acme"\): event 23 is missing/,
+  );
 });
 
 test('two events swapped are named as reordered', async () => {
@@ -86,7 +89,7 @@ test('two events swapped are named as reordered', async () => {
   ]);
   expect(result.code).toBe(1);
   expect(result.stdout).toMatch(
-    /^audit chain BROKEN at event 30 \(reordered\): event 30 was moved: it is the event originally numbered 31/,
+    /^audit chain BROKEN at event 30 \(reordered\) in chain 1 \(tenant "acme"\): event 30 was moved: it is the event originally numbered 31/,
   );
 });
 
@@ -95,14 +98,14 @@ test('a forged event inserted in the middle (valid hash, later events renumbered
   const result = await verifyAfter([
     'UPDATE audit.events SET seq = seq + 1000000 WHERE seq >= 25',
     'UPDATE audit.events SET seq = seq - 999999 WHERE seq >= 1000000',
-    `INSERT INTO audit.events (seq, occurred_at, type, body, prev_hash, hash, tenant, subject)
-       SELECT 25, occurred_at, 'task.created', ${body}, hash,
-              audit.event_hash(25, occurred_at, 'task.created', hash, ${body}), 'acme', 'mallory'
+    `INSERT INTO audit.events (chain_id, seq, occurred_at, type, body, prev_hash, hash, tenant, subject)
+       SELECT chain_id, 25, occurred_at, 'task.created', ${body}, hash,
+              audit.event_hash(chain_id, 25, occurred_at, 'task.created', hash, ${body}), 'acme', 'mallory'
        FROM audit.events WHERE seq = 24`,
   ]);
   expect(result.code).toBe(1);
   expect(result.stdout).toMatch(
-    /^audit chain BROKEN at event 25 \(inserted\): event 25 was inserted/,
+    /^audit chain BROKEN at event 25 \(inserted\) in chain 1 \(tenant "acme"\): event 25 was inserted/,
   );
 });
 
@@ -110,20 +113,32 @@ test('a truncated tail behind a signed checkpoint is named from its first missin
   const result = await verifyAfter(['DELETE FROM audit.events WHERE seq > 45']);
   expect(result.code).toBe(1);
   expect(result.stdout).toMatch(
-    /^audit chain BROKEN at event 46 \(truncated\): the chain ends at event 45, but checkpoint .* attests event 50/,
+    /^audit chain BROKEN at event 46 \(truncated\) in chain 1 \(tenant "acme"\): the chain ends at event 45, but checkpoint .* attests event 50/,
   );
 });
 
 test('a tail truncated together with the stored checkpoints is caught by the checkpoints kept outside', async () => {
-  const statements = ['DELETE FROM audit.events WHERE seq > 45', 'DELETE FROM audit.checkpoints'];
-  const tables = ['audit.events', 'audit.checkpoints'];
+  const cut = ['DELETE FROM audit.events WHERE seq > 45', 'DELETE FROM audit.checkpoints'];
+  // The chain's recorded head still says 50: that alone gives the cut away.
+  const careless = await verifyAfter(cut, { tables: ['audit.events', 'audit.checkpoints'] });
+  expect(careless.code).toBe(1);
+  expect(careless.stdout).toMatch(
+    /^audit chain BROKEN at event 46 \(truncated\) in chain 1 \(tenant "acme"\): the chain ends at event 45, but its recorded head \(audit\.chains\) is event 50/,
+  );
+  // Moved back with it, nothing in the database can tell: that is what the external copy is for.
+  const statements = [
+    ...cut,
+    `UPDATE audit.chains SET head_seq = 45,
+            head_hash = (SELECT hash FROM audit.events WHERE chain_id = 1 AND seq = 45)
+      WHERE chain_id = 1`,
+  ];
+  const tables = ['audit.events', 'audit.checkpoints', 'audit.chains'];
   const blind = await verifyAfter(statements, { tables });
-  // Nothing in the database can tell: that is what the external copy is for.
   expect(blind.code).toBe(0);
   const result = await verifyAfter(statements, { tables, args: ['--checkpoints', checkpointFile] });
   expect(result.code).toBe(1);
   expect(result.stdout).toMatch(
-    /^audit chain BROKEN at event 46 \(truncated\): .*checkpoints\.jsonl:2/,
+    /^audit chain BROKEN at event 46 \(truncated\) in chain 1 \(tenant "acme"\): .*checkpoints\.jsonl:2/,
   );
 });
 
@@ -133,7 +148,7 @@ test('a tail cut from the latest checkpoint on fails the routine check from that
   const routine = await verifyAfter(cut, { args: ['--from-checkpoint', 'latest'] });
   expect(routine.code).toBe(1);
   expect(routine.stdout).toMatch(
-    /^audit chain BROKEN at event 50 \(truncated\): the chain ends before event 50, which the starting checkpoint audit\.checkpoints #2 .* attests/,
+    /^audit chain BROKEN at event 50 \(truncated\) in chain 1 \(tenant "acme"\): the chain ends before event 50, which the starting checkpoint audit\.checkpoints #2 .* attests/,
   );
 
   const statements = [...cut, 'DELETE FROM audit.checkpoints'];
@@ -143,7 +158,7 @@ test('a tail cut from the latest checkpoint on fails the routine check from that
   });
   expect(outside.code).toBe(1);
   expect(outside.stdout).toMatch(
-    /^audit chain BROKEN at event 50 \(truncated\): .*checkpoints\.jsonl:2/,
+    /^audit chain BROKEN at event 50 \(truncated\) in chain 1 \(tenant "acme"\): .*checkpoints\.jsonl:2/,
   );
 });
 
@@ -153,7 +168,7 @@ test("the starting checkpoint's own event deleted while older events remain is n
   });
   expect(result.code).toBe(1);
   expect(result.stdout).toMatch(
-    /^audit chain BROKEN at event 40 \(missing\): event 40, which the starting checkpoint .* attests, is missing: older events are still stored/,
+    /^audit chain BROKEN at event 40 \(missing\) in chain 1 \(tenant "acme"\): event 40, which the starting checkpoint .* attests, is missing: older events are still stored/,
   );
 });
 
@@ -165,7 +180,7 @@ test('a chain rewritten and rehashed from event 20 on is caught at the checkpoin
        SELECT hash INTO prev FROM audit.events WHERE seq = 19;
        FOR r IN SELECT * FROM audit.events WHERE seq >= 20 ORDER BY seq LOOP
          b := CASE WHEN r.seq = 20 THEN replace(r.body, '"data":{', '"data":{"x":1,') ELSE r.body END;
-         h := audit.event_hash(r.seq, r.occurred_at, r.type, prev, b);
+         h := audit.event_hash(r.chain_id, r.seq, r.occurred_at, r.type, prev, b);
          UPDATE audit.events SET body = b, prev_hash = prev, hash = h WHERE seq = r.seq;
          prev := h;
        END LOOP;
@@ -173,17 +188,17 @@ test('a chain rewritten and rehashed from event 20 on is caught at the checkpoin
   ]);
   expect(result.code).toBe(1);
   expect(result.stdout).toMatch(
-    /^audit chain BROKEN at event 40 \(checkpoint_mismatch\): event 40 is not the event checkpoint .* attests .*from the start/,
+    /^audit chain BROKEN at event 40 \(checkpoint_mismatch\) in chain 1 \(tenant "acme"\): event 40 is not the event checkpoint .* attests .*from the start/,
   );
 });
 
 test('an event rewritten with a recomputed hash breaks the link of the next one', async () => {
   const result = await verifyAfter([
     `UPDATE audit.events SET body = ${edited},
-            hash = audit.event_hash(seq, occurred_at, type, prev_hash, ${edited}) WHERE seq = 12`,
+            hash = audit.event_hash(chain_id, seq, occurred_at, type, prev_hash, ${edited}) WHERE seq = 12`,
   ]);
   expect(result.code).toBe(1);
   expect(result.stdout).toMatch(
-    /^audit chain BROKEN at event 13 \(broken_link\): event 13 does not link to its predecessor/,
+    /^audit chain BROKEN at event 13 \(broken_link\) in chain 1 \(tenant "acme"\): event 13 does not link to its predecessor/,
   );
 });

@@ -58,6 +58,32 @@ test('the chain lock, the checkpoint age and the last verification are read from
   }
   expect(sample(g, 'mtg_audit_chain_lock_waiters')).toBe(1);
   expect(sample(g, 'mtg_audit_chain_lock_wait_seconds')).toBeGreaterThanOrEqual(0);
+
+  // A tenant's chain lock is its row of audit.chains: two appenders of one tenant, the second
+  // waiting, count as one waiter too (appenders of other tenants do not wait at all).
+  const body = JSON.stringify({ tenant: 'metrics-lock' });
+  await sql(stack.db.url, `SELECT audit.append('task.created', $1)`, [body]);
+  await holder.query('BEGIN');
+  await holder.query(`SELECT audit.append('task.created', $1)`, [body]);
+  await waiter.query('BEGIN');
+  const queued = waiter.query(`SELECT audit.append('task.created', $1)`, [body]);
+  await pollUntil(
+    () =>
+      sql(stack.db.url, `SELECT 1 FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted`),
+    (rows) => rows.length === 1,
+    5000,
+    20,
+  );
+  let r: string;
+  try {
+    await new Promise((done) => setTimeout(done, 5100)); // past the gauges' 5 s cache
+    r = await scrape(`${stack.gatewayUrl}/metrics`);
+  } finally {
+    await holder.query('COMMIT');
+    await queued;
+    await waiter.query('COMMIT');
+  }
+  expect(sample(r, 'mtg_audit_chain_lock_waiters')).toBe(1);
   expect(sample(g, 'mtg_audit_checkpoint_age_seconds')).toBeGreaterThanOrEqual(99);
   expect(sample(g, 'mtg_audit_verification_ok')).toBe(0);
   expect(sample(g, 'mtg_audit_verification_age_seconds')).toBeGreaterThanOrEqual(0);

@@ -157,12 +157,18 @@ test('one task lifecycle writes its events in order, chained without gaps', asyn
   expect(events.some((e) => e.type === 'task.status_read')).toBe(true);
   // Redacted: the patch's values never reach the audit trail.
   expect(events.map((e) => e.body).join('')).not.toContain('secret-value');
+  // Each chain (the tenant's, the system's) gapless and linked.
   const chain = await sql(
     stack.db.url,
-    `SELECT seq, prev_hash, hash FROM audit.events ORDER BY seq`,
+    `SELECT chain_id, seq, prev_hash, hash FROM audit.events ORDER BY chain_id, seq`,
   );
+  expect(chain.length).toBeGreaterThan(0);
   chain.forEach((e, i) => {
-    expect(Number(e.seq)).toBe(i + 1);
-    if (i > 0) expect(e.prev_hash).toBe(chain[i - 1].hash);
+    const first = i === 0 || chain[i - 1].chain_id !== e.chain_id;
+    if (first) expect(Number(e.seq)).toBe(1);
+    else {
+      expect(Number(e.seq)).toBe(Number(chain[i - 1].seq) + 1);
+      expect(e.prev_hash).toBe(chain[i - 1].hash);
+    }
   });
 });

@@ -12,7 +12,8 @@ import { jobToolsWire, type Wire } from '../support/wires.ts';
 // at a chosen point (the tenant's active-task cap lock, or the audit chain's lock), lets the
 // starts pile up behind it, revokes, and only then lets them go on.
 
-const AUDIT_CHAIN_LOCK = 'SELECT pg_advisory_xact_lock(7310042002)';
+// A tenant's audit chain lock is its row of audit.chains (migration 080).
+const AUDIT_CHAIN_LOCK = 'SELECT 1 FROM audit.chains WHERE tenant = $1 FOR UPDATE';
 const CAP_LOCK = `SELECT pg_advisory_xact_lock(hashtext('mtg-cap:' || $1))`;
 
 let stack: Stack;
@@ -49,12 +50,16 @@ async function hold(lock: string, values: unknown[] = []) {
   };
 }
 
-/** Sessions of this database waiting for an advisory lock. */
+/**
+ * Sessions of this database waiting for a lock: the cap's advisory lock, or a chain's row (a
+ * row lock waits for the holder's transaction, or for the tuple lock the first waiter holds).
+ */
 async function advisoryWaiters(): Promise<number> {
   const [{ n }] = await sql(
     stack.db.url,
     `SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`,
+      WHERE datname = current_database() AND wait_event_type = 'Lock'
+        AND wait_event IN ('advisory', 'transactionid', 'tuple')`,
   );
   return n;
 }
@@ -106,7 +111,9 @@ test('a revocation that starts while a start is committing waits for it and stop
   const token = await stack.token('ross', 'race2');
   // The first start passes every check and waits for the audit chain, the last step before
   // COMMIT; the others wait behind it for the tenant's cap lock.
-  const chain = await hold(AUDIT_CHAIN_LOCK);
+  // The tenant's chain exists once it has an event; then its row is the lock to hold.
+  await sql(stack.db.url, `SELECT audit.append('task.status_read', '{"tenant":"race2"}')`);
+  const chain = await hold(AUDIT_CHAIN_LOCK, ['race2']);
   const inFlight = starts(token, 6, 'during');
   await untilWaiters(6);
   const revoking = revoke('race2', 'ross');

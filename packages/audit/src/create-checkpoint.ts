@@ -2,10 +2,22 @@ import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
 import { createChainVerifier, type ChainEvent, type ChainFailure } from './chain/chain-verifier.ts';
 import { GENESIS_HASH } from './chain/event-hash.ts';
-import { hasEventsBefore, readChainSession, streamChain } from './chain/read-chain.ts';
-import { signCheckpoint, type SignedCheckpoint } from './checkpoint/sign-checkpoint.ts';
+import {
+  hasEventsBefore,
+  listChains,
+  readChainSession,
+  streamChain,
+  type ChainRecord,
+} from './chain/read-chain.ts';
+import {
+  headOf,
+  signCheckpoint,
+  type ChainHead,
+  type SignedCheckpoint,
+} from './checkpoint/sign-checkpoint.ts';
 import type { SigningKey } from './checkpoint/signing-key.ts';
 import { createCheckpointVerifier } from './checkpoint/verify-checkpoint.ts';
+import { parseHeads } from './verify-audit-trail.ts';
 
 export interface CreateCheckpointOptions {
   key: SigningKey;
@@ -14,8 +26,11 @@ export interface CreateCheckpointOptions {
    * key's own is always added). Checkpoints of other keys are skipped.
    */
   trustedKeys?: JSONWebKeySet;
-  /** Sign this event instead of the head (an archive boundary). */
-  seq?: number;
+  /**
+   * Sign each chain's last event before this instant instead of its head (an archive
+   * boundary: the end of a month).
+   */
+  before?: Date;
   now: () => Date;
 }
 
@@ -23,24 +38,26 @@ export type CreateCheckpointResult =
   | {
       ok: true;
       checkpoint: SignedCheckpoint & { id: number };
-      /** Events verified before signing (those after the previous checkpoint). */
+      /** Events verified before signing (those after the previous checkpoint, every chain). */
       verifiedEvents: number;
-      /** The checkpoint verification started from, if any. */
+      /** The newest checkpoint verification started from, if any. */
       since?: SignedCheckpoint;
       /** Earlier checkpoints ignored because their key is not trusted. */
       skipped: number;
     }
-  | { ok: false; code: 'empty' | 'no_such_event'; message: string }
-  | { ok: false; code: 'chain_broken'; message: string; failure: ChainFailure }
+  | { ok: false; code: 'empty'; message: string }
+  | { ok: false; code: 'chain_broken'; message: string; failure: ChainFailure; chain: number }
   | { ok: false; code: 'bad_checkpoint'; message: string };
 
+type Trusted = SignedCheckpoint & { id: string };
+
 /**
- * Signs a checkpoint of the chain head (or of event `seq`) and stores it in
- * audit.checkpoints. It signs only what it has verified: the events from the latest
- * trusted checkpoint (or the start) to the one it signs, read in one snapshot; a broken
- * chain, or a stored checkpoint with a bad signature, is refused, and so is a head below a
- * checkpoint already signed (a cut tail). Periodic runs so verify only the events since the
- * previous run.
+ * Signs a checkpoint of every chain head (or of each chain's last event before `before`) and
+ * stores it in audit.checkpoints. It signs only what it has verified: for each chain, the
+ * events from the latest trusted checkpoint's head of that chain (or its start) to the head
+ * it signs, read in one snapshot; a broken chain, or a stored checkpoint with a bad
+ * signature, is refused, and so is a head below one a checkpoint already signed (a cut
+ * tail). Periodic runs so verify only the events since the previous run.
  */
 export async function createCheckpoint(
   client: pg.ClientBase,
@@ -55,72 +72,23 @@ export async function createCheckpoint(
   const verify = createCheckpointVerifier(keys);
 
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-  let target: ChainEvent | undefined;
-  let since: SignedCheckpoint | undefined;
+  const heads: ChainHead[] = [];
+  let legacyUntil = 0;
+  let since: Trusted | undefined;
   let verifiedEvents = 0;
   let skipped = 0;
   try {
     await readChainSession(client);
-    const head = Number((await client.query('SELECT seq FROM audit.chain_head')).rows[0]?.seq ?? 0);
-    const targetSeq = options.seq ?? head;
-    if (head > 0 && (!Number.isSafeInteger(targetSeq) || targetSeq < 1 || targetSeq > head)) {
-      await client.query('ROLLBACK');
-      return {
-        ok: false,
-        code: 'no_such_event',
-        message: `there is no event ${targetSeq} (the head is event ${head})`,
-      };
-    }
-
-    // Never sign below what was signed: the chain must still reach the furthest checkpoint.
-    const above = await client.query<{ id: string; jws: string }>(
-      'SELECT id, jws FROM audit.checkpoint_log WHERE seq > $1 ORDER BY seq DESC, id DESC',
-      [head === 0 ? 0 : targetSeq],
-    );
-    let furthest: (SignedCheckpoint & { id: string }) | undefined;
-    for (const row of above.rows) {
-      const result = await verify(row.jws);
-      if (result.ok) {
-        furthest = { ...result.checkpoint, id: row.id };
-        break;
-      }
-      if (result.code !== 'unknown_key') {
-        await client.query('ROLLBACK');
-        return {
-          ok: false,
-          code: 'bad_checkpoint',
-          message: `audit.checkpoints #${row.id}: ${result.message}`,
-        };
-      }
-      skipped++;
-    }
-    const lost = furthest && (await furthestLost(client, furthest, head));
-    if (lost) {
-      await client.query('ROLLBACK');
-      return {
-        ok: false,
-        code: 'chain_broken',
-        message: `refusing to sign: ${lost.message}`,
-        failure: lost,
-      };
-    }
-
-    if (head === 0) {
-      await client.query('ROLLBACK');
-      return { ok: false, code: 'empty', message: 'the audit trail is empty: nothing to sign' };
-    }
-
-    const stored = await client.query<{ id: string; jws: string }>(
-      'SELECT id, jws FROM audit.checkpoint_log WHERE seq <= $1 ORDER BY seq DESC, id DESC',
-      [targetSeq],
-    );
+    const stored = await client.query<{ id: string; jws: string; heads: string | null }>({
+      text: 'SELECT id, jws, heads FROM audit.checkpoint_log ORDER BY id DESC',
+      types: { getTypeParser: () => (v: string) => v },
+    });
+    const trusted: Trusted[] = [];
     for (const row of stored.rows) {
-      const result = await verify(row.jws);
-      if (result.ok) {
-        since = result.checkpoint;
-        break;
-      }
-      if (result.code !== 'unknown_key') {
+      const result = await verify(row.jws, row.heads === null ? undefined : parseHeads(row.heads));
+      if (result.ok) trusted.push({ ...result.checkpoint, id: row.id });
+      else if (result.code === 'unknown_key') skipped++;
+      else {
         await client.query('ROLLBACK');
         return {
           ok: false,
@@ -128,50 +96,69 @@ export async function createCheckpoint(
           message: `audit.checkpoints #${row.id}: ${result.message}`,
         };
       }
-      skipped++;
     }
 
-    const anchor = since ? { seq: since.seq, hash: since.hash } : { seq: 0, hash: GENESIS_HASH };
-    const chain = createChainVerifier({
-      anchor,
-      olderEventsStored: await hasEventsBefore(client, anchor.seq),
-    });
-    let failure: ChainFailure | undefined;
-    await streamChain(client, { fromSeq: Math.max(anchor.seq, 1), toSeq: targetSeq }, (event) => {
-      failure = chain.push(event);
-      if (failure) return false;
-      target = event;
-      return true;
-    });
-    failure ??= chain.finish();
-    if (!failure && target?.seq !== targetSeq) {
-      failure = {
-        code: 'missing',
-        seq: (target?.seq ?? anchor.seq) + 1,
-        message: `event ${targetSeq} is not stored`,
-      };
+    const chains = await listChains(client);
+    for (const t of trusted) {
+      for (const h of t.heads) {
+        if (!chains.some((c) => c.chain === h.chain)) {
+          chains.push({ chain: h.chain, tenant: null, headSeq: 0, headHash: '', legacyUntil: 0 });
+        }
+      }
     }
-    await client.query('COMMIT');
-    if (failure) {
+    chains.sort((a, b) => a.chain - b.chain);
+    legacyUntil = chains.find((c) => c.chain === 0)?.legacyUntil ?? 0;
+    const signedBoundary = trusted.find((t) => t.legacyUntil !== undefined)?.legacyUntil;
+    if (signedBoundary !== undefined && signedBoundary !== legacyUntil) {
+      await client.query('ROLLBACK');
+      const failure: ChainFailure = {
+        code: 'checkpoint_mismatch',
+        seq: Math.min(signedBoundary, legacyUntil) + 1,
+        message: `chain 0's legacy segment ends at event ${legacyUntil} by audit.chains, but a checkpoint signed event ${signedBoundary}: the boundary was moved`,
+      };
       return {
         ok: false,
         code: 'chain_broken',
         message: `refusing to sign: ${failure.message}`,
         failure,
+        chain: 0,
       };
     }
-    verifiedEvents = chain.stats.events;
+    const targets = options.before ? await headsBefore(client, options.before) : undefined;
+
+    for (const record of chains) {
+      const target = targets ? targets.get(record.chain) : headOfRecord(record);
+      const checked = await checkChain(client, record, target, trusted);
+      if ('failure' in checked) {
+        await client.query('ROLLBACK');
+        return {
+          ok: false,
+          code: 'chain_broken',
+          message: `refusing to sign: chain ${describeChain(record)}: ${checked.failure.message}`,
+          failure: checked.failure,
+          chain: record.chain,
+        };
+      }
+      verifiedEvents += checked.verifiedEvents;
+      if (checked.since && (!since || checked.since.signedAt > since.signedAt))
+        since = checked.since;
+      if (target) heads.push(target);
+    }
+    await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
     throw error;
   }
+  if (heads.length === 0) {
+    return { ok: false, code: 'empty', message: 'the audit trail is empty: nothing to sign' };
+  }
 
-  const signed = await signCheckpoint(target!, options.key, options.now());
+  const signed = await signCheckpoint(heads, legacyUntil, options.key, options.now());
   const id = Number(
     (
       await client.query<{ id: string }>(
-        'SELECT audit.record_checkpoint($1, $2, $3, $4, $5) AS id',
-        [signed.seq, signed.hash, signed.signedAt, signed.keyId, signed.jws],
+        'SELECT audit.record_checkpoint_heads($1, $2, $3, $4, $5) AS id',
+        [JSON.stringify(signed.heads), signed.headsHash, signed.signedAt, signed.keyId, signed.jws],
       )
     ).rows[0]!.id,
   );
@@ -179,39 +166,164 @@ export async function createCheckpoint(
     ok: true,
     checkpoint: { ...signed, id },
     verifiedEvents,
-    ...(since ? { since } : {}),
+    ...(since ? { since: withoutId(since) } : {}),
     skipped,
   };
 }
 
+function headOfRecord(r: ChainRecord): ChainHead | undefined {
+  return r.headSeq > 0 && r.headHash
+    ? { chain: r.chain, seq: r.headSeq, hash: r.headHash }
+    : undefined;
+}
+
+function describeChain(r: ChainRecord): string {
+  return r.chain === 0
+    ? '0 (system)'
+    : `${r.chain}${r.tenant !== null ? ` (tenant ${JSON.stringify(r.tenant)})` : ''}`;
+}
+
 /**
- * Whether a checkpoint above the event to sign is no longer on the chain: the head fell below
- * it (the tail was cut) or its event now has another hash (rewritten).
+ * Each chain's last event before `before`: its recorded head when that is older (also when
+ * its events were archived since), else its last stored event before then.
  */
-async function furthestLost(
+async function headsBefore(client: pg.ClientBase, before: Date): Promise<Map<number, ChainHead>> {
+  const rows = await client.query<{ chain_id: string; seq: string; hash: string }>(
+    `SELECT chain_id, seq, hash FROM audit.chain_heads WHERE seq > 0 AND occurred_at < $1
+     UNION ALL
+     SELECT * FROM (SELECT DISTINCT ON (e.chain_id) e.chain_id, e.seq, e.hash
+                      FROM audit.event_log e
+                      JOIN audit.chain_heads h ON h.chain_id = e.chain_id AND h.occurred_at >= $1
+                     WHERE e.occurred_at < $1 ORDER BY e.chain_id, e.seq DESC) last`,
+    [before],
+  );
+  return new Map(
+    rows.rows.map((r) => [
+      Number(r.chain_id),
+      { chain: Number(r.chain_id), seq: Number(r.seq), hash: r.hash },
+    ]),
+  );
+}
+
+/**
+ * One chain, before its head is signed: it still reaches the furthest trusted checkpoint of
+ * it, and it verifies from the latest trusted checkpoint at or below the target to the
+ * target, which it must end at.
+ */
+async function checkChain(
   client: pg.ClientBase,
-  c: SignedCheckpoint & { id: string },
-  head: number,
-): Promise<ChainFailure | undefined> {
-  const which = `checkpoint audit.checkpoints #${c.id} (event ${c.seq}, signed ${c.signedAt})`;
-  if (c.seq > head) {
+  record: ChainRecord,
+  target: ChainHead | undefined,
+  trusted: Trusted[],
+): Promise<{ failure: ChainFailure } | { verifiedEvents: number; since?: Trusted }> {
+  const id = record.chain;
+  const targetSeq = target?.seq ?? 0;
+  // The last event stored (not the recorded head: a cut tail leaves that behind).
+  const storedHead = Number(
+    (
+      await client.query<{ seq: string | null }>(
+        'SELECT max(seq)::text AS seq FROM audit.event_log WHERE chain_id = $1',
+        [id],
+      )
+    ).rows[0]?.seq ?? 0,
+  );
+  // Never sign below what was signed: the chain must still reach the furthest checkpoint.
+  let furthest: { c: Trusted; h: ChainHead } | undefined;
+  let start: { c: Trusted; h: ChainHead } | undefined;
+  for (const c of trusted) {
+    const h = headOf(c, id);
+    if (!h) continue;
+    if (!furthest || h.seq > furthest.h.seq) furthest = { c, h };
+    if (h.seq <= targetSeq && (!start || h.seq > start.h.seq)) start = { c, h };
+  }
+  // Nothing stored, and the recorded head is the furthest signed one: every event of the chain
+  // was archived (a tenant idle since a detached month), not cut.
+  const archivedWhole =
+    storedHead === 0 &&
+    furthest !== undefined &&
+    record.headSeq === furthest.h.seq &&
+    record.headHash === furthest.h.hash;
+  if (furthest && furthest.h.seq > storedHead && !archivedWhole) {
+    const which = `checkpoint audit.checkpoints #${furthest.c.id} (event ${furthest.h.seq}, signed ${furthest.c.signedAt})`;
     return {
-      code: 'truncated',
-      seq: head + 1,
-      message: `the chain ends at event ${head}, but ${which} attests event ${c.seq}: events ${head + 1}..${c.seq} are gone`,
+      failure: {
+        code: 'truncated',
+        seq: storedHead + 1,
+        message: `the chain ends at event ${storedHead}, but ${which} attests event ${furthest.h.seq}: events ${storedHead + 1}..${furthest.h.seq} are gone`,
+      },
     };
   }
-  const row = await client.query<{ hash: string }>(
-    'SELECT hash FROM audit.event_log WHERE seq = $1',
-    [c.seq],
-  );
-  const hash = row.rows[0]?.hash;
-  if (hash === c.hash) return undefined;
-  return hash === undefined
-    ? { code: 'missing', seq: c.seq, message: `event ${c.seq}, which ${which} attests, is missing` }
-    : {
-        code: 'checkpoint_mismatch',
-        seq: c.seq,
-        message: `event ${c.seq} is not the event ${which} attests (hash ${hash}, signed ${c.hash})`,
+  if (furthest && furthest.h.seq > targetSeq) {
+    const which = `checkpoint audit.checkpoints #${furthest.c.id} (event ${furthest.h.seq}, signed ${furthest.c.signedAt})`;
+    const row = await client.query<{ hash: string }>(
+      'SELECT hash FROM audit.event_log WHERE chain_id = $1 AND seq = $2',
+      [id, furthest.h.seq],
+    );
+    const hash = row.rows[0]?.hash;
+    if (hash !== furthest.h.hash) {
+      return {
+        failure:
+          hash === undefined
+            ? {
+                code: 'missing',
+                seq: furthest.h.seq,
+                message: `event ${furthest.h.seq}, which ${which} attests, is missing`,
+              }
+            : {
+                code: 'checkpoint_mismatch',
+                seq: furthest.h.seq,
+                message: `event ${furthest.h.seq} is not the event ${which} attests (hash ${hash}, signed ${furthest.h.hash})`,
+              },
       };
+    }
+  }
+  if (!target) return { verifiedEvents: 0 };
+
+  const anchor = start ? { seq: start.h.seq, hash: start.h.hash } : { seq: 0, hash: GENESIS_HASH };
+  const chain = createChainVerifier({
+    anchor,
+    olderEventsStored: await hasEventsBefore(client, anchor.seq, id),
+    ...(record.headHash
+      ? { chain: { id, tenant: record.tenant, legacyUntil: record.legacyUntil } }
+      : {}),
+    // Signing the recorded head: a chain whose events from the anchor on were all archived
+    // (idle since) still has that head.
+    ...(record.headSeq === targetSeq && record.headHash === target.hash
+      ? { recordedHead: { seq: record.headSeq, hash: record.headHash } }
+      : {}),
+  });
+  let failure: ChainFailure | undefined;
+  let last: ChainEvent | undefined;
+  await streamChain(
+    client,
+    {
+      chain: id,
+      legacyUntil: record.legacyUntil,
+      fromSeq: Math.max(anchor.seq, 1),
+      toSeq: targetSeq,
+    },
+    (event) => {
+      failure = chain.push(event);
+      if (failure) return false;
+      last = event;
+      return true;
+    },
+  );
+  failure ??= chain.finish();
+  const unmoved =
+    chain.stats.events === 0 && anchor.seq === targetSeq && anchor.hash === target.hash;
+  if (!failure && !unmoved && (last?.seq !== targetSeq || last.hash !== target.hash)) {
+    failure = {
+      code: 'missing',
+      seq: (last?.seq ?? anchor.seq) + 1,
+      message: `event ${targetSeq} with hash ${target.hash} is not stored`,
+    };
+  }
+  if (failure) return { failure };
+  return { verifiedEvents: chain.stats.events, ...(start ? { since: start.c } : {}) };
+}
+
+function withoutId(c: Trusted): SignedCheckpoint {
+  const { id: _id, ...rest } = c;
+  return rest;
 }

@@ -37,6 +37,9 @@ export {
 } from './checkpoint/signing-key.ts';
 export {
   signCheckpoint,
+  headsHash,
+  headsText,
+  type ChainHead,
   type CheckpointPayload,
   type SignedCheckpoint,
 } from './checkpoint/sign-checkpoint.ts';
@@ -48,6 +51,8 @@ export {
 export {
   verifyAuditTrail,
   AuditVerifyUsageError,
+  type ChainReport,
+  type TrailFailure,
   type CheckpointInput,
   type CheckpointProblem,
   type VerifyAuditTrailOptions,
@@ -59,7 +64,11 @@ export {
   type CreateCheckpointResult,
 } from './create-checkpoint.ts';
 export { ensurePartitions } from './ensure-partitions.ts';
-export { type ArchiveHeader, type ArchiveLine } from './archive/archive-format.ts';
+export {
+  type ArchiveChain,
+  type ArchiveHeader,
+  type ArchiveLine,
+} from './archive/archive-format.ts';
 export {
   verifyArchive,
   type ArchiveVerification,

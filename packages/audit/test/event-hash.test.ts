@@ -57,6 +57,18 @@ test('the documented worked example hashes to the documented values', () => {
   );
 });
 
+test('the same event as event 1 of chain 1 hashes with the chain line in front, to the documented value', () => {
+  const inChain = { ...first, chain: 1 };
+  expect(hashInput(inChain)).toBe(`1\n${hashInput(first)}`);
+  expect(Buffer.byteLength(hashInput(inChain), 'utf8')).toBe(353);
+  expect(eventHash(inChain)).toBe(
+    '964ded73752bb704afe2b94cfd488f3bc3614d79b24ddd829a1850a88488fb9c',
+  );
+  // Another chain, another hash: an event cannot be moved between chains.
+  expect(eventHash({ ...first, chain: 2 })).not.toBe(eventHash(inChain));
+  expect(eventHash({ ...first, chain: 0 })).not.toBe(FIRST_HASH);
+});
+
 test('PostgreSQL’s UTC text form becomes the canonical timestamp, always six fractional digits', () => {
   expect(canonicalTimestamp('2026-11-29 19:41:28.1234+00')).toBe('2026-11-29T19:41:28.123400Z');
   expect(canonicalTimestamp('2026-11-29 19:41:28+00')).toBe('2026-11-29T19:41:28.000000Z');
@@ -98,6 +110,14 @@ describe('the database computes the same hash', () => {
       e.body,
     ]);
     expect(rows[0].h).toBe(eventHash(e));
+    // The form with the chain (every event since migration 080), on chains 0 and 7.
+    for (const chain of [0, 7]) {
+      const withChain = await client.query(
+        'SELECT audit.event_hash($1::bigint, $2::bigint, $3, $4, $5, $6) AS h',
+        [chain, e.seq, e.occurredAt, e.type, e.prevHash, e.body],
+      );
+      expect(withChain.rows[0].h).toBe(eventHash({ ...e, chain }));
+    }
   });
 
   test('a session time zone other than UTC does not change the hash', async () => {

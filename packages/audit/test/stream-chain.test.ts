@@ -45,8 +45,8 @@ async function verifyAllAtOnce(client: pg.Client) {
     await readChainSession(client);
     const { rows } = await client.query<(string | null)[]>({
       text: `SELECT seq, occurred_at, type, prev_hash, hash, body, task_id, tenant, subject,
-               client, tool, reason, correlation_id, actor_subject, actor_kind
-               FROM audit.event_log ORDER BY seq`,
+               client, tool, reason, correlation_id, actor_subject, actor_kind, chain_id
+               FROM audit.event_log ORDER BY chain_id, seq`,
       rowMode: 'array',
       types: { getTypeParser: () => (value: string) => value },
     });
@@ -54,6 +54,9 @@ async function verifyAllAtOnce(client: pg.Client) {
     let failure: ChainFailure | undefined;
     for (const r of rows) {
       failure = chain.push({
+        // Every sample is of one tenant, so of one chain, all written after migration 080.
+        chain: Number(r[15]),
+        chainId: Number(r[15]),
         seq: Number(r[0]),
         occurredAt: canonicalTimestamp(r[1]!),
         type: r[2]!,
@@ -123,9 +126,9 @@ const damage: [string, string[], ChainFailure['code'] | undefined][] = [
     [
       `UPDATE audit.events SET seq = seq + 1000 WHERE seq >= 8`,
       `UPDATE audit.events SET seq = seq - 999 WHERE seq >= 1000`,
-      `INSERT INTO audit.events (seq, occurred_at, type, body, prev_hash, hash, subject)
-         SELECT 8, occurred_at, 'task.created', '{"subject":"mallory"}', hash,
-                audit.event_hash(8, occurred_at, 'task.created', hash, '{"subject":"mallory"}'),
+      `INSERT INTO audit.events (chain_id, seq, occurred_at, type, body, prev_hash, hash, subject)
+         SELECT chain_id, 8, occurred_at, 'task.created', '{"subject":"mallory"}', hash,
+                audit.event_hash(chain_id, 8, occurred_at, 'task.created', hash, '{"subject":"mallory"}'),
                 'mallory'
            FROM audit.events WHERE seq = 7`,
     ],
@@ -153,7 +156,12 @@ test.each(damage)(
         for (const batchSize of [1, 2, 5, EVENTS, 5000]) {
           expect(await verifyInBatches(client, batchSize)).toEqual(reference);
           const report = await verifyAuditTrail(client, { batchSize });
-          expect({ failure: report.failure, events: report.events }).toEqual(reference);
+          // The trail's report also names the chain: the samples' tenant's.
+          expect({ failure: report.failure, events: report.events }).toEqual(
+            reference.failure
+              ? { ...reference, failure: { ...reference.failure, chain: 1, tenant: 'acme' } }
+              : reference,
+          );
           expect(report.ok).toBe(reference.failure === undefined);
         }
       });
@@ -208,8 +216,8 @@ test('after the consumer stops, the rest of that batch is still read and the lat
   try {
     await tamper(copy.url, [
       'CREATE TABLE audit.events_default PARTITION OF audit.events DEFAULT',
-      `INSERT INTO audit.events (seq, occurred_at, type, body, prev_hash, hash)
-         VALUES (30, 'infinity', 'task.created', '{}', repeat('0', 64), repeat('0', 64))`,
+      `INSERT INTO audit.events (chain_id, seq, occurred_at, type, body, prev_hash, hash)
+         VALUES (1, 30, 'infinity', 'task.created', '{}', repeat('0', 64), repeat('0', 64))`,
     ]);
     await withAuditor(copy.url, async (client) => {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');

@@ -36,12 +36,15 @@ export function createAuditAppendMetrics(registry: Registry) {
   });
 }
 
-// The chain lock (db/migrations 003, audit.lock_chain): pg_advisory_xact_lock(7310042002).
+// The partition maintenance lock (db/migrations 003/080, audit.lock_chain):
+// pg_advisory_xact_lock(7310042002). Each chain's own lock is its row of audit.chains
+// (migration 080), taken FOR UPDATE by append_many().
 const CHAIN_LOCK = 7_310_042_002n;
 
 /**
  * Cluster-wide audit gauges, read from PostgreSQL when scraped (cached like the others):
- * sessions waiting for the chain lock and the longest wait, the signed checkpoint's age and
+ * sessions waiting for a chain lock (any chain's row, or the partition maintenance lock) and
+ * the longest wait, the signed checkpoint's age and
  * the last recorded verification (audit:verify, audit:archive).
  */
 export function registerAuditGauges(
@@ -69,12 +72,20 @@ export function registerAuditGauges(
     return pending;
   };
   const read = async () => {
+    // A row lock waiter holds the row's tuple lock while it waits for the holder's
+    // transaction (the next ones wait for that tuple lock): both count.
     const lock = await deps.db.query<{ waiters: number; longest: number }>(
-      `SELECT count(*)::int AS waiters,
-              coalesce(max(extract(epoch FROM now() - waitstart)), 0)::float8 AS longest
-         FROM pg_catalog.pg_locks
-        WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
-          AND classid = ($1::bigint >> 32)::oid AND objid = ($1::bigint & 4294967295)::oid`,
+      `WITH chains AS (SELECT pg_catalog.to_regclass('audit.chains') AS rel)
+       SELECT count(DISTINCT l.pid)::int AS waiters,
+              coalesce(max(extract(epoch FROM now() - l.waitstart)), 0)::float8 AS longest
+         FROM pg_catalog.pg_locks l, chains
+        WHERE NOT l.granted AND (
+              (l.locktype = 'advisory' AND l.objsubid = 1
+               AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid)
+           OR (l.locktype = 'tuple' AND l.relation = chains.rel)
+           OR (l.locktype = 'transactionid' AND EXISTS (
+                 SELECT 1 FROM pg_catalog.pg_locks t
+                  WHERE t.pid = l.pid AND t.locktype = 'tuple' AND t.relation = chains.rel)))`,
       [CHAIN_LOCK.toString()],
     );
     const audit = await deps.db.query<{
@@ -107,12 +118,12 @@ export function registerAuditGauges(
     });
   gauge(
     'mtg_audit_chain_lock_waiters',
-    'Database sessions waiting for the audit chain lock (cluster-wide)',
+    'Database sessions waiting for an audit chain lock (any chain, cluster-wide)',
     () => state.waiters,
   );
   gauge(
     'mtg_audit_chain_lock_wait_seconds',
-    'Longest current wait for the audit chain lock, 0 when nobody waits (cluster-wide)',
+    'Longest current wait for an audit chain lock, 0 when nobody waits (cluster-wide)',
     () => state.longestWait,
   );
   gauge(

@@ -20,7 +20,7 @@ export const TASK_COLUMNS = [
 export async function taskEvents(db: pg.ClientBase, taskId: string, tenant?: string) {
   const { rows } = await db.query(
     `SELECT seq, occurred_at, type, tenant, subject, actor_subject, actor_kind, client, tool, reason, data
-       FROM audit.task_timeline WHERE task_id = $1 AND ($2::text IS NULL OR tenant = $2) ORDER BY seq`,
+       FROM audit.task_timeline WHERE task_id = $1 AND ($2::text IS NULL OR tenant = $2) ORDER BY occurred_at, chain_id, seq`,
     [taskId, tenant ?? null],
   );
   return rows;
@@ -47,7 +47,7 @@ export async function denialsSince(db: pg.ClientBase, since: Date, tenant?: stri
             b -> 'data' ->> 'verb' AS verb, task_id, b -> 'origin' ->> 'ip' AS client_ip
        FROM (SELECT *, replace(body, '\\u0000', '\\ufffd')::jsonb AS b FROM audit.event_log
               WHERE type IN ('task.denied', 'auth.denied')) e
-      WHERE occurred_at >= $1 AND ($2::text IS NULL OR tenant = $2) ORDER BY seq`,
+      WHERE occurred_at >= $1 AND ($2::text IS NULL OR tenant = $2) ORDER BY occurred_at, chain_id, seq`,
     [since, tenant ?? null],
   );
   return rows;
@@ -70,7 +70,7 @@ export async function principalEvents(db: pg.ClientBase, principal: string, tena
   const { rows } = await db.query(
     `SELECT seq, occurred_at, tenant, role, type, task_id, tool, client, reason, actor_subject
        FROM audit.principal_activity WHERE principal = $1 AND ($2::text IS NULL OR tenant = $2)
-      ORDER BY seq`,
+      ORDER BY occurred_at, chain_id, seq`,
     [principal, tenant ?? null],
   );
   return rows;

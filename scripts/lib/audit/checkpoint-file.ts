@@ -1,6 +1,6 @@
 import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { CheckpointInput, SignedCheckpoint } from '@mtg/audit';
+import type { ChainHead, CheckpointInput, SignedCheckpoint } from '@mtg/audit';
 import { CliError } from './database.ts';
 
 /**
@@ -26,7 +26,11 @@ export async function readCheckpointFile(file: string): Promise<CheckpointInput[
     } catch {
       throw new CliError(`${file} is not a JSON array of checkpoints`);
     }
-    return items.map((item, i) => ({ source: `${name}[${i}]`, jws: jwsOf(item, `${file}[${i}]`) }));
+    return items.map((item, i) => ({
+      source: `${name}[${i}]`,
+      jws: jwsOf(item, `${file}[${i}]`),
+      ...headsOf(item),
+    }));
   }
   const out: CheckpointInput[] = [];
   text.split('\n').forEach((line, i) => {
@@ -40,7 +44,11 @@ export async function readCheckpointFile(file: string): Promise<CheckpointInput[
         throw new CliError(`${file}:${i + 1} is not JSON`);
       }
     }
-    out.push({ source: `${name}:${i + 1}`, jws: jwsOf(item, `${file}:${i + 1}`) });
+    out.push({
+      source: `${name}:${i + 1}`,
+      jws: jwsOf(item, `${file}:${i + 1}`),
+      ...headsOf(item),
+    });
   });
   return out;
 }
@@ -55,15 +63,25 @@ function jwsOf(item: unknown, where: string): string {
   return jws;
 }
 
+/**
+ * The heads a line carries next to its JWS (a format 2 checkpoint signs only their hash; the
+ * verifier checks them against it). A line without them takes them from the stored row.
+ */
+function headsOf(item: unknown): { heads?: ChainHead[] } {
+  const heads = (item as { heads?: unknown } | null)?.heads;
+  return Array.isArray(heads) ? { heads: heads as ChainHead[] } : {};
+}
+
 /** One checkpoint as one JSON line: what stdout and `--out` get. */
 export function checkpointLine(c: SignedCheckpoint & { id?: number }): string {
   return JSON.stringify({
-    seq: c.seq,
-    hash: c.hash,
-    occurredAt: c.occurredAt,
     signedAt: c.signedAt,
     keyId: c.keyId,
     ...(c.id !== undefined ? { id: c.id } : {}),
+    chains: c.heads.length,
+    legacyUntil: c.legacyUntil,
+    headsHash: c.headsHash,
+    heads: c.heads,
     jws: c.jws,
   });
 }

@@ -21,13 +21,22 @@ export async function verifyBundleFile(file: string, keys: JSONWebKeySet): Promi
       selected: 0,
       recomputed: 0,
       redacted: 0,
+      chains: [],
     };
   }
   return verifyBundle(json, keys);
 }
 
 export function describeBundle(file: string, r: BundleReport): string[] {
-  const range = r.range ? `events ${r.range.firstSeq}..${r.range.lastSeq}` : 'no events';
+  const range =
+    r.chains.length === 0
+      ? 'no events'
+      : r.chains
+          .map(
+            (c) =>
+              `events ${c.firstSeq}..${c.lastSeq} of chain ${c.chain}${c.chain === 0 ? ' (system)' : c.tenant !== null ? ` (tenant ${c.tenant})` : ''}`,
+          )
+          .join(', ');
   const period = r.period ? `, period ${r.period.from} .. ${r.period.to}` : '';
   const counts = `${r.selected} selected, ${r.recomputed} recomputed, ${r.redacted} of other tenants redacted (links checked, content not)`;
   if (r.ok) {
@@ -38,7 +47,7 @@ export function describeBundle(file: string, r: BundleReport): string[] {
   }
   const f = r.failure!;
   return [
-    `bundle ${file} BROKEN${f.seq ? ` at event ${f.seq}` : ''} (${f.code}): ${f.message}`,
+    `bundle ${file} BROKEN${f.seq ? ` at event ${f.seq}` : ''} (${f.code})${f.chain !== undefined ? ` in chain ${f.chain}` : ''}: ${f.message}`,
     `checked ${range}${period}; ${counts}`,
   ];
 }

@@ -22,7 +22,7 @@ const BULK = (n: number, tag: string) => ({ collection: `evidence-${tag}`, count
 async function auditFor(db: pg.Client, taskId: string, types?: string[]) {
   const r = await db.query(
     `SELECT seq, occurred_at, type, subject, tenant, client, reason FROM audit.events
-      WHERE task_id = $1 ${types ? 'AND type = ANY($2)' : ''} ORDER BY seq LIMIT 40`,
+      WHERE task_id = $1 ${types ? 'AND type = ANY($2)' : ''} ORDER BY occurred_at, chain_id, seq LIMIT 40`,
     types ? [taskId, types] : [taskId],
   );
   return r.rows;
@@ -173,7 +173,7 @@ export async function userDisabledMidRun({ stack, db, tenants }: CheckContext): 
   await stack.idpUser('enable', user, tenants.main);
   const principal = await db.query(
     `SELECT seq, occurred_at, type, subject, tenant, reason FROM audit.events
-      WHERE tenant = $1 AND subject = $2 AND type LIKE 'principal.%' ORDER BY seq`,
+      WHERE tenant = $1 AND subject = $2 AND type LIKE 'principal.%' ORDER BY occurred_at, chain_id, seq`,
     [tenants.main, user],
   );
   return {

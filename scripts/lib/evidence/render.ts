@@ -46,7 +46,7 @@ function coverageLines(c: RunCoverage | undefined): string[] {
   return [
     `Period: ${c.period.from} to ${c.period.to}. Chain range: ${range} — ${c.events.synthetic} of them the pass's own, in its synthetic tenants ${c.syntheticTenants.map((t) => `\`${t}\``).join(' and ')}; ${c.events.other} from other traffic meanwhile.`,
     '',
-    'This is a self-test with synthetic users in synthetic tenants: it shows how the deployment answers these attacks, not what real traffic did. Audit excerpts are in chain (`seq`) order.',
+    'This is a self-test with synthetic users in synthetic tenants: it shows how the deployment answers these attacks, not what real traffic did. Audit excerpts are in the order the events happened (time, then `seq` within a chain).',
     '',
   ];
 }

@@ -26,16 +26,25 @@ export function checkTarget(where: string, allowExternal: boolean): TargetCheck 
   };
 }
 
-/** The chain's head seq (0 when empty), read as the owner or the auditor. */
+/**
+ * How many events the trail holds, every chain together (each chain's head seq, summed: 0
+ * when empty), read as the owner or the auditor. It only grows, so two readings bound what
+ * was appended between them.
+ */
 export async function headSeq(db: pg.Client): Promise<number> {
-  const r = await db.query<{ seq: string }>('SELECT seq::text AS seq FROM audit.chain_head');
-  return Number(r.rows[0]?.seq ?? 0);
+  const r = await db.query<{ n: string }>(
+    'SELECT coalesce(sum(seq), 0)::text AS n FROM audit.chain_heads',
+  );
+  return Number(r.rows[0]?.n ?? 0);
 }
 
 export interface RunCoverage {
   /** When the pass started and ended (UTC). */
   period: { from: string; to: string };
-  /** The events appended while it ran: seq firstSeq..lastSeq (empty when first > last). */
+  /**
+   * The events appended while it ran, counted over every chain: the trail's events
+   * firstSeq..lastSeq in append order (empty when first > last).
+   */
   chainRange: { firstSeq: number; lastSeq: number };
   syntheticTenants: string[];
   /** Of the range, how many are the pass's own and how many are other traffic meanwhile. */
@@ -49,21 +58,25 @@ export async function runCoverage(
   before: number,
 ): Promise<RunCoverage> {
   const after = await headSeq(db);
-  const r = await db.query<{ synthetic: string; total: string }>(
-    `SELECT count(*) FILTER (WHERE tenant = ANY($3))::text AS synthetic, count(*)::text AS total
-       FROM audit.events WHERE seq > $1 AND seq <= $2`,
-    [before, after, [tenants.main, tenants.other]],
+  // Each tenant has a chain of its own: the pass's events are its tenants' chains, whole.
+  const r = await db.query<{ synthetic: string }>(
+    `SELECT coalesce(sum(seq), 0)::text AS synthetic FROM audit.chain_heads WHERE tenant = ANY($1)`,
+    [[tenants.main, tenants.other]],
   );
   const synthetic = Number(r.rows[0]!.synthetic);
   return {
     period: { from: period.from.toISOString(), to: period.to.toISOString() },
     chainRange: { firstSeq: before + 1, lastSeq: after },
     syntheticTenants: [tenants.main, tenants.other],
-    events: { synthetic, other: Number(r.rows[0]!.total) - synthetic },
+    events: { synthetic, other: Math.max(0, after - before - synthetic) },
   };
 }
 
-/** An excerpt in chain order, whatever order the checks gathered it in. */
-export function bySeq<T extends { seq?: unknown }>(rows: T[]): T[] {
-  return [...rows].sort((a, b) => Number(a.seq) - Number(b.seq));
+/**
+ * An excerpt in append order, whatever order the checks gathered it in: by time, then seq
+ * (within one chain, occurred_at never decreases along seq).
+ */
+export function bySeq<T extends { seq?: unknown; occurred_at?: unknown }>(rows: T[]): T[] {
+  const at = (r: T) => (r.occurred_at instanceof Date ? r.occurred_at.getTime() : 0);
+  return [...rows].sort((a, b) => at(a) - at(b) || Number(a.seq) - Number(b.seq));
 }

@@ -116,18 +116,36 @@ export async function checkIntegrity(
   return { problems, known };
 }
 
-/** The audit chain in SQL: seq 1..n without gaps or duplicates, each event linked to the one before. */
+/**
+ * The audit chains in SQL: in each chain (one per tenant, and chain 0), seq 1..n without gaps
+ * or duplicates, each event linked to the one before in its chain.
+ */
 export async function chainProblems(url: string): Promise<string[]> {
-  const [r] = await sql<{ n: number; distinct_seq: number; max_seq: number; broken_links: number }>(
+  const rows = await sql<{
+    chain: number;
+    n: number;
+    distinct_seq: number;
+    max_seq: number;
+    broken_links: number;
+  }>(
     url,
-    `SELECT count(*)::int AS n, count(DISTINCT seq)::int AS distinct_seq, coalesce(max(seq), 0)::int AS max_seq,
+    `SELECT chain_id::int AS chain, count(*)::int AS n, count(DISTINCT seq)::int AS distinct_seq,
+            coalesce(max(seq), 0)::int AS max_seq,
             count(*) FILTER (WHERE prev_hash IS DISTINCT FROM prev)::int AS broken_links
-       FROM (SELECT seq, prev_hash, lag(hash, 1, repeat('0', 64)) OVER (ORDER BY seq) AS prev FROM audit.events) e`,
+       FROM (SELECT chain_id, seq, prev_hash,
+                    lag(hash, 1, repeat('0', 64)) OVER (PARTITION BY chain_id ORDER BY seq) AS prev
+               FROM audit.events) e
+      GROUP BY chain_id ORDER BY chain_id`,
   );
   const problems: string[] = [];
-  if (r!.n !== r!.distinct_seq) problems.push(`${r!.n - r!.distinct_seq} duplicate seq values`);
-  if (r!.max_seq !== r!.n) problems.push(`seq has gaps: ${r!.n} events up to seq ${r!.max_seq}`);
-  if (r!.broken_links > 0)
-    problems.push(`${r!.broken_links} events whose prev_hash is not the previous event's hash`);
+  for (const r of rows) {
+    const c = `chain ${r.chain}: `;
+    if (r.n !== r.distinct_seq) problems.push(`${c}${r.n - r.distinct_seq} duplicate seq values`);
+    if (r.max_seq !== r.n) problems.push(`${c}seq has gaps: ${r.n} events up to seq ${r.max_seq}`);
+    if (r.broken_links > 0)
+      problems.push(
+        `${c}${r.broken_links} events whose prev_hash is not the previous event's hash`,
+      );
+  }
   return problems;
 }

@@ -3,15 +3,16 @@ import type { Pool } from '@mtg/db';
 import { verifyAuditTrail, type VerifyAuditTrailReport } from '@mtg/audit';
 
 export interface ChainHealth {
-  head: { seq: number; occurredAt: Date } | null;
-  latestCheckpoint: { seq: number; signedAt: Date; keyId: string } | null;
-  /** Events after the latest checkpoint: not yet covered by any signature. */
+  /** The newest event of any chain, and how many chains there are. */
+  head: { occurredAt: Date; chains: number } | null;
+  latestCheckpoint: { heads: number; signedAt: Date; keyId: string } | null;
+  /** Events, over every chain, after the latest checkpoint's heads: covered by no signature. */
   uncovered: number;
   partitions: Array<{
     partition: string;
-    first_seq: number | null;
-    last_seq: number | null;
-    /** Whether it starts where the previous month ended (seq and hash). */
+    chains: number;
+    events: number;
+    /** Whether each chain in it starts where it ended the month before (seq and hash). */
     continuous: boolean;
   }>;
   /** Verification from the latest checkpoint (or the start), as of this page load. */
@@ -21,51 +22,72 @@ export interface ChainHealth {
 
 const MAX_EVENTS_PER_PAGE = 200_000;
 
-/** The chain as a whole (every tenant's events share one chain). */
+/** The trail as a whole: every chain (one per tenant, and chain 0), never an event's content. */
 export async function chainHealth(
   pool: Pool,
   keys: JSONWebKeySet | undefined,
   now: () => Date,
 ): Promise<ChainHealth> {
-  const head = (
-    await pool.query<{ seq: number; occurred_at: Date }>(
-      'SELECT seq, occurred_at FROM audit.chain_head',
-    )
+  const newest = (
+    await pool.query<{ occurred_at: Date }>('SELECT occurred_at FROM audit.chain_head')
   ).rows[0];
+  const heads = (
+    await pool.query<{ chain_id: string; seq: string }>(
+      'SELECT chain_id, seq FROM audit.chain_heads WHERE seq > 0',
+    )
+  ).rows.map((r) => ({ chain: Number(r.chain_id), seq: Number(r.seq) }));
   const cp = (
-    await pool.query<{ seq: number; signed_at: Date; key_id: string }>(
-      'SELECT seq, signed_at, key_id FROM audit.checkpoint_log ORDER BY seq DESC, id DESC LIMIT 1',
-    )
+    await pool.query<{
+      seq: string | null;
+      heads: { chain: number; seq: number }[] | null;
+      signed_at: Date;
+      key_id: string;
+    }>('SELECT seq, heads, signed_at, key_id FROM audit.checkpoint_log ORDER BY id DESC LIMIT 1')
   ).rows[0];
+  const covered = new Map<number, number>(
+    cp ? (cp.heads ?? [{ chain: 0, seq: Number(cp.seq) }]).map((h) => [h.chain, h.seq]) : [],
+  );
+  const uncovered = heads.reduce((n, h) => n + Math.max(0, h.seq - (covered.get(h.chain) ?? 0)), 0);
+  const total = heads.reduce((n, h) => n + h.seq, 0);
   const bounds = (
     await pool.query<{
       partition: string;
-      first_seq: number | null;
+      chain_id: string | null;
+      events: string;
+      first_seq: string | null;
       first_prev_hash: string | null;
-      last_seq: number | null;
+      last_seq: string | null;
       last_hash: string | null;
     }>(
-      'SELECT partition, first_seq, first_prev_hash, last_seq, last_hash FROM audit.partition_bounds() ORDER BY partition',
+      'SELECT partition, chain_id, events, first_seq, first_prev_hash, last_seq, last_hash FROM audit.partition_bounds() ORDER BY partition, chain_id',
     )
   ).rows;
-  const stored = bounds.filter((b) => b.first_seq !== null);
-  const partitions = bounds.map((b) => {
-    const i = stored.indexOf(b);
-    const before = i > 0 ? stored[i - 1] : undefined;
-    const continuous =
-      b.first_seq === null || !before
-        ? true
-        : b.first_seq === before.last_seq! + 1 && b.first_prev_hash === before.last_hash;
-    return { partition: b.partition, first_seq: b.first_seq, last_seq: b.last_seq, continuous };
-  });
+  // Each chain's last run seen so far, month by month.
+  const lastOf = new Map<string, { seq: number; hash: string }>();
+  const partitions: ChainHealth['partitions'] = [];
+  for (const b of bounds) {
+    let p = partitions.at(-1);
+    if (!p || p.partition !== b.partition) {
+      p = { partition: b.partition, chains: 0, events: 0, continuous: true };
+      partitions.push(p);
+    }
+    if (b.chain_id === null) continue;
+    p.chains++;
+    p.events += Number(b.events);
+    const before = lastOf.get(b.chain_id);
+    if (before && (Number(b.first_seq) !== before.seq + 1 || b.first_prev_hash !== before.hash)) {
+      p.continuous = false;
+    }
+    lastOf.set(b.chain_id, { seq: Number(b.last_seq), hash: b.last_hash! });
+  }
   let verification: ChainHealth['verification'];
   // A page load verifies what a checkpoint does not cover yet, never a whole large trail.
-  const toCheck = (head?.seq ?? 0) - (cp && keys ? cp.seq : 0);
+  const toCheck = cp && keys ? uncovered : total;
   if (toCheck > MAX_EVENTS_PER_PAGE) {
     return {
       ...base(),
       verification: {
-        error: `${toCheck} events to check from ${cp && keys ? `the checkpoint at event ${cp.seq}` : 'the start'}, more than a page load does (${MAX_EVENTS_PER_PAGE}): run npm run -s audit:verify (and audit:checkpoint)`,
+        error: `${toCheck} events to check from ${cp && keys ? 'the latest checkpoint' : 'the start'}, more than a page load does (${MAX_EVENTS_PER_PAGE}): run npm run -s audit:verify (and audit:checkpoint)`,
       },
     };
   }
@@ -84,9 +106,11 @@ export async function chainHealth(
 
   function base() {
     return {
-      head: head ? { seq: head.seq, occurredAt: head.occurred_at } : null,
-      latestCheckpoint: cp ? { seq: cp.seq, signedAt: cp.signed_at, keyId: cp.key_id } : null,
-      uncovered: head ? head.seq - (cp?.seq ?? 0) : 0,
+      head: newest ? { occurredAt: newest.occurred_at, chains: heads.length } : null,
+      latestCheckpoint: cp
+        ? { heads: covered.size, signedAt: cp.signed_at, keyId: cp.key_id }
+        : null,
+      uncovered,
       partitions,
       checkedAt: now(),
     };

@@ -4,7 +4,7 @@ import type { ReadScope } from './scope.ts';
 // audit.denials with the client address: the gateway records it as the body's top-level
 // `origin.ip` (docs/audit.md), which the view does not expose, so read it from event_log
 // (an auditor view too) with the same filter, served by the same partial index.
-const DENIALS = `(SELECT seq, occurred_at, type, tenant, subject, client, tool, task_id, reason,
+const DENIALS = `(SELECT seq, chain_id, occurred_at, type, tenant, subject, client, tool, task_id, reason,
          b -> 'data' ->> 'verb' AS verb, b -> 'origin' ->> 'ip' AS client_ip
     FROM (SELECT *, replace(body, '\\u0000', '\\ufffd')::jsonb AS b FROM audit.event_log
            WHERE type IN ('task.denied', 'auth.denied')) e) d`;
@@ -38,7 +38,7 @@ export async function listDenials(
     `SELECT seq, occurred_at, type, subject, client, tool, task_id, reason, verb, client_ip
        FROM ${DENIALS}
       WHERE tenant = $1 AND occurred_at >= $2 AND occurred_at < $3
-      ORDER BY seq DESC LIMIT $4`,
+      ORDER BY occurred_at DESC, chain_id DESC, seq DESC LIMIT $4`,
     [scope.tenant, period.from, period.to, limit],
   );
   return rows;

@@ -23,7 +23,7 @@ export async function principalActivity(
   const { rows } = await db.query<ActivityRow>(
     `SELECT seq, occurred_at, role, type, client, tool, task_id, reason, actor_subject
        FROM audit.principal_activity WHERE tenant = $1 AND principal = $2
-      ORDER BY seq DESC LIMIT $3`,
+      ORDER BY occurred_at DESC, chain_id DESC, seq DESC LIMIT $3`,
     [scope.tenant, principal, limit],
   );
   return rows;

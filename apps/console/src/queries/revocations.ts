@@ -21,7 +21,7 @@ export async function listRevocations(
     `SELECT seq, occurred_at, type, subject, reason, actor_subject, actor_kind
        FROM audit.identity_changes
       WHERE tenant = $1 AND type IN ('principal.revoked', 'principal.restored')
-      ORDER BY seq DESC LIMIT $2`,
+      ORDER BY occurred_at DESC, chain_id DESC, seq DESC LIMIT $2`,
     [scope.tenant, limit],
   );
   return rows;

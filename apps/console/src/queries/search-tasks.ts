@@ -28,7 +28,7 @@ export interface TaskSummary {
 export const TASK_STATUSES = ['submitted', 'working', 'paused', 'completed', 'failed', 'cancelled'];
 
 // A task's status as its audit trail tells it: the last lifecycle event.
-const STATUS_OF = `CASE (array_agg(type ORDER BY seq DESC) FILTER (WHERE type IN
+const STATUS_OF = `CASE (array_agg(type ORDER BY occurred_at DESC, chain_id DESC, seq DESC) FILTER (WHERE type IN
     ('task.created','task.started','task.lease_taken','task.step_completed','task.paused',
      'task.resumed','task.completed','task.failed','task.cancelled','task.admin_cancelled')))[1]
     WHEN 'task.created' THEN 'submitted'
@@ -50,9 +50,9 @@ export async function searchTasks(
        SELECT task_id,
               min(occurred_at) AS created_at,
               max(occurred_at) AS last_event_at,
-              (array_agg(subject ORDER BY seq) FILTER (WHERE type = 'task.created'))[1] AS subject,
-              (array_agg(client ORDER BY seq) FILTER (WHERE type = 'task.created'))[1] AS client,
-              (array_agg(tool ORDER BY seq) FILTER (WHERE tool IS NOT NULL))[1] AS tool,
+              (array_agg(subject ORDER BY occurred_at, chain_id, seq) FILTER (WHERE type = 'task.created'))[1] AS subject,
+              (array_agg(client ORDER BY occurred_at, chain_id, seq) FILTER (WHERE type = 'task.created'))[1] AS client,
+              (array_agg(tool ORDER BY occurred_at, chain_id, seq) FILTER (WHERE tool IS NOT NULL))[1] AS tool,
               ${STATUS_OF} AS status,
               count(*)::int AS events
          FROM audit.task_timeline

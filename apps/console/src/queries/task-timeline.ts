@@ -27,7 +27,8 @@ export async function taskTimeline(
   const { rows } = await db.query<TimelineEvent>(
     `SELECT seq, occurred_at, type, subject, client, tool, reason, correlation_id,
             actor_subject, actor_kind, data
-       FROM audit.task_timeline WHERE task_id = $1 AND tenant = $2 ORDER BY seq`,
+       FROM audit.task_timeline WHERE task_id = $1 AND tenant = $2
+      ORDER BY occurred_at, chain_id, seq`,
     [taskId, scope.tenant],
   );
   const created = rows.find((r) => r.type === 'task.created');

@@ -21,7 +21,10 @@ export function chainRoutes(deps: AuditRouteDeps): Router {
           ? html`<span class="ok">intact</span>: ${v.events} events
               checked${v.anchor.seq > 0 ? ` from the checkpoint at event ${v.anchor.seq}` : ' from the start'},
               ${v.checkpoints.verified}/${v.checkpoints.total} checkpoints verified`
-          : html`<span class="bad">BROKEN at event ${v.failure?.seq ?? '?'}</span>:
+          : html`<span class="bad"
+                >BROKEN at event
+                ${v.failure ? `${v.failure.seq} of chain ${v.failure.chain}` : '?'}</span
+              >: ${v.failures.length > 1 ? `(${v.failures.length} chains broken) ` : ''}
               ${v.failure?.message ?? v.checkpointProblems.map((c) => c.message).join('; ')}`;
     const age = h.latestCheckpoint
       ? Math.round((h.checkedAt.getTime() - h.latestCheckpoint.signedAt.getTime()) / 60_000)
@@ -33,12 +36,14 @@ export function chainRoutes(deps: AuditRouteDeps): Router {
         </tr>
         <tr>
           <th>Head</th>
-          <td>${h.head ? `event ${h.head.seq} at ${cellText(h.head.occurredAt)}` : 'no events'}</td>
+          <td>
+            ${h.head ? `newest event at ${cellText(h.head.occurredAt)}, ${h.head.chains} chain(s)` : 'no events'}
+          </td>
         </tr>
         <tr>
           <th>Latest checkpoint</th>
           <td>
-            ${h.latestCheckpoint ? `event ${h.latestCheckpoint.seq}, signed ${cellText(h.latestCheckpoint.signedAt)} (${age} min ago) by key ${h.latestCheckpoint.keyId}` : html`<span class="warn">none: run npm run -s audit:checkpoint</span>`}
+            ${h.latestCheckpoint ? `${h.latestCheckpoint.heads} chain head(s), signed ${cellText(h.latestCheckpoint.signedAt)} (${age} min ago) by key ${h.latestCheckpoint.keyId}` : html`<span class="warn">none: run npm run -s audit:checkpoint</span>`}
           </td>
         </tr>
         <tr>
@@ -49,15 +54,15 @@ export function chainRoutes(deps: AuditRouteDeps): Router {
         </tr>
       </table>
       <p>
-        The chain is shared by every tenant: this page shows its shape, never another tenant's
-        events.
+        Each tenant has a chain of its own, and system events chain 0: this page shows the chains'
+        shape, never another tenant's events.
       </p>
       <h2>Months</h2>
       ${table(
         [
           { key: 'partition', label: 'Partition' },
-          { key: 'first_seq', label: 'First seq' },
-          { key: 'last_seq', label: 'Last seq' },
+          { key: 'chains', label: 'Chains' },
+          { key: 'events', label: 'Events' },
           {
             key: 'continuous',
             label: 'Continues the month before',

@@ -266,7 +266,8 @@ export function taskRoutes(deps: {
           >verified up to the checkpoint of ${report.checkpoint.signedAt}, signed by key
           ${report.checkpoint.keyId}</span
         >
-        (events ${report.range?.firstSeq}..${report.range?.lastSeq})`;
+        (events
+        ${report.chains.map((c) => `${c.firstSeq}..${c.lastSeq} of chain ${c.chain}`).join(', ')})`;
     }
     if (report.failure?.code === 'no_checkpoint') {
       return html`<span class="warn"

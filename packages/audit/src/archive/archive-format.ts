@@ -1,13 +1,26 @@
 import type { ChainEvent } from '../chain/chain-verifier.ts';
+import type { ChainHead } from '../checkpoint/sign-checkpoint.ts';
 
 /**
  * One archived month as JSON Lines (docs/audit.md, "Archival"): a header line, then the
- * signed checkpoints that bound it — the one at its last event (required), and the previous
- * month's at the event before its first (when there is one) — then every event of the month
- * in seq order as stored (hashed fields, hash, query columns).
+ * signed checkpoints that bound it — the one at the month's end, which attests the last event
+ * in it of every chain (required), and the previous month's (when there is one) — then every
+ * event of the month by chain, then seq, as stored (hashed fields, hash, query columns).
  */
 export const ARCHIVE_KIND = 'mtg-audit-month';
-export const ARCHIVE_VERSION = 1;
+export const ARCHIVE_VERSION = 2;
+
+/** One chain's run inside the month. */
+export interface ArchiveChain {
+  chain: number;
+  tenant: string | null;
+  firstSeq: number;
+  /** The hash the first event links to (the chain's previous month's last, or GENESIS_HASH). */
+  firstPrevHash: string;
+  lastSeq: number;
+  lastHash: string;
+  events: number;
+}
 
 export interface ArchiveHeader {
   archive: typeof ARCHIVE_KIND;
@@ -16,15 +29,9 @@ export interface ArchiveHeader {
   partition: string;
   rangeFrom: string;
   rangeTo: string;
-  firstSeq: number;
-  /** The hash the first event links to (the previous month's last, or GENESIS_HASH). */
-  firstPrevHash: string;
-  lastSeq: number;
-  lastHash: string;
+  chains: ArchiveChain[];
   events: number;
 }
 
 export type ArchiveLine =
-  | ArchiveHeader
-  | { event: ChainEvent }
-  | { checkpoint: { seq: number; hash: string; jws: string } };
+  ArchiveHeader | { event: ChainEvent } | { checkpoint: { jws: string; heads?: ChainHead[] } };

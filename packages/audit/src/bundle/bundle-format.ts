@@ -4,13 +4,16 @@ import { z } from 'zod';
  * An evidence bundle (docs/audit.md, "Evidence bundles"). Glossary:
  * - **selection**: what the auditor asked for — one task, or a tenant (or the whole trail)
  *   over a time range such as a month;
- * - **range**: the run of the chain the bundle carries, `firstSeq..lastSeq`, from the first
- *   selected event to the event the checkpoint signs, with no gap;
- * - **full** event: its hashed fields, so a verifier recomputes its hash;
- * - **redacted** event: another tenant's event inside the range, given only by its seq,
- *   prev_hash and hash, so the links are checked but its content stays private.
+ * - **chains**: for each chain with selected events (a tenant's own, and chain 0 for events
+ *   from before there were chains), the run the bundle carries, `firstSeq..lastSeq`, from
+ *   its first selected event to the head the checkpoint signs of it, with no gap;
+ * - **full** event: its hashed fields, so a verifier recomputes its hash (`legacy`: hashed
+ *   with the formula without the chain line, chain 0 before migration 080);
+ * - **redacted** event: another tenant's event inside a run (only in chain 0's legacy
+ *   segment, where tenants shared one chain), given only by its seq, prev_hash and hash, so
+ *   the links are checked but its content stays private.
  */
-export const BUNDLE_FORMAT = 'mtg-audit-bundle/1';
+export const BUNDLE_FORMAT = 'mtg-audit-bundle/2';
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
 const timestamp = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
@@ -28,9 +31,12 @@ export const BundleSelection = z.discriminatedUnion('kind', [
 ]);
 export type BundleSelection = z.infer<typeof BundleSelection>;
 
+const chainId = z.number().int().nonnegative();
+
 export const BundleEvent = z.union([
   z
     .object({
+      chain: chainId,
       seq: z.number().int().positive(),
       occurredAt: timestamp,
       type: z.string(),
@@ -39,10 +45,13 @@ export const BundleEvent = z.union([
       body: z.string(),
       /** Part of the selection (the rest is in the range only to link it to the checkpoint). */
       selected: z.boolean(),
+      /** Hashed without the chain line (chain 0's legacy segment). */
+      legacy: z.literal(true).optional(),
     })
     .strict(),
   z
     .object({
+      chain: chainId,
       seq: z.number().int().positive(),
       prevHash: hex64,
       hash: hex64,
@@ -59,9 +68,34 @@ export const EvidenceBundle = z
     selection: BundleSelection,
     /** occurred_at of the first and last selected event. */
     period: z.object({ from: timestamp, to: timestamp }).nullable(),
-    range: z.object({ firstSeq: z.number().int(), lastSeq: z.number().int() }).nullable(),
-    /** The signed checkpoint at range.lastSeq (compact JWS), or null when none covers it. */
-    checkpoint: z.object({ jws: z.string() }).nullable(),
+    /** The run of each chain the bundle carries, by chain. */
+    chains: z.array(
+      z
+        .object({
+          chain: chainId,
+          tenant: z.string().nullable(),
+          firstSeq: z.number().int().positive(),
+          lastSeq: z.number().int().positive(),
+        })
+        .strict(),
+    ),
+    /**
+     * The signed checkpoint every run ends at (compact JWS) with the list of every chain head
+     * it signs (their hash is what is signed: the heads of other chains, without any of their
+     * events), or null when none covers the selection yet.
+     */
+    checkpoint: z
+      .object({
+        jws: z.string(),
+        heads: z
+          .array(
+            z.object({ chain: chainId, seq: z.number().int().positive(), hash: hex64 }).strict(),
+          )
+          .optional(),
+      })
+      .strict()
+      .nullable(),
+    /** By chain, then seq. */
     events: z.array(BundleEvent),
   })
   .strict();

@@ -1,7 +1,7 @@
 import type { JSONWebKeySet } from 'jose';
 import { eventHash } from '../chain/event-hash.ts';
 import { createCheckpointVerifier } from '../checkpoint/verify-checkpoint.ts';
-import type { SignedCheckpoint } from '../checkpoint/sign-checkpoint.ts';
+import { headOf, type SignedCheckpoint } from '../checkpoint/sign-checkpoint.ts';
 import { EvidenceBundle, type BundleSelection } from './bundle-format.ts';
 
 /**
@@ -13,7 +13,7 @@ import { EvidenceBundle, type BundleSelection } from './bundle-format.ts';
  * - `not_selected`: a selected event does not belong to the selection it claims;
  * - `no_checkpoint`: no signed checkpoint covers the range;
  * - `bad_checkpoint`: the checkpoint's signature does not verify with the keys given;
- * - `checkpoint_mismatch`: the range does not end at the event the checkpoint signs.
+ * - `checkpoint_mismatch`: a chain's run does not end at the head the checkpoint signs of it.
  */
 export type BundleFailureCode =
   | 'malformed'
@@ -27,24 +27,28 @@ export type BundleFailureCode =
 
 export interface BundleReport {
   ok: boolean;
-  failure?: { code: BundleFailureCode; seq: number; message: string };
+  failure?: { code: BundleFailureCode; seq: number; chain?: number; message: string };
   selected: number;
   /** Events whose hash was recomputed (selected or not). */
   recomputed: number;
   /** Other tenants' events in the range whose links were checked but content not. */
   redacted: number;
+  /** The run of each chain the bundle carries. */
+  chains: { chain: number; tenant: string | null; firstSeq: number; lastSeq: number }[];
+  /** With one chain: its run. */
   range?: { firstSeq: number; lastSeq: number };
   period?: { from: string; to: string };
   checkpoint?: Omit<SignedCheckpoint, 'jws'>;
 }
 
 /**
- * Verifies an evidence bundle without a database: every full event's hash, every link from
- * the first event to the last, the checkpoint's signature with `keys`, and that the last
- * event is the one it signs. Pure but for the signature check.
+ * Verifies an evidence bundle without a database: every full event's hash (over its chain),
+ * every link of each chain's run, the checkpoint's signature with `keys` over the list of
+ * every chain head it carries, and that each run ends at exactly the head the checkpoint
+ * signs of its chain. Pure but for the signature check.
  */
 export async function verifyBundle(input: unknown, keys: JSONWebKeySet): Promise<BundleReport> {
-  const base = { selected: 0, recomputed: 0, redacted: 0 };
+  const base = { selected: 0, recomputed: 0, redacted: 0, chains: [] };
   const parsed = EvidenceBundle.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -56,30 +60,71 @@ export async function verifyBundle(input: unknown, keys: JSONWebKeySet): Promise
     );
   }
   const bundle = parsed.data;
-  const report: BundleReport = { ...base, ok: false };
-  if (bundle.range) report.range = bundle.range;
+  const report: BundleReport = { ...base, ok: false, chains: bundle.chains };
+  if (bundle.chains.length === 1) {
+    report.range = { firstSeq: bundle.chains[0]!.firstSeq, lastSeq: bundle.chains[0]!.lastSeq };
+  }
   if (bundle.period) report.period = bundle.period;
   const events = bundle.events;
   if (events.length === 0) return { ...report, ok: true };
 
-  let prev: { seq: number; hash: string } | undefined;
+  // The checkpoint first: it says where chain 0's legacy segment ends.
+  let checkpoint: SignedCheckpoint | undefined;
+  if (bundle.checkpoint) {
+    const checked = await createCheckpointVerifier(keys)(
+      bundle.checkpoint.jws,
+      bundle.checkpoint.heads,
+    );
+    if (!checked.ok) return fail(report, 'bad_checkpoint', 0, `the checkpoint: ${checked.message}`);
+    checkpoint = checked.checkpoint;
+    const { jws: _jws, ...rest } = checkpoint;
+    report.checkpoint = rest;
+  }
+  const legacyUntil = checkpoint?.format === 1 ? Infinity : (checkpoint?.legacyUntil ?? 0);
+
+  const runs: { chain: number; firstSeq: number; last: { seq: number; hash: string } }[] = [];
+  let prev: { chain: number; seq: number; hash: string } | undefined;
   for (const e of events) {
+    const at = { chain: e.chain };
+    if (prev && e.chain !== prev.chain) {
+      if (e.chain < prev.chain) {
+        return fail(
+          report,
+          'malformed',
+          e.seq,
+          `its events are not ordered by chain (chain ${e.chain} after chain ${prev.chain})`,
+          at,
+        );
+      }
+      prev = undefined;
+    }
     if (prev && e.seq !== prev.seq + 1) {
       return fail(
         report,
         'missing',
         prev.seq + 1,
-        `the bundle skips from event ${prev.seq} to event ${e.seq}`,
+        `the bundle skips from event ${prev.seq} to event ${e.seq} of chain ${e.chain}`,
+        at,
       );
     }
     if ('redacted' in e) report.redacted++;
     else {
-      if (eventHash(e) !== e.hash) {
+      if (e.legacy && !(e.chain === 0 && e.seq <= legacyUntil)) {
         return fail(
           report,
           'modified',
           e.seq,
-          `event ${e.seq} (${e.type}) was modified: its content does not match its hash ${e.hash}`,
+          `event ${e.seq} of chain ${e.chain} claims the legacy hash formula, which only chain 0's events up to ${legacyUntil} have`,
+          at,
+        );
+      }
+      if (eventHash({ ...e, chain: e.legacy ? undefined : e.chain }) !== e.hash) {
+        return fail(
+          report,
+          'modified',
+          e.seq,
+          `event ${e.seq} (${e.type}) of chain ${e.chain} was modified: its content does not match its hash ${e.hash}`,
+          at,
         );
       }
       report.recomputed++;
@@ -91,7 +136,8 @@ export async function verifyBundle(input: unknown, keys: JSONWebKeySet): Promise
             report,
             'not_selected',
             e.seq,
-            `event ${e.seq} is marked selected but ${why}`,
+            `event ${e.seq} of chain ${e.chain} is marked selected but ${why}`,
+            at,
           );
       }
     }
@@ -100,40 +146,47 @@ export async function verifyBundle(input: unknown, keys: JSONWebKeySet): Promise
         report,
         'broken_link',
         e.seq,
-        `event ${e.seq} does not link to event ${prev.seq}: its prev_hash ${e.prevHash} is not ${prev.hash}`,
+        `event ${e.seq} of chain ${e.chain} does not link to event ${prev.seq}: its prev_hash ${e.prevHash} is not ${prev.hash}`,
+        at,
       );
     }
-    prev = { seq: e.seq, hash: e.hash };
+    if (!prev) runs.push({ chain: e.chain, firstSeq: e.seq, last: e });
+    prev = { chain: e.chain, seq: e.seq, hash: e.hash };
+    runs.at(-1)!.last = prev;
   }
-  const first = events[0]!.seq;
-  const last = prev!;
-  if (!bundle.range || bundle.range.firstSeq !== first || bundle.range.lastSeq !== last.seq) {
+  const claimed = bundle.chains.map((c) => `${c.chain}:${c.firstSeq}..${c.lastSeq}`).join(' ');
+  const found = runs.map((r) => `${r.chain}:${r.firstSeq}..${r.last.seq}`).join(' ');
+  if (claimed !== found) {
     return fail(
       report,
       'malformed',
       0,
-      `its range does not match its events (${first}..${last.seq})`,
+      `its chains (${claimed}) do not match its events (${found})`,
     );
   }
-  if (!bundle.checkpoint) {
+  if (!checkpoint) {
+    const r = runs.at(-1)!;
     return fail(
       report,
       'no_checkpoint',
-      last.seq,
-      `no signed checkpoint covers event ${last.seq}: run npm run -s audit:checkpoint, then export again`,
+      r.last.seq,
+      `no signed checkpoint covers event ${r.last.seq} of chain ${r.chain}: run npm run -s audit:checkpoint, then export again`,
+      { chain: r.chain },
     );
   }
-  const checked = await createCheckpointVerifier(keys)(bundle.checkpoint.jws);
-  if (!checked.ok) return fail(report, 'bad_checkpoint', 0, `the checkpoint: ${checked.message}`);
-  const { jws: _jws, ...checkpoint } = checked.checkpoint;
-  report.checkpoint = checkpoint;
-  if (checkpoint.seq !== last.seq || checkpoint.hash !== last.hash) {
-    return fail(
-      report,
-      'checkpoint_mismatch',
-      last.seq,
-      `the checkpoint signs event ${checkpoint.seq} with hash ${checkpoint.hash}, but the bundle ends at event ${last.seq} with hash ${last.hash}`,
-    );
+  for (const r of runs) {
+    const head = headOf(checkpoint, r.chain);
+    if (!head || head.seq !== r.last.seq || head.hash !== r.last.hash) {
+      return fail(
+        report,
+        'checkpoint_mismatch',
+        r.last.seq,
+        head
+          ? `the checkpoint signs event ${head.seq} of chain ${r.chain} with hash ${head.hash}, but the bundle's run of it ends at event ${r.last.seq} with hash ${r.last.hash}`
+          : `the checkpoint signs no head of chain ${r.chain}`,
+        { chain: r.chain },
+      );
+    }
   }
   return { ...report, ok: true };
 }
@@ -143,8 +196,9 @@ function fail<R extends Omit<BundleReport, 'ok'>>(
   code: BundleFailureCode,
   seq: number,
   message: string,
+  at: { chain?: number } = {},
 ): BundleReport {
-  return { ...report, ok: false, failure: { code, seq, message } };
+  return { ...report, ok: false, failure: { code, seq, ...at, message } };
 }
 
 function outsideSelection(

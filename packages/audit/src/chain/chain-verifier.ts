@@ -4,6 +4,8 @@ import { eventHash, GENESIS_HASH, type HashedFields } from './event-hash.ts';
 export interface ChainEvent extends HashedFields {
   hash: string;
   columns: EventColumns;
+  /** The chain it is stored in (audit.events.chain_id), whether or not its hash covers it. */
+  chainId?: number;
 }
 
 /** The query columns of audit.events (task_id … actor_kind), as stored. */
@@ -31,7 +33,10 @@ export interface EventColumns {
  * - `checkpoint_mismatch`: the event at `seq` is not the one a signed checkpoint attests (the
  *   chain up to it was rewritten and rehashed);
  * - `truncated`: the chain ends before `seq`, which a signed checkpoint attests (also: nothing
- *   is stored from the starting checkpoint's event on).
+ *   is stored from the starting checkpoint's event on, or the chain's recorded head lies
+ *   beyond its last stored event);
+ * - `wrong_chain`: the event at `seq` is intact but belongs to another tenant's chain (its
+ *   hashed tenant is not the chain's).
  */
 export type ChainFailureCode =
   | 'modified'
@@ -40,7 +45,8 @@ export type ChainFailureCode =
   | 'inserted'
   | 'broken_link'
   | 'checkpoint_mismatch'
-  | 'truncated';
+  | 'truncated'
+  | 'wrong_chain';
 
 export interface ChainFailure {
   code: ChainFailureCode;
@@ -67,6 +73,19 @@ export interface ChainVerifierOptions {
    * stored too: only archiving, which removes every event up to a signed boundary, may take it.
    */
   olderEventsStored?: boolean;
+  /**
+   * The chain being verified: its events must be of its tenant (chain 0: of none, after its
+   * legacy segment, which holds every tenant's events from before there were chains).
+   */
+  chain?: { id: number; tenant: string | null; legacyUntil: number };
+  /**
+   * The head audit.chains records for the chain (what the next append will link to): the
+   * chain must end exactly there. A head beyond the last stored event is a cut tail even
+   * with no checkpoint after it; a last event beyond the head was not written by append.
+   * Also lets a chain whose every event from the anchor on was archived (nothing stored,
+   * nothing older stored, the recorded head is the anchor) pass.
+   */
+  recordedHead?: { seq: number; hash: string };
 }
 
 export interface ChainVerifier {
@@ -187,7 +206,7 @@ export function createChainVerifier(options: ChainVerifierOptions = {}): ChainVe
       });
     }
 
-    const problem = contentProblem(e);
+    const problem = contentProblem(e) ?? tenantProblem(e);
     if (problem) {
       if (insertedBefore(e)) return fail(inserted(prev.seq, e.seq));
       // Let the next event say whether this one was inserted.
@@ -245,11 +264,28 @@ export function createChainVerifier(options: ChainVerifierOptions = {}): ChainVe
     bySeq.delete(e.seq);
   }
 
+  function tenantProblem(e: ChainEvent): ChainFailure | undefined {
+    const c = options.chain;
+    if (!c || (c.id === 0 && e.seq <= c.legacyUntil)) return undefined;
+    if (e.columns.tenant === c.tenant) return undefined;
+    return {
+      code: 'wrong_chain',
+      seq: e.seq,
+      message: `event ${e.seq} is of ${e.columns.tenant === null ? 'no tenant' : `tenant ${JSON.stringify(e.columns.tenant)}`}, not of this chain's ${c.tenant === null ? 'system events' : `tenant ${JSON.stringify(c.tenant)}`}: it was written into the wrong chain`,
+    };
+  }
+
   function finish(): ChainFailure | undefined {
     if (failure) return failure;
     if (pending) return fail(pending);
+    const head = options.recordedHead;
+    const archived =
+      head !== undefined &&
+      !options.olderEventsStored &&
+      head.seq === anchor.seq &&
+      head.hash === anchor.hash;
     // A start from a checkpoint with nothing stored from its event on: the tail was cut.
-    if (anchor.seq > 0 && stats.events === 0) {
+    if (anchor.seq > 0 && stats.events === 0 && !archived) {
       return fail({
         code: 'truncated',
         seq: anchor.seq,
@@ -266,6 +302,27 @@ export function createChainVerifier(options: ChainVerifierOptions = {}): ChainVe
         code: 'truncated',
         seq: lastSeq + 1,
         message: `the chain ends at event ${lastSeq}, but checkpoint ${label(furthest)} attests event ${furthest.seq}: events ${lastSeq + 1}..${furthest.seq} are gone`,
+      });
+    }
+    if (head && head.seq > lastSeq) {
+      return fail({
+        code: 'truncated',
+        seq: lastSeq + 1,
+        message: `the chain ends at event ${lastSeq}, but its recorded head (audit.chains) is event ${head.seq}: events ${lastSeq + 1}..${head.seq} are gone`,
+      });
+    }
+    if (head && head.seq < lastSeq) {
+      return fail({
+        code: 'inserted',
+        seq: head.seq + 1,
+        message: `events ${head.seq + 1}..${lastSeq} come after the chain's recorded head (audit.chains, event ${head.seq}): they were not appended through audit.append`,
+      });
+    }
+    if (head && stats.events > 0 && head.hash !== prev.hash) {
+      return fail({
+        code: 'modified',
+        seq: lastSeq,
+        message: `event ${lastSeq} is not the head the chain recorded (audit.chains): hash ${prev.hash}, recorded ${head.hash}`,
       });
     }
     return undefined;

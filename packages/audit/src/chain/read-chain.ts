@@ -3,10 +3,18 @@ import type { ChainEvent } from './chain-verifier.ts';
 import { canonicalTimestamp } from './event-hash.ts';
 
 const COLUMNS = `seq, occurred_at, type, prev_hash, hash, body, task_id, tenant, subject, client,
-  tool, reason, correlation_id, actor_subject, actor_kind`;
+  tool, reason, correlation_id, actor_subject, actor_kind, chain_id`;
 const CURSOR = 'audit_chain';
 
 export interface ReadChainOptions {
+  /** The chain to read. Unset: every chain, ordered by chain then seq. */
+  chain?: number;
+  /**
+   * Chain 0's last event hashed without a chain line (audit.chain_heads.legacy_until): its
+   * events up to there come without `chain`, so eventHash() recomputes the formula they were
+   * written with. Default 0.
+   */
+  legacyUntil?: number;
   /** First sequence number to read (inclusive). */
   fromSeq: number;
   /** Last sequence number to read (inclusive); default: to the end. */
@@ -29,6 +37,7 @@ export async function* readChain(
   options: ReadChainOptions,
 ): AsyncGenerator<ChainEvent[]> {
   const batch = batchSizeOf(options);
+  const toEvent = eventOf(options);
   await declareCursor(client, options);
   const fetch = () => {
     const rows: Row[] = [];
@@ -73,6 +82,7 @@ export async function streamChain(
   onEvent: (event: ChainEvent) => boolean,
 ): Promise<void> {
   const batch = batchSizeOf(options);
+  const toEvent = eventOf(options);
   await declareCursor(client, options);
   let batches = 0;
   let stoppedIn = Infinity; // the batch during which onEvent said stop
@@ -129,11 +139,12 @@ function batchSizeOf(options: ReadChainOptions): number {
 
 async function declareCursor(client: pg.ClientBase, options: ReadChainOptions): Promise<void> {
   const upper = options.toSeq === undefined ? '' : ` AND seq <= ${int(options.toSeq)}`;
+  const chain = options.chain === undefined ? '' : `chain_id = ${int(options.chain)} AND `;
   // A cursor, so the plan is chosen for reading from the start (a merge of each partition's
-  // seq index) rather than for the whole result (which can be a sort of the table).
+  // (chain_id, seq) index) rather than for the whole result (which can be a sort).
   await client.query(
     `DECLARE ${CURSOR} NO SCROLL CURSOR FOR SELECT ${COLUMNS} FROM audit.event_log
-      WHERE seq >= ${int(options.fromSeq)}${upper} ORDER BY seq`,
+      WHERE ${chain}seq >= ${int(options.fromSeq)}${upper} ORDER BY chain_id, seq`,
   );
 }
 
@@ -181,9 +192,21 @@ function executeCursor(
   });
 }
 
-function toEvent(r: Row): ChainEvent {
+function eventOf(options: ReadChainOptions): (r: Row) => ChainEvent {
+  const legacyUntil = options.legacyUntil ?? 0;
+  return (r) => {
+    const chain = Number(r[15]);
+    const seq = Number(r[0]);
+    const e = toEvent(r, seq);
+    if (chain !== 0 || seq > legacyUntil) e.chain = chain;
+    e.chainId = chain;
+    return e;
+  };
+}
+
+function toEvent(r: Row, seq: number): ChainEvent {
   return {
-    seq: Number(r[0]),
+    seq,
     occurredAt: canonicalTimestamp(r[1]!),
     type: r[2]!,
     prevHash: r[3]!,
@@ -213,8 +236,66 @@ function int(n: number): string {
  * event up to a signed boundary, so a starting checkpoint whose event is gone while older
  * ones are stored names a deleted event.
  */
-export async function hasEventsBefore(client: pg.ClientBase, seq: number): Promise<boolean> {
+export async function hasEventsBefore(
+  client: pg.ClientBase,
+  seq: number,
+  chain = 0,
+): Promise<boolean> {
   if (seq <= 1) return false;
-  const rows = await client.query('SELECT 1 FROM audit.event_log WHERE seq < $1 LIMIT 1', [seq]);
+  const rows = await client.query(
+    'SELECT 1 FROM audit.event_log WHERE chain_id = $1 AND seq < $2 LIMIT 1',
+    [chain, seq],
+  );
   return (rows.rowCount ?? 0) > 0;
+}
+
+/** A chain as audit.chain_heads records it: its tenant, head and legacy boundary. */
+export interface ChainRecord {
+  chain: number;
+  tenant: string | null;
+  headSeq: number;
+  headHash: string;
+  legacyUntil: number;
+}
+
+/**
+ * Every chain of the trail, in the caller's snapshot: those audit.chains records, and any
+ * other chain id events carry (a chain whose row was removed), found by skipping through the
+ * (chain_id, seq) indexes rather than reading every event.
+ */
+export async function listChains(client: pg.ClientBase): Promise<ChainRecord[]> {
+  const recorded = await client.query<{
+    chain_id: string;
+    tenant: string | null;
+    seq: string;
+    hash: string;
+    legacy_until: string;
+  }>('SELECT chain_id, tenant, seq, hash, legacy_until FROM audit.chain_heads ORDER BY chain_id');
+  const chains = new Map<number, ChainRecord>(
+    recorded.rows.map((r) => [
+      Number(r.chain_id),
+      {
+        chain: Number(r.chain_id),
+        tenant: r.tenant,
+        headSeq: Number(r.seq),
+        headHash: r.hash,
+        legacyUntil: Number(r.legacy_until),
+      },
+    ]),
+  );
+  const stored = await client.query<{ chain_id: string }>(
+    `WITH RECURSIVE c(id) AS (
+       (SELECT chain_id FROM audit.event_log ORDER BY chain_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT chain_id FROM audit.event_log WHERE chain_id > c.id ORDER BY chain_id LIMIT 1)
+         FROM c WHERE c.id IS NOT NULL)
+     SELECT id AS chain_id FROM c WHERE id IS NOT NULL`,
+  );
+  for (const r of stored.rows) {
+    const id = Number(r.chain_id);
+    if (!chains.has(id)) {
+      chains.set(id, { chain: id, tenant: null, headSeq: 0, headHash: '', legacyUntil: 0 });
+    }
+  }
+  return [...chains.values()].sort((a, b) => a.chain - b.chain);
 }
