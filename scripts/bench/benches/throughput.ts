@@ -245,9 +245,7 @@ export async function benchPolls(ctx: BenchContext): Promise<void> {
     section: 'Throughput',
     measure: 'Task polls/s: `tasks/get` with STATUS_READ_AUDIT_SAMPLE_RATE=0 (for comparison)',
     result: `${fmt(unaudited.rate)}/s (p50 ${fmt(unaudited.p50)} ms, p99 ${fmt(unaudited.p99)} ms)`,
-    baseline: `same baseline: ${fmt(baseline)}/s`,
-    goal: `ratio ${(unaudited.rate / baseline).toFixed(2)} (goal ≥ 0.5)`,
-    met: unaudited.rate / baseline >= 0.5,
+    baseline: `same baseline: ${fmt(baseline)}/s, ratio ${(unaudited.rate / baseline).toFixed(2)}`,
     samples: samples + (unaudited.failures ? `, ${unaudited.failures} failed` : ''),
     note: `last run: ${unaudited.cpu}`,
   });

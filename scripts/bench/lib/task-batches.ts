@@ -102,3 +102,53 @@ export async function deferJobs(ctx: BenchContext, ids: string[]): Promise<void>
     [ids],
   );
 }
+
+/**
+ * Rows inserted and updated per table of the product's schemas, as the statistics
+ * collector counts them (partitions folded into their table). PostgreSQL publishes a
+ * backend's counts up to 10 s after its transactions (at once only when it keeps busy), so
+ * callers wait that long before each snapshot. Without pg_stat_statements this is what says which statements a
+ * phase runs: each row write is one (or part of one) statement.
+ */
+export async function tableWrites(ctx: BenchContext): Promise<Map<string, number>> {
+  const rows = await ctx.sql<{ t: string; ins: string; upd: string }>(
+    `SELECT schemaname || '.' || regexp_replace(relname, '_[0-9]{4,8}(_[0-9]{2})?$', '') AS t,
+            sum(n_tup_ins) AS ins, sum(n_tup_upd) AS upd
+       FROM pg_stat_all_tables WHERE schemaname IN ('app', 'audit', 'pgboss', 'downstream')
+      GROUP BY 1`,
+  );
+  const m = new Map<string, number>();
+  for (const r of rows) {
+    m.set(`${r.t} insert`, Number(r.ins));
+    m.set(`${r.t} update`, Number(r.upd));
+  }
+  return m;
+}
+
+/** "app.tasks update 3.0, audit.events insert 5.0" per task, largest first. */
+export function describeWrites(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  tasks: number,
+): string {
+  return [...after]
+    .map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / Math.max(1, tasks)] as const)
+    .filter(([, v]) => v >= 0.05)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+    .join(', ');
+}
+
+/** "task.step_completed 2.0, …" per task, from the audit chain itself (exact). */
+export async function auditEventsPerTask(ctx: BenchContext, ids: string[]): Promise<string> {
+  const rows = await ctx.sql<{ type: string; n: number }>(
+    `SELECT type, count(*)::int AS n FROM audit.events WHERE task_id = ANY($1) GROUP BY type ORDER BY 2 DESC, 1`,
+    [ids],
+  );
+  const total = rows.reduce((s, r) => s + r.n, 0);
+  return (
+    `${(total / Math.max(1, ids.length)).toFixed(1)} per task (` +
+    rows.map((r) => `${r.type} ${(r.n / Math.max(1, ids.length)).toFixed(1)}`).join(', ') +
+    ')'
+  );
+}
