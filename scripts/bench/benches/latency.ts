@@ -111,6 +111,7 @@ export async function benchPickup(ctx: BenchContext): Promise<void> {
   const p50 = median(lat);
   ctx.rows.push({
     section: 'Latency',
+    goalId: 'pickup',
     measure: 'Start → worker step start (task `created_at` → `task.started` event)',
     result: `p50 ${fmt(p50, 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms`,
     baseline: `pg-boss polling pickup (0.5 s interval): p50 ${fmt(median(base), 0)} ms, p99 ${fmt(percentile(base, 99), 0)} ms`,

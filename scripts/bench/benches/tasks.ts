@@ -353,9 +353,16 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
       xs.reduce((s, x) => s + (x - mx) ** 2, 0);
     return { slope, intercept: my - slope * mx };
   };
-  const step = Object.fromEntries(GROUPS.map((g) => [g, fit(g).slope])) as PerGroup;
-  const fixed = Object.fromEntries(GROUPS.map((g) => [g, fit(g).intercept])) as PerGroup;
   const two = phases.get(2)!;
+  // The IdP and the downstream do nothing for a run outside its steps (an exchange, a write):
+  // all their run CPU is steps', which keeps the fit's noise out of their columns.
+  const stepsOnly = (g: Group) => g === 'idp' || g === 'downstream';
+  const step = Object.fromEntries(
+    GROUPS.map((g) => [g, stepsOnly(g) ? two.run[g] / STEPS : fit(g).slope]),
+  ) as PerGroup;
+  const fixed = Object.fromEntries(
+    GROUPS.map((g) => [g, stepsOnly(g) ? 0 : fit(g).intercept]),
+  ) as PerGroup;
   const exchangesPerTask = two.counts.exchanges / Math.max(1, two.counts.completed);
   const idpPerExchange = (two.run.idp * two.counts.completed) / Math.max(1, two.counts.exchanges);
   const idpPerDelegation = two.startIdp / Math.max(1, two.delegations);
@@ -402,7 +409,11 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
     '`tasks/get` per ended task, which on the 2026 wire carries the result. Each phase is divided',
     'by the tasks it served. Phase (2) is run with 1-, 2- and 4-step tasks: the least-squares',
     'slope over the step count is the cost of a step, the intercept that of pickup + settle',
-    '(measured together: with process-level CPU they cannot be told apart). The IdP does',
+    '(measured together: with process-level CPU they cannot be told apart), for the gateway,',
+    'workers and PostgreSQL; the IdP and the downstream work for a run only inside its steps, so',
+    'all their run CPU is counted per step. On a shared machine the fit is noisy (the CPU per',
+    'unit of work grows with contention): a cell near zero or below it means the noise exceeds',
+    'what it estimates; the measured rows (start, run, result read) do not depend on it. The IdP does',
     'nothing in phase (2) but exchanges, so its CPU divided by the `task.identity_refreshed`',
     'events counted is the cost of one exchange (in phase (1), divided by the',
     '`task.delegated` events, that of the delegation). The worker and PostgreSQL side of an',

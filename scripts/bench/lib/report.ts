@@ -101,6 +101,10 @@ const LIMITS: Record<string, string> = {
     "each idle worker's fixed database traffic: pg-boss supervision (monitor 1 s, maintenance 2 s) in every worker process, the queue poll every WORKER_POLL_MS (2 s), and the worker announcement.",
   'peer-polls':
     'the polls share the two cores with the starts and the runs of the headline load; on their own (the Throughput rows) the gateway answers several times more.',
+  pickup:
+    'the split in the row\'s note: the creating transaction, then COMMIT → NOTIFY → fetch → claim, then the claim\'s audit append under the chain lock; every part waits for a core when the machine is busy (see "Start → worker step start" below).',
+  'audit-append':
+    'one chain lock held from each append to its COMMIT, WAL flush included: group commit shares a hold among concurrent appends, so the rate follows the flush time and the CPU left (see "Audit appends" below).',
   'poll-ratio':
     'the work the baseline skips: revocation check, rate-limit upsert, the audited `task.status_read` (each poll waits for its commit) and the JSON-RPC/MCP envelope (see "Polls" below).',
 };
