@@ -96,7 +96,7 @@ const LIMITS: Record<string, string> = {
   'overhead-load':
     'queueing for CPU: under the headline load the machine is saturated, so every transaction and exchange of the path waits for a core (and once the backlog grows, for a worker slot too).',
   'pg-by-workers':
-    'per-process costs: each worker is woken by every start notification and fetches, runs its own pg-boss supervision and polls its queues, so the database works more per task as the processes multiply (see "Scaling by worker count" below and the idle row).',
+    'per-process costs: each worker is woken by every start notification and fetches, runs its own pg-boss supervision and polls its queues whether it has work or not, so the idle row\'s cost per worker, times the seconds a batch takes, lands on the batch\'s tasks (see "Scaling by worker count" below).',
   'idle-workers':
     "each idle worker's fixed database traffic: pg-boss supervision (monitor 1 s, maintenance 2 s) in every worker process, the queue poll every WORKER_POLL_MS (2 s), and the worker announcement.",
   'peer-polls':
@@ -227,8 +227,13 @@ const ANALYSIS: string[] = [
   'cost is per process, not per task: every worker is woken by every start notification and',
   'fetches, each runs its own pg-boss supervision (monitor every 1 s, maintenance every 2 s),',
   'polls its queues every WORKER_POLL_MS and announces itself every few seconds; the idle row',
-  'measures that fixed part alone. More processes do not add cores here either: at 8 workers',
-  'the processes compete for the same two cores.',
+  "measures that fixed part alone. The two add up: a worker's fixed cost per second, times the",
+  'seconds the batch takes, spread over its tasks. In the runs while writing this bench an idle',
+  'worker cost PostgreSQL about 9 ms per second, and 8 workers of 3 slots took about 19 s for',
+  'a batch of 150, which alone is about 9 ms per task: most of the gap between 1 and 8 workers.',
+  'Which statements make that fixed cost is not measured here (no pg_stat_statements); the',
+  'candidates are the periodic ones above. More processes do not add cores here either: at 8',
+  'workers the processes compete for the same two cores.',
   '',
   "**Memory.** 200 polling connections grow the gateway's resident set above idle (V8 sizes its",
   'heap to 200 requests in flight) and it does not give it back at once. That is heap sizing,',
