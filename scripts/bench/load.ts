@@ -6,8 +6,11 @@ import autocannon from 'autocannon';
 import { body2026, headers2026 } from './lib/mcp.ts';
 
 export type Scenario =
-  /** tools/call of bulk_update_records with arguments no other request used. */
-  | { kind: 'start'; tokens: string[]; runTag: string }
+  /**
+   * tools/call of bulk_update_records with arguments no other request used; `count` records
+   * (default 500) make ceil(count / 500) steps.
+   */
+  | { kind: 'start'; tokens: string[]; runTag: string; count?: number }
   /** tasks/get on the 2026 wire, round-robin over (token, taskId) pairs. */
   | { kind: 'poll'; pairs: Array<{ token: string; taskId: string }> }
   /** GET /tasks/:id on the baseline server, same pairs. */
@@ -20,6 +23,8 @@ export interface LoadSpec {
   urls: string[];
   connections: number;
   durationS: number;
+  /** Stop after this many requests in all instead (durationS then only bounds the wait). */
+  amount?: number;
   scenario: Scenario;
 }
 
@@ -60,7 +65,7 @@ function requestFor(spec: LoadSpec, url: string, offset: number): autocannon.Req
               name: 'bulk_update_records',
               arguments: {
                 collection: `bench-${s.runTag}`,
-                count: 500,
+                count: s.count ?? 500,
                 patch: { n: i, tag: s.runTag },
               },
             },
@@ -113,7 +118,7 @@ async function runOne(spec: LoadSpec, url: string, connections: number, offset: 
   const result = await autocannon({
     url,
     connections,
-    duration: spec.durationS,
+    ...(spec.amount !== undefined ? { amount: spec.amount } : { duration: spec.durationS }),
     timeout: 30,
     requests: [
       {

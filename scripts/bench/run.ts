@@ -3,21 +3,18 @@
 // throw-away database on TEST_ADMIN_DATABASE_URL (default: the machine's PostgreSQL).
 //
 // Environment: BENCH_RUNS (3), BENCH_DURATION_S (8), BENCH_CONNECTIONS (50),
-// BENCH_SAMPLES (30, latency samples), BENCH_ONLY (comma list of: starts, polls, memory,
-// pickup, cancel, revocation, failover, scaling, audit, upstream), BENCH_LOG_LEVEL (info),
-// BENCH_OUT (BENCHMARKS.md; "-" to only print).
+// BENCH_SAMPLES (30, latency samples; task batches are 10× that), BENCH_ONLY (comma list of:
+// tasks, cost, overhead, starts, polls, memory, pickup, cancel, revocation, failover,
+// scaling, audit, upstream; `overhead` under load needs `tasks` in the same run),
+// BENCH_LOG_LEVEL (info), BENCH_OUT (BENCHMARKS.md; "-" to only print), BENCH_CAVEAT (a line
+// for the report's header, e.g. that the machine was shared).
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { benchAudit } from './benches/audit.ts';
 import { benchUpstream } from './benches/upstream.ts';
 import { benchCancel, benchFailover, benchPickup, benchRevocation } from './benches/latency.ts';
-import {
-  benchMemory,
-  benchPolls,
-  benchScaling,
-  benchStarts,
-  NO_CAPS,
-} from './benches/throughput.ts';
+import { benchMemory, benchPolls, benchStarts, NO_CAPS } from './benches/throughput.ts';
+import { benchCost, benchOverhead, benchTasks, benchWorkerScaling } from './benches/tasks.ts';
 import {
   createContext,
   type BenchContext,
@@ -30,6 +27,9 @@ import { REPO_ROOT, startProcessStack } from './lib/process-stack.ts';
 import { renderReport } from './lib/report.ts';
 
 const BENCHES: Array<[string, (ctx: BenchContext) => Promise<void>]> = [
+  ['tasks', benchTasks],
+  ['cost', benchCost],
+  ['overhead', benchOverhead],
   ['starts', benchStarts],
   ['polls', benchPolls],
   ['memory', benchMemory],
@@ -37,7 +37,7 @@ const BENCHES: Array<[string, (ctx: BenchContext) => Promise<void>]> = [
   ['cancel', benchCancel],
   ['revocation', benchRevocation],
   ['failover', benchFailover],
-  ['scaling', benchScaling],
+  ['scaling', benchWorkerScaling],
   ['audit', benchAudit],
   ['upstream', benchUpstream],
 ];
@@ -118,7 +118,9 @@ async function main(): Promise<void> {
       machine,
       options,
       rows: ctx.rows,
+      blocks: ctx.blocks,
       notes: ctx.notes,
+      ...(process.env.BENCH_CAVEAT ? { caveat: process.env.BENCH_CAVEAT } : {}),
       totalS: (Date.now() - started) / 1000,
     });
     process.stdout.write(report + '\n');

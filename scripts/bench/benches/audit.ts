@@ -116,6 +116,7 @@ export async function benchAudit(ctx: BenchContext): Promise<void> {
   const append = median(grouped);
   ctx.rows.push({
     section: 'Audit',
+    goalId: 'audit-append',
     measure:
       'Audit events appended/s with the chain, 4 processes × 16 concurrent writers calling `appendAudit()` on a pool (how the gateway and workers append outside a transaction: group commit)',
     result: `${fmt(append)}/s (per-event p99 ${fmt(median(groupedP99), 1)} ms)`,

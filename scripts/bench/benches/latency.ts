@@ -111,6 +111,7 @@ export async function benchPickup(ctx: BenchContext): Promise<void> {
   const p50 = median(lat);
   ctx.rows.push({
     section: 'Latency',
+    goalId: 'pickup',
     measure: 'Start → worker step start (task `created_at` → `task.started` event)',
     result: `p50 ${fmt(p50, 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms`,
     baseline: `pg-boss polling pickup (0.5 s interval): p50 ${fmt(median(base), 0)} ms, p99 ${fmt(percentile(base, 99), 0)} ms`,
@@ -220,6 +221,9 @@ export async function benchRevocation(ctx: BenchContext): Promise<void> {
     max: 3,
   });
   const perTask = 6;
+  // Work after the revocation, over all runs and paths: steps begun after it (the step
+  // journal's started_at) and downstream writes that landed after it (downstream.writes).
+  const after = { tasks: 0, steps: 0, writes: 0, maxWritesPerTask: 0, stepsBefore: 0, missing: 0 };
   for (const path of paths) {
     const times: number[] = [];
     const problems: string[] = [];
@@ -238,7 +242,17 @@ export async function benchRevocation(ctx: BenchContext): Promise<void> {
         (x) => x[0]!.n === perTask,
         5000,
       );
-      await sleep(100);
+      // Mid-run: every task has journaled a step and is somewhere inside its next one.
+      await waitFor(
+        () =>
+          ctx.sql<{ n: number }>(
+            `SELECT count(DISTINCT task_id)::int AS n FROM app.task_steps WHERE task_id = ANY($1)`,
+            [ids],
+          ),
+        (x) => x[0]!.n === perTask,
+        10_000,
+      );
+      await sleep(Math.random() * 150);
       const t0 = performance.now();
       let answer = '';
       if (path === 'direct') {
@@ -276,6 +290,31 @@ export async function benchRevocation(ctx: BenchContext): Promise<void> {
         5,
       );
       const ms = performance.now() - t0;
+      const [work] = await ctx.sql<{
+        at: Date | null;
+        steps: number;
+        before: number;
+        writes: number;
+        max_writes: number;
+      }>(
+        `WITH r AS (SELECT min(occurred_at) AS at FROM audit.events
+                     WHERE type = 'principal.revoked' AND tenant = $2 AND subject = $3),
+              w AS (SELECT task_id, count(*) AS n FROM downstream.writes, r
+                     WHERE task_id = ANY($1::text[]) AND downstream.writes.at > r.at GROUP BY task_id)
+         SELECT (SELECT at FROM r) AS at,
+                (SELECT count(*) FROM app.task_steps, r WHERE task_id = ANY($1) AND started_at > r.at)::int AS steps,
+                (SELECT count(*) FROM app.task_steps, r WHERE task_id = ANY($1) AND started_at <= r.at)::int AS before,
+                (SELECT coalesce(sum(n), 0) FROM w)::int AS writes,
+                (SELECT coalesce(max(n), 0) FROM w)::int AS max_writes`,
+        [ids, tenant, sub],
+      );
+      if (!work!.at) problems.push(`no principal.revoked event for ${sub}`);
+      after.tasks += ids.length;
+      after.missing += work!.at ? 0 : 1;
+      after.steps += work!.steps;
+      after.stepsBefore += work!.before;
+      after.writes += work!.writes;
+      after.maxWritesPerTask = Math.max(after.maxWritesPerTask, work!.max_writes);
       if (done[0]!.n !== perTask)
         problems.push(`only ${done[0]!.n}/${perTask} stopped after 10 s (${answer})`);
       times.push(ms);
@@ -292,6 +331,16 @@ export async function benchRevocation(ctx: BenchContext): Promise<void> {
       samples: `${times.length} revocations of a user with ${perTask} running tasks${problems.length ? `; problems: ${problems.join('; ')}` : ''}`,
     });
   }
+  ctx.rows.push({
+    section: 'Latency',
+    goalId: 'revocation-boundary',
+    measure:
+      'Revocation stops work within one boundary: steps begun, and downstream writes landed, after the `principal.revoked` event, for tasks revoked mid-run',
+    result: `${after.steps} steps begun after the revocation, ${after.writes} downstream writes landed after it (at most ${after.maxWritesPerTask} for one task); ${after.stepsBefore} steps journaled before it`,
+    goal: 'goal: no step begun after the revocation; at most the one write in flight per task',
+    met: after.missing === 0 && after.tasks > 0 && after.steps === 0 && after.maxWritesPerTask <= 1,
+    samples: `the ${after.tasks} tasks of the revocation rows above, each revoked after its first step was journaled (200 ms steps)${after.missing ? `; ${after.missing} revocations left no principal.revoked event` : ''}; step start from the journal (app.task_steps.started_at), writes from the downstream's own table`,
+  });
   await pool.end();
   await ctx.reset();
 }

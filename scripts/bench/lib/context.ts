@@ -26,6 +26,8 @@ export interface Row {
   /** "ratio 0.42 (goal ≥ 0.5)" or "goal ≤ 20 ms". */
   goal?: string;
   met?: boolean;
+  /** Names a goal for the Goals section (and its "what limits it" prose when not met). */
+  goalId?: string;
   samples: string;
   note?: string;
 }
@@ -54,6 +56,8 @@ export interface BenchContext {
   reset(): Promise<void>;
   topology(t: Topology): Promise<void>;
   rows: Row[];
+  /** Markdown printed after a section's table (per-phase tables, method notes). */
+  blocks: Array<{ section: string; lines: string[] }>;
   notes: string[];
   log(message: string): void;
   close(): Promise<void>;
@@ -78,6 +82,7 @@ export function createContext(
     users,
     sql,
     rows: [],
+    blocks: [],
     notes: [],
     log: (m) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`),
     close: () => pool.end(),

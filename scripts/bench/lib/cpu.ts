@@ -28,9 +28,13 @@ function ppidOf(pid: number): number | undefined {
 /**
  * PostgreSQL's work for one database: its backends (their title names it: `postgres:
  * [cluster:] user db host(port) …`) and the shared background processes of the same server
- * (WAL writer, checkpointer, autovacuum …), which work for every database on it.
+ * (WAL writer, checkpointer, autovacuum …), which work for every database on it; with
+ * `background: false` the backends alone.
  */
-export function postgresBackends(database: string): number[] {
+export function postgresBackends(
+  database: string,
+  options: { background?: boolean } = {},
+): number[] {
   const titles = new Map<number, string[]>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -43,6 +47,7 @@ export function postgresBackends(database: string): number[] {
     }
   }
   const backends = [...titles].filter(([, words]) => words.includes(database)).map(([pid]) => pid);
+  if (options.background === false) return backends;
   const servers = new Set(backends.map(ppidOf));
   const background = [...titles]
     .filter(([pid, words]) => servers.has(ppidOf(pid)) && !words.some((w) => w.includes('(')))
