@@ -543,16 +543,20 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
     samples: 'the four rows above',
   });
 
-  // An idle stack: what waiting workers cost the database.
+  // An idle stack: what waiting workers cost the database. Twice each, alternating, keeping
+  // the lower: the batches above leave the database with work of its own for a while
+  // (autovacuum of the tables they filled), which lands on whichever window it falls in.
   const idle: Record<number, { all: number; backends: number }> = {};
   const own: PidSource = () => postgresBackends(ctx.db.name, { background: false });
-  for (const workers of [1, 8]) {
+  for (const workers of [1, 8, 1, 8]) {
     await ctx.topology({ gateways: 1, workers, gatewayEnv: NO_CAPS, workerEnv: WORKERS_ENV });
     await sleep(2000);
     const meter = cpuMeter({ postgres: stackGroups(ctx).postgres!, backends: own });
     await sleep(10_000);
     const cpu = meter.stop();
-    idle[workers] = { all: cpu.ms.postgres ?? 0, backends: cpu.ms.backends ?? 0 };
+    const seen = { all: cpu.ms.postgres ?? 0, backends: cpu.ms.backends ?? 0 };
+    const before = idle[workers];
+    idle[workers] = before && before.backends <= seen.backends ? before : seen;
     ctx.log(
       `idle, ${workers} workers: PostgreSQL ${cpu.ms.postgres} ms in 10 s (the bench database's backends ${cpu.ms.backends} ms)`,
     );
@@ -565,8 +569,9 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
     result: `${fmt(idle[1]!.backends)} ms vs ${fmt(idle[8]!.backends)} ms in the bench database's backends (with the server's shared background processes: ${fmt(idle[1]!.all)} vs ${fmt(idle[8]!.all)} ms); ${fmt(extra, 1)} ms per extra idle worker`,
     goal: 'goal ≤ 10 ms per idle worker per 10 s (1/1000 of a core)',
     met: extra <= 10,
-    samples: '10 s each, 2 s after the workers were ready',
-    note: 'an idle worker polls its queues every WORKER_POLL_MS (2 s) and announces itself every few seconds',
+    samples:
+      '10 s each, 2 s after the workers were ready; 1, 8, 1, 8 workers, the lower of each kept',
+    note: 'an idle worker announces itself every 5 s and tries for the maintenance leader lock each second; only the leader runs maintenance and pg-boss supervision',
   });
   await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
 }

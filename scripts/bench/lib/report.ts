@@ -96,9 +96,9 @@ const LIMITS: Record<string, string> = {
   'overhead-load':
     'queueing for CPU: under the headline load the machine is saturated, so every transaction and exchange of the path waits for a core (and once the backlog grows, for a worker slot too).',
   'pg-by-workers':
-    'per-process costs: each worker is woken by every start notification and fetches, runs its own pg-boss supervision and polls its queues whether it has work or not, so the idle row\'s cost per worker, times the seconds a batch takes, lands on the batch\'s tasks (see "Scaling by worker count" below).',
+    'what each worker still costs on its own: its lease renewals and fetches while it runs tasks, its announcement every 5 s, and the leader-lock attempt each second (docs/scaling.md, "Workers: flat in worker count").',
   'idle-workers':
-    "each idle worker's fixed database traffic: pg-boss supervision (monitor 1 s, maintenance 2 s) in every worker process, the queue poll every WORKER_POLL_MS (2 s), and the worker announcement.",
+    "each idle worker's fixed database traffic: its announcement (an upsert and a read of app.workers every 5 s) and the maintenance-leader lock attempt each second; maintenance, pg-boss supervision and the re-announcement of unfetched work run in the leader only.",
   'peer-polls':
     'the polls share the two cores with the starts and the runs of the headline load; on their own (the Throughput rows) the gateway answers several times more.',
   pickup:
@@ -223,16 +223,14 @@ const ANALYSIS: string[] = [
   '',
   '**Scaling by worker count.** The same batch of tasks, started with the workers frozen, is run',
   'by 1, 2, 4 and 8 worker processes with the same 24 slots in all, so the PostgreSQL CPU per',
-  'task should not depend on how the slots are split. Where it grows with the process count, the',
-  'cost is per process, not per task: every worker is woken by every start notification and',
-  'fetches, each runs its own pg-boss supervision (monitor every 1 s, maintenance every 2 s),',
-  'polls its queues every WORKER_POLL_MS and announces itself every few seconds; the idle row',
-  "measures that fixed part alone. The two add up: a worker's fixed cost per second, times the",
-  'seconds the batch takes, spread over its tasks. In the runs while writing this bench an idle',
-  'worker cost PostgreSQL about 9 ms per second, and 8 workers of 3 slots took about 19 s for',
-  'a batch of 150, which alone is about 9 ms per task: most of the gap between 1 and 8 workers.',
-  'Which statements make that fixed cost is not measured here (no pg_stat_statements); the',
-  'candidates are the periodic ones above. More processes do not add cores here either: at 8',
+  'task should not depend on how the slots are split. It used to grow with the process count,',
+  'because the cost was per process: every worker was woken by every start notification and',
+  'fetched, ran its own pg-boss supervision and maintenance, and polled its queues. Now one',
+  'agreed worker fetches per notification, one leader runs maintenance and supervision, and the',
+  'poll is a 30 s safety net (docs/scaling.md); what is left per worker is its announcement',
+  'every 5 s and the leader-lock attempt each second, which the idle row measures. Which',
+  'statements make the rest is not measured here (no pg_stat_statements). More processes do not',
+  'add cores here either: at 8',
   'workers the processes compete for the same two cores.',
   '',
   "**Memory.** 200 polling connections grow the gateway's resident set above idle (V8 sizes its",

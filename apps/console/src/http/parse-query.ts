@@ -30,7 +30,16 @@ export const TaskSearchQuery = z.object({
   client: text(256).optional(),
   tool: text(256).optional(),
   status: z
-    .enum(['', 'submitted', 'working', 'paused', 'completed', 'failed', 'cancelled'])
+    .enum([
+      '',
+      'submitted',
+      'working',
+      'paused',
+      'input_required',
+      'completed',
+      'failed',
+      'cancelled',
+    ])
     .transform((s) => s || undefined)
     .optional(),
   from: instant,

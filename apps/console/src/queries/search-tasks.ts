@@ -25,14 +25,25 @@ export interface TaskSummary {
   events: number;
 }
 
-export const TASK_STATUSES = ['submitted', 'working', 'paused', 'completed', 'failed', 'cancelled'];
+export const TASK_STATUSES = [
+  'submitted',
+  'working',
+  'paused',
+  'input_required',
+  'completed',
+  'failed',
+  'cancelled',
+];
 
 // A task's status as its audit trail tells it: the last lifecycle event.
 const STATUS_OF = `CASE (array_agg(type ORDER BY occurred_at DESC, chain_id DESC, seq DESC) FILTER (WHERE type IN
     ('task.created','task.started','task.lease_taken','task.step_completed','task.paused',
-     'task.resumed','task.completed','task.failed','task.cancelled','task.admin_cancelled')))[1]
+     'task.resumed','task.input_required','task.input_resolved','task.completed','task.failed',
+     'task.cancelled','task.admin_cancelled')))[1]
     WHEN 'task.created' THEN 'submitted'
     WHEN 'task.paused' THEN 'paused'
+    -- An upstream task waiting for input (mirrored; its worker still holds the lease).
+    WHEN 'task.input_required' THEN 'input_required'
     WHEN 'task.completed' THEN 'completed'
     WHEN 'task.failed' THEN 'failed'
     WHEN 'task.cancelled' THEN 'cancelled'
