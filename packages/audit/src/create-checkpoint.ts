@@ -98,15 +98,7 @@ export async function createCheckpoint(
       }
     }
 
-    const chains = await listChains(client);
-    for (const t of trusted) {
-      for (const h of t.heads) {
-        if (!chains.some((c) => c.chain === h.chain)) {
-          chains.push({ chain: h.chain, tenant: null, headSeq: 0, headHash: '', legacyUntil: 0 });
-        }
-      }
-    }
-    chains.sort((a, b) => a.chain - b.chain);
+    const chains = await listChains(client, trusted);
     legacyUntil = chains.find((c) => c.chain === 0)?.legacyUntil ?? 0;
     const signedBoundary = trusted.find((t) => t.legacyUntil !== undefined)?.legacyUntil;
     if (signedBoundary !== undefined && signedBoundary !== legacyUntil) {

@@ -140,16 +140,8 @@ export async function verifyAuditTrail(
     }
     const { verified, problems } = await checkSignatures(inputs, options.keys);
 
-    let chains = await listChains(client);
-    // A chain a checkpoint attests but nothing records any more: every event and its row gone.
-    for (const v of verified) {
-      for (const h of v.heads) {
-        if (!chains.some((c) => c.chain === h.chain)) {
-          chains.push({ chain: h.chain, tenant: null, headSeq: 0, headHash: '', legacyUntil: 0 });
-        }
-      }
-    }
-    chains.sort((a, b) => a.chain - b.chain);
+    // With the chains a checkpoint attests but nothing records any more.
+    let chains = await listChains(client, verified);
     if (options.tenant !== undefined) {
       const own = chains.find((c) => c.tenant === options.tenant);
       if (!own) {

@@ -28,13 +28,7 @@ export async function readResult(db: Queryable, taskId: string): Promise<StoredR
     [taskId],
   );
   const row = r.rows[0];
-  if (!row) return undefined;
-  return {
-    result: row.result,
-    isError: row.is_error,
-    sizeBytes: row.size_bytes,
-    deletedOnRead: row.delete_on_read,
-  };
+  return row && stored(row, row.delete_on_read);
 }
 
 /**
@@ -55,11 +49,12 @@ export async function readKeptResult(
     [taskId],
   );
   const row = r.rows[0];
-  if (!row) return undefined;
-  return {
-    result: row.result,
-    isError: row.is_error,
-    sizeBytes: row.size_bytes,
-    deletedOnRead: false,
-  };
+  return row && stored(row, false);
+}
+
+function stored(
+  row: { result: StoredResult['result']; is_error: boolean; size_bytes: number },
+  deletedOnRead: boolean,
+): StoredResult {
+  return { result: row.result, isError: row.is_error, sizeBytes: row.size_bytes, deletedOnRead };
 }

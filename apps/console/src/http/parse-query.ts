@@ -1,3 +1,4 @@
+import { TASK_STATUSES } from '../queries/search-tasks.ts';
 import { z } from 'zod';
 
 const text = (max: number) =>
@@ -30,16 +31,7 @@ export const TaskSearchQuery = z.object({
   client: text(256).optional(),
   tool: text(256).optional(),
   status: z
-    .enum([
-      '',
-      'submitted',
-      'working',
-      'paused',
-      'input_required',
-      'completed',
-      'failed',
-      'cancelled',
-    ])
+    .enum(['', ...TASK_STATUSES] as [string, ...string[]])
     .transform((s) => s || undefined)
     .optional(),
   from: instant,

@@ -259,11 +259,15 @@ export interface ChainRecord {
 }
 
 /**
- * Every chain of the trail, in the caller's snapshot: those audit.chains records, and any
- * other chain id events carry (a chain whose row was removed), found by skipping through the
- * (chain_id, seq) indexes rather than reading every event.
+ * Every chain of the trail, in the caller's snapshot: those audit.chains records, any other
+ * chain id events carry (a chain whose row was removed), found by skipping through the
+ * (chain_id, seq) indexes rather than reading every event, and any chain the `attested`
+ * checkpoints name that nothing records any more (every event and its row gone).
  */
-export async function listChains(client: pg.ClientBase): Promise<ChainRecord[]> {
+export async function listChains(
+  client: pg.ClientBase,
+  attested: ReadonlyArray<{ heads: ReadonlyArray<{ chain: number }> }> = [],
+): Promise<ChainRecord[]> {
   const recorded = await client.query<{
     chain_id: string;
     tenant: string | null;
@@ -291,8 +295,11 @@ export async function listChains(client: pg.ClientBase): Promise<ChainRecord[]> 
          FROM c WHERE c.id IS NOT NULL)
      SELECT id AS chain_id FROM c WHERE id IS NOT NULL`,
   );
-  for (const r of stored.rows) {
-    const id = Number(r.chain_id);
+  const ids = [
+    ...stored.rows.map((r) => Number(r.chain_id)),
+    ...attested.flatMap((c) => c.heads.map((h) => h.chain)),
+  ];
+  for (const id of ids) {
     if (!chains.has(id)) {
       chains.set(id, { chain: id, tenant: null, headSeq: 0, headHash: '', legacyUntil: 0 });
     }
