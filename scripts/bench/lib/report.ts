@@ -88,25 +88,25 @@ function goals(rows: Row[]): string[] {
 /** What limits a goal when it is not met, by goal id (see the section below for details). */
 const LIMITS: Record<string, string> = {
   headline:
-    'CPU: at 100 % of 2 cores the sustainable rate is 2000 ms / (CPU ms per completed task + the polls\' share); see the per-phase table and "The task as a whole" below. When the backlog grows, the workers\' slots are not the limit (40 slots, 0.2 s of sleep per task) — CPU is.',
+    "CPU: at 100 % of 2 cores the sustainable rate is 2000 ms / (CPU ms per completed task + the polls' share); see the per-phase table and \"The task as a whole\" below. When the backlog grows, the workers' slots are not the limit (40 slots, 0.2 s of sleep per task) — CPU is. What would move it: fewer statements per task — fold the servability check and the journal read into the claim, carry the step-start boundary on the previous step's journal transaction, one transaction for settle + job completion (PostgreSQL is about half the CPU per task, 16.9 of 32.8 ms); at 70/s the whole task, polls included, must cost about 28 ms of the two cores.",
   'cpu-per-task':
     'see the per-phase table: PostgreSQL is the largest share, most of it in pickup + settle (separate transactions, each with its audit event and WAL flush), then the worker\'s CPU and the token exchange per step ("The task as a whole" below).',
   'overhead-light':
     "the split in the row's note: pickup (commit → NOTIFY → fetch → claim), the exchange and downstream call inside each step, and the journal/progress/settle transactions around the steps, each a commit.",
   'overhead-load':
-    'queueing for CPU: under the headline load the machine is saturated, so every transaction and exchange of the path waits for a core (and once the backlog grows, for a worker slot too).',
+    'queueing for CPU: under the headline load the machine is saturated, so every transaction and exchange of the path waits for a core (and once the backlog grows, for a worker slot too). What would move it: the same CPU savings as the headline (queueing falls steeply below saturation), and a start rate limit that keeps the machine out of saturation.',
   'pg-by-workers':
     'what each worker still costs on its own: its lease renewals and fetches while it runs tasks, its announcement every 5 s, and the leader-lock attempt each second (docs/scaling.md, "Workers: flat in worker count").',
   'idle-workers':
     "each idle worker's fixed database traffic: its announcement (an upsert and a read of app.workers every 5 s) and the maintenance-leader lock attempt each second; maintenance, pg-boss supervision and the re-announcement of unfetched work run in the leader only.",
   'peer-polls':
-    'the polls share the two cores with the starts and the runs of the headline load; on their own (the Throughput rows) the gateway answers several times more.',
+    "the polls share the two cores with the starts and the runs of the headline load; on their own (the Throughput rows) the gateway answers several times more. What would move it: cheaper polls (below) and cheaper tasks, since the polls here compete with the headline's starts and runs for the same cores.",
   pickup:
     'the split in the row\'s note: the creating transaction, then COMMIT → NOTIFY → fetch → claim, then the claim\'s audit append under the chain lock; every part waits for a core when the machine is busy (see "Start → worker step start" below).',
   'audit-append':
     'one chain lock held from each append to its COMMIT, WAL flush included: group commit shares a hold among concurrent appends, so the rate follows the flush time and the CPU left (see "Audit appends" below).',
   'poll-ratio':
-    'the work the baseline skips: revocation check, rate-limit upsert, the audited `task.status_read` (each poll waits for its commit) and the JSON-RPC/MCP envelope (see "Polls" below).',
+    'the work the baseline skips: revocation check, rate-limit upsert, the audited `task.status_read` (each poll waits for its commit) and the JSON-RPC/MCP envelope (see "Polls" below). What would move it: the unaudited row shows the audit event is the gap (0.60 without it); a cheaper `task.status_read` append (the per-tenant chain head update each event now makes, batched per chain in the group commit) or a read replica for the SELECT.',
 };
 
 /**
