@@ -1,25 +1,34 @@
-import { noteWaitingForWorker, placementOf } from '@mtg/tasks';
-import type { RunDeps } from './run-task.ts';
+import { noteWaitingForWorker } from '@mtg/tasks';
+import type { RunDeps, ServedTool } from './run-task.ts';
+
+const fingerprints = new WeakMap<ReadonlyMap<string, ServedTool>, Map<string, string>>();
+
+/** Tool name → the schema fingerprint this worker runs it at (what the claim checks). */
+export function servedFingerprints(tools: ReadonlyMap<string, ServedTool>): Map<string, string> {
+  let m = fingerprints.get(tools);
+  if (!m) {
+    m = new Map([...tools].map(([name, t]) => [name, t.fingerprint]));
+    fingerprints.set(tools, m);
+  }
+  return m;
+}
 
 /**
  * A worker runs only the tools it serves, at the schema it serves: anything else it leaves
- * alone (its queue is not this worker's, so this is a misrouted job), saying in the task's
- * status what it waits for. The job is completed rather than retried, so nothing loops; the
- * deadline sweep ends the task with that message if no fitting worker comes.
+ * alone, unclaimed (its queue is not this worker's, so this is a misrouted job), saying in the
+ * task's status what it waits for. The job is completed rather than retried, so nothing loops;
+ * the deadline sweep ends the task with that message if no fitting worker comes.
  */
-export async function checkServable(
-  deps: Pick<RunDeps, 'pool' | 'tools' | 'logger'>,
+export async function leaveUnservable(
+  deps: Pick<RunDeps, 'pool' | 'logger'>,
   taskId: string,
-): Promise<'ok' | 'gone' | 'unservable'> {
-  const row = await placementOf(deps.pool, taskId);
-  if (!row) return 'gone';
-  const served = deps.tools.get(row.tool);
-  if (served && (!row.tool_fingerprint || row.tool_fingerprint === served.fingerprint)) return 'ok';
+  task: { tool: string; toolFingerprint: string | null },
+): Promise<'unservable'> {
   await noteWaitingForWorker(
     deps.pool,
     taskId,
-    `waiting for a worker that runs ${row.tool}${row.tool_fingerprint ? ` (schema ${row.tool_fingerprint.slice(0, 12)})` : ''}`,
+    `waiting for a worker that runs ${task.tool}${task.toolFingerprint ? ` (schema ${task.toolFingerprint.slice(0, 12)})` : ''}`,
   );
-  deps.logger.warn('task not servable by this worker', { taskId, tool: row.tool });
+  deps.logger.warn('task not servable by this worker', { taskId, tool: task.tool });
   return 'unservable';
 }

@@ -1,9 +1,9 @@
 import type { Pool } from 'pg';
 import type { Logger } from '@mtg/log';
-import { claimTask, loadJournal, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
+import { claimTask, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
 import { isToolError, type TargetClient, type UpstreamTaskClient } from '@mtg/tool-kit';
 import { toolErrorResult, type LongToolDefinition } from '@mtg/tools';
-import { checkServable } from './check-servable.ts';
+import { leaveUnservable, servedFingerprints } from './check-servable.ts';
 import { openRunBoundary } from './run-boundary.ts';
 import { fail, finish, release, stopped, type Held } from './settle-run.ts';
 import { createTaskContext } from './task-context.ts';
@@ -79,22 +79,23 @@ export async function runTask(
   taskId: string,
   stop: AbortSignal,
 ): Promise<RunResult> {
-  const servable = await checkServable(deps, taskId);
-  if (servable !== 'ok') return servable;
+  // One statement checks the tool is ours at the task's schema, takes the lease and reads
+  // the journal.
   const claim = await claimTask(deps.pool, {
     taskId,
     workerId: deps.workerId,
     leaseMs: deps.leaseMs,
+    served: servedFingerprints(deps.tools),
   });
+  if (claim.kind === 'unservable') return leaveUnservable(deps, taskId, claim);
   if (claim.kind !== 'claimed') return claim.kind;
-  const { lease, task } = claim;
+  const { lease, task, journal } = claim;
   const held: Held = { task, lease, tool: deps.tools.get(task.tool)!.tool };
   const log = deps.logger.child({ taskId, tool: task.tool, epoch: lease.epoch });
   const run = openRunBoundary(deps, taskId, lease, stop);
   const startedAt = Date.now();
   let downstreamSystems = new Set<string>();
   try {
-    const journal = await loadJournal(deps.pool, taskId);
     const targets = deps.targetsFor(task, held.tool);
     const upstreams = deps.upstreamsFor?.(task, held.tool);
     const made = createTaskContext(deps, run, {

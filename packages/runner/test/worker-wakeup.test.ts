@@ -138,10 +138,11 @@ test('a full worker passes the notification on, once, to the next worker', async
   cleanups.push(() => boss.stop({ graceful: false, close: false }));
   await boss.send(QUEUE, { taskId: 'occupies-the-full-worker' });
   // A run that never returns (its database never answers): the worker stays full.
-  const stuck = { query: () => new Promise(() => {}) } as unknown as Pool;
+  const never = () => new Promise(() => {});
+  const stuck = { query: never, connect: never } as unknown as Pool;
   const full = await startWorker('worker-full', fetched, {
     concurrency: 1,
-    run: { pool: stuck } as RunDeps,
+    run: { pool: stuck, tools: new Map() } as unknown as RunDeps,
   });
   await pollUntil(
     async () => full.loop.running(),

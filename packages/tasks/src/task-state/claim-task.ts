@@ -6,22 +6,38 @@ import { ACTIVE } from './predicates.ts';
 import type { Lease } from './lease.ts';
 
 export type ClaimOutcome =
-  | { kind: 'claimed'; lease: Lease; task: TaskRow; firstStart: boolean }
+  | {
+      kind: 'claimed';
+      lease: Lease;
+      task: TaskRow;
+      firstStart: boolean;
+      /** The outputs of the steps already journaled, by step name (read with the claim). */
+      journal: Map<string, unknown>;
+    }
   | { kind: 'held' } // a live worker holds it (duplicate delivery)
-  | { kind: 'gone' }; // terminal, purged or unknown: nothing to run
+  | { kind: 'gone' } // terminal, purged or unknown: nothing to run
+  // Not a tool (or not at the schema) this worker serves: it was not claimed.
+  | { kind: 'unservable'; tool: string; toolFingerprint: string | null };
 
 /**
- * Takes the task's lease: only when nobody holds a live one. Bumping the epoch fences off
- * the previous holder, whose later journal, result and status writes then match nothing.
- * The claim and its `task.started` / `task.lease_taken` event commit together: a worker
+ * Takes the task's lease: only when nobody holds a live one and, given `served` (tool name →
+ * the schema fingerprint this worker runs), only for a tool this worker runs at the task's
+ * schema. Bumping the epoch fences off the previous holder, whose later journal, result and
+ * status writes then match nothing. The claim reads the task's journal in the same statement,
+ * and the claim and its `task.started` / `task.lease_taken` event commit together: a worker
  * killed in between leaves neither, so every lease a task ever had is in the trail.
  */
 export async function claimTask(
   pool: Pool,
-  claim: { taskId: string; workerId: string; leaseMs: number },
+  claim: {
+    taskId: string;
+    workerId: string;
+    leaseMs: number;
+    served?: ReadonlyMap<string, string>;
+  },
 ): Promise<ClaimOutcome> {
   return withTransaction(pool, async (c) => {
-    const claimed = await takeLease(c, claim.taskId, claim.workerId, claim.leaseMs);
+    const claimed = await takeLease(c, claim);
     if (claimed.kind === 'claimed') {
       await appendAuditInTransaction(c, {
         type: claimed.firstStart ? 'task.started' : 'task.lease_taken',
@@ -45,11 +61,17 @@ export async function claimTask(
 
 async function takeLease(
   db: Queryable,
-  taskId: string,
-  owner: string,
-  leaseMs: number,
+  claim: {
+    taskId: string;
+    workerId: string;
+    leaseMs: number;
+    served?: ReadonlyMap<string, string>;
+  },
 ): Promise<ClaimOutcome> {
-  const r = await db.query<TaskRow & { first_start: boolean }>(
+  const served = claim.served ? JSON.stringify(Object.fromEntries(claim.served)) : null;
+  const r = await db.query<
+    TaskRow & { first_start: boolean; journal: Record<string, { value: unknown }> }
+  >(
     `UPDATE app.tasks SET lease_owner = $2, lease_epoch = lease_epoch + 1,
             lease_expires_at = now() + $3 * interval '1 millisecond',
             attempts = attempts + 1, started_at = COALESCE(started_at, now()),
@@ -57,35 +79,37 @@ async function takeLease(
             updated_at = now()
       WHERE id = $1 AND ${ACTIVE}
         AND (lease_owner IS NULL OR lease_expires_at < now())
-      RETURNING *, attempts = 1 AS first_start`,
-    [taskId, owner, leaseMs],
+        AND ($4::jsonb IS NULL OR ($4::jsonb ? tool AND
+             (tool_fingerprint IS NULL OR tool_fingerprint = $4::jsonb ->> tool)))
+      RETURNING *, attempts = 1 AS first_start,
+                (SELECT COALESCE(jsonb_object_agg(s.step, s.output), '{}'::jsonb)
+                   FROM app.task_steps s WHERE s.task_id = $1) AS journal`,
+    [claim.taskId, claim.workerId, claim.leaseMs, served],
   );
   const row = r.rows[0];
   if (row) {
+    const { journal, first_start, ...task } = row;
     return {
       kind: 'claimed',
-      lease: { owner, epoch: row.lease_epoch },
-      task: row,
-      firstStart: row.first_start,
+      lease: { owner: claim.workerId, epoch: row.lease_epoch },
+      task: task as TaskRow,
+      firstStart: first_start,
+      journal: new Map(Object.entries(journal).map(([step, output]) => [step, output.value])),
     };
   }
-  const s = await db.query<{ active: boolean }>(
-    `SELECT ${ACTIVE} AS active FROM app.tasks WHERE id = $1`,
-    [taskId],
+  const s = await db.query<{ active: boolean; tool: string; tool_fingerprint: string | null }>(
+    `SELECT ${ACTIVE} AS active, tool, tool_fingerprint FROM app.tasks WHERE id = $1`,
+    [claim.taskId],
   );
-  return s.rows[0]?.active ? { kind: 'held' } : { kind: 'gone' };
-}
-
-/** Which tool, at which schema, a task needs; undefined once the task is gone. */
-export async function placementOf(
-  db: Queryable,
-  taskId: string,
-): Promise<{ tool: string; tool_fingerprint: string | null } | undefined> {
-  const r = await db.query<{ tool: string; tool_fingerprint: string | null }>(
-    `SELECT tool, tool_fingerprint FROM app.tasks WHERE id = $1`,
-    [taskId],
-  );
-  return r.rows[0];
+  const t = s.rows[0];
+  if (!t) return { kind: 'gone' };
+  if (claim.served) {
+    const fingerprint = claim.served.get(t.tool);
+    if (fingerprint === undefined || (t.tool_fingerprint && t.tool_fingerprint !== fingerprint)) {
+      return { kind: 'unservable', tool: t.tool, toolFingerprint: t.tool_fingerprint };
+    }
+  }
+  return t.active ? { kind: 'held' } : { kind: 'gone' };
 }
 
 /**

@@ -23,7 +23,7 @@ export {
   type StartOutcome,
   type ToolPlacement,
 } from './create-task.ts';
-export { claimTask, noteWaitingForWorker, placementOf, type ClaimOutcome } from './claim-task.ts';
+export { claimTask, noteWaitingForWorker, type ClaimOutcome } from './claim-task.ts';
 export {
   releaseLease,
   reapExpiredLeases,
@@ -32,7 +32,7 @@ export {
   type Lease,
   type PendingProgress,
 } from './lease.ts';
-export { journalStep, loadJournal, recordStatusMessage, takeStageGrant } from './journal-step.ts';
+export { journalStep, recordStatusMessage, takeStageGrant } from './journal-step.ts';
 export {
   aboutTask,
   cancelTaskNow,

@@ -4,15 +4,6 @@ import { withTransaction, type Queryable } from '@mtg/db';
 import { ACTIVE, fenced } from './predicates.ts';
 import type { Lease } from './lease.ts';
 
-/** Outputs of the steps this task already completed, by step name. */
-export async function loadJournal(db: Queryable, taskId: string): Promise<Map<string, unknown>> {
-  const r = await db.query<{ step: string; output: { value: unknown } }>(
-    'SELECT step, output FROM app.task_steps WHERE task_id = $1',
-    [taskId],
-  );
-  return new Map(r.rows.map((row) => [row.step, row.output.value]));
-}
-
 /**
  * Records a completed step and its `task.step_completed` event in one transaction, fenced by
  * the lease: returns false (and records nothing) when the lease is no longer the writer's.
