@@ -18,7 +18,7 @@ import {
   type ChainHead,
   type MonthBounds,
 } from '@mtg/audit';
-import { parseConfig } from '@mtg/config';
+import { parseConfig, postgresUrl } from '@mtg/config';
 import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -45,10 +45,7 @@ Exit status: 0 done (or nothing to archive); 1 an export or the chain does not v
 2 usage or configuration; 3 could not run.`;
 
 const schema = z.object({
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-    .optional(),
+  DATABASE_URL: postgresUrl().optional(),
   AUDIT_SIGNING_KEY: z.string().min(1).optional(),
   AUDIT_SIGNING_KEY_FILE: z.string().min(1).optional(),
   AUDIT_JWKS_FILE: z.string().min(1).optional(),

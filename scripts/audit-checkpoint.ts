@@ -10,7 +10,7 @@ import {
   publicJwkOf,
   type CreateCheckpointResult,
 } from '@mtg/audit';
-import { parseConfig } from '@mtg/config';
+import { parseConfig, postgresUrl } from '@mtg/config';
 import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
 import { z } from 'zod';
@@ -45,10 +45,7 @@ Exit status: 0 signed (or nothing to sign); 1 the chain is broken, nothing signe
 or configuration; 3 could not run.`;
 
 const schema = z.object({
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-    .optional(),
+  DATABASE_URL: postgresUrl().optional(),
   DATABASE_ROLE: z.string().regex(/^\w+$/, 'must be a role name').default('mtg_audit_signer'),
   AUDIT_SIGNING_KEY: z.string().min(1).optional(),
   AUDIT_SIGNING_KEY_FILE: z.string().min(1).optional(),

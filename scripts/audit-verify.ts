@@ -13,7 +13,7 @@ import {
   verifyAuditTrail,
   type VerifyAuditTrailReport,
 } from '@mtg/audit';
-import { parseConfig } from '@mtg/config';
+import { parseConfig, postgresUrl } from '@mtg/config';
 import { z } from 'zod';
 import { dataDir } from './lib/dev-secrets.ts';
 import { readCheckpointFile } from './lib/audit/checkpoint-file.ts';
@@ -55,10 +55,7 @@ Exit status: 0 intact; 1 broken (the first line names the first bad event); 2 us
 configuration; 3 could not run (database unreachable).`;
 
 const schema = z.object({
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-    .optional(),
+  DATABASE_URL: postgresUrl().optional(),
   DATABASE_ROLE: z.string().regex(/^\w+$/, 'must be a role name').default('mtg_auditor'),
   AUDIT_JWKS_FILE: z.string().min(1).optional(),
 });

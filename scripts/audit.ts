@@ -4,7 +4,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { buildBundle, type BundleSelection } from '@mtg/audit';
-import { parseConfig } from '@mtg/config';
+import { parseConfig, postgresUrl } from '@mtg/config';
 import { z } from 'zod';
 import { dataDir } from './lib/dev-secrets.ts';
 import {
@@ -40,15 +40,9 @@ hot standby to read instead, once it has replayed what the primary had when the 
 Exit status: 0 done; 1 nothing found (task); 2 usage or configuration; 3 could not run.`;
 
 const schema = z.object({
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-    .optional(),
+  DATABASE_URL: postgresUrl().optional(),
   DATABASE_ROLE: z.string().regex(/^\w+$/, 'must be a role name').default('mtg_auditor'),
-  DATABASE_READ_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-    .optional(),
+  DATABASE_READ_URL: postgresUrl().optional(),
   DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(0).max(600_000).default(2000),
 });
 

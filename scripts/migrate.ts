@@ -1,7 +1,7 @@
 // `npm run migrate`: prepares DATABASE_URL for the apps — db/migrations, then the job
 // queue, then (given their passwords) the processes' login roles — and says what it did.
 // The compose `migrate` service runs it before the apps.
-import { ConfigError, parseConfig } from '@mtg/config';
+import { ConfigError, parseConfig, postgresUrl } from '@mtg/config';
 import { provisionLoginRoles, ROLES } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { z } from 'zod';
@@ -27,9 +27,7 @@ const PASSWORD_VARIABLES = {
 
 const schema = z
   .object({
-    DATABASE_URL: z
-      .string({ error: 'is required (postgres://user:password@host:port/database)' })
-      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
+    DATABASE_URL: postgresUrl('is required (postgres://user:password@host:port/database)'),
     /** With all three: create or update the LOGIN roles mtg_login_gateway … with them. */
     GATEWAY_DATABASE_PASSWORD: password(),
     WORKER_DATABASE_PASSWORD: password(),

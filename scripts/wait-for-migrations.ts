@@ -2,14 +2,12 @@
 // applied), then exits 0: the init container of the Kubernetes Deployments, so the apps
 // start only after the migrations Job. Exits 1 after WAIT_TIMEOUT_SECONDS with the last
 // reason, 2 on invalid configuration.
-import { ConfigError, parseConfig } from '@mtg/config';
+import { ConfigError, parseConfig, postgresUrl } from '@mtg/config';
 import { checkSchemaVersion } from '@mtg/db';
 import { z } from 'zod';
 
 const schema = z.object({
-  DATABASE_URL: z
-    .string({ error: 'is required (postgres://user:password@host:port/database)' })
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
+  DATABASE_URL: postgresUrl('is required (postgres://user:password@host:port/database)'),
   WAIT_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(600),
   WAIT_INTERVAL_MS: z.coerce.number().int().min(50).default(2000),
 });

@@ -84,7 +84,16 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
     ],
   },
   '@mtg/config': {
-    values: ['ConfigError', 'csv', 'json', 'jsonRecord', 'parseConfig', 'port', 'url'],
+    values: [
+      'ConfigError',
+      'csv',
+      'json',
+      'jsonRecord',
+      'parseConfig',
+      'port',
+      'postgresUrl',
+      'url',
+    ],
     types: [],
   },
   '@mtg/db': {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { port, url } from '@mtg/config';
+import { port, url, postgresUrl } from '@mtg/config';
 import { credentialKeysEnv, credentialKeysFromConfig } from '@mtg/identity';
 
 /** The console's environment (docs/console.md). Parsed once in main.ts. */
@@ -25,10 +25,7 @@ export const consoleConfigSchema = z
      * it is at most DATABASE_READ_MAX_LAG_MS stale (the sessions stay on DATABASE_URL);
      * unset: the primary (docs/scaling.md).
      */
-    DATABASE_READ_URL: z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-      .optional(),
+    DATABASE_READ_URL: postgresUrl().optional(),
     DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(10).max(600_000).default(2000),
     /** The authorization server people log in at. */
     AUTH_ISSUER: url().optional(),

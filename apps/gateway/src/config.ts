@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { toolLimitsOverrides } from '@mtg/tools';
-import { csv, port, url } from '@mtg/config';
+import { csv, port, url, postgresUrl } from '@mtg/config';
 import {
   checkCredentialKeys,
   claimMappingEnv,
@@ -23,10 +23,7 @@ export const gatewayConfigSchema = z
      * go there while it is within DATABASE_READ_MAX_LAG_MS; unset: everything on the primary
      * (docs/scaling.md, "Read replicas").
      */
-    DATABASE_READ_URL: z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-      .optional(),
+    DATABASE_READ_URL: postgresUrl().optional(),
     /** The replica is read only while at most this stale (ms); past it, the primary answers. */
     DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(10).max(600_000).default(2000),
     /** The authorization server this gateway trusts. */

@@ -7,6 +7,12 @@ export const port = (fallback: number) =>
 /** An absolute http(s) URL. */
 export const url = () => z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' });
 
+/** A PostgreSQL connection URL (postgres:// or postgresql://); `required` names the example. */
+export const postgresUrl = (required?: string) =>
+  z
+    .string(required ? { error: required } : undefined)
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL');
+
 /** A comma-separated list; empty entries dropped. */
 export const csv = () =>
   z.string().transform((s) =>

@@ -1,2 +1,2 @@
 export { parseConfig, ConfigError } from './parse-config.ts';
-export { port, url, csv, json, jsonRecord } from './fields.ts';
+export { port, url, postgresUrl, csv, json, jsonRecord } from './fields.ts';
