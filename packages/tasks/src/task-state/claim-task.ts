@@ -59,6 +59,17 @@ export async function claimTask(
   });
 }
 
+/** The served map as the claim's jsonb parameter, built once per map (a worker has one). */
+const servedJsonOf = new WeakMap<ReadonlyMap<string, string>, string>();
+function servedJson(served: ReadonlyMap<string, string>): string {
+  let json = servedJsonOf.get(served);
+  if (json === undefined) {
+    json = JSON.stringify(Object.fromEntries(served));
+    servedJsonOf.set(served, json);
+  }
+  return json;
+}
+
 async function takeLease(
   db: Queryable,
   claim: {
@@ -68,7 +79,7 @@ async function takeLease(
     served?: ReadonlyMap<string, string>;
   },
 ): Promise<ClaimOutcome> {
-  const served = claim.served ? JSON.stringify(Object.fromEntries(claim.served)) : null;
+  const served = claim.served ? servedJson(claim.served) : null;
   const r = await db.query<
     TaskRow & { first_start: boolean; journal: Record<string, { value: unknown }> }
   >(
