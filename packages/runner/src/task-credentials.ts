@@ -1,8 +1,14 @@
 import type { Pool } from 'pg';
 import { appendAuditGrouped } from '@mtg/audit';
+import { prepared, runPrepared } from '@mtg/db';
 import type { CredentialCipher, TokenExchanger } from '@mtg/identity';
 import type { TaskRow } from '@mtg/tasks';
 import { StopRun } from './stop.ts';
+
+const SEALED_DELEGATION = prepared(
+  `SELECT key_id, iv, ciphertext, tag, expires_at <= now() AS expired
+     FROM app.task_credentials WHERE task_id = $1`,
+);
 
 /** The task's delegation ended (deadline bound reached or wiped): privileged work stops. */
 export class DelegationEnded extends Error {
@@ -53,16 +59,13 @@ export function createTaskCredentials(
   const now = () => (deps.clock ? deps.clock().getTime() : Date.now());
 
   const refresh = async (): Promise<string> => {
-    const sealed = await deps.pool.query<{
+    const sealed = await runPrepared<{
       key_id: string;
       iv: Buffer;
       ciphertext: Buffer;
       tag: Buffer;
       expired: boolean;
-    }>(
-      `SELECT key_id, iv, ciphertext, tag, expires_at <= now() AS expired FROM app.task_credentials WHERE task_id = $1`,
-      [task.id],
-    );
+    }>(deps.pool, SEALED_DELEGATION, [task.id]);
     const row = sealed.rows[0];
     if (!row)
       throw new DelegationEnded(

@@ -1,4 +1,4 @@
-import type { Queryable } from '@mtg/db';
+import { prepared, runPrepared, type Queryable } from '@mtg/db';
 import type { CredentialCipher, TokenExchanger } from '@mtg/identity';
 import { taskError, type TaskError } from './errors.ts';
 
@@ -61,6 +61,13 @@ export async function obtainDelegation(
   };
 }
 
+const STORE_DELEGATION = prepared(
+  `INSERT INTO app.task_credentials (task_id, key_id, iv, ciphertext, tag, expires_at)
+   VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0))
+   ON CONFLICT (task_id) DO UPDATE SET key_id = $2, iv = $3, ciphertext = $4, tag = $5,
+     expires_at = to_timestamp($6 / 1000.0), created_at = now()`,
+);
+
 /** Stores (or replaces) a task's delegation, encrypted and bound to the task id. */
 export async function storeDelegation(
   db: Queryable,
@@ -69,11 +76,12 @@ export async function storeDelegation(
   d: Delegation,
 ): Promise<void> {
   const sealed = cipher.seal(d.token, taskId);
-  await db.query(
-    `INSERT INTO app.task_credentials (task_id, key_id, iv, ciphertext, tag, expires_at)
-     VALUES ($1, $2, $3, $4, $5, to_timestamp($6 / 1000.0))
-     ON CONFLICT (task_id) DO UPDATE SET key_id = $2, iv = $3, ciphertext = $4, tag = $5,
-       expires_at = to_timestamp($6 / 1000.0), created_at = now()`,
-    [taskId, sealed.keyId, sealed.iv, sealed.ciphertext, sealed.tag, d.expiresAt],
-  );
+  await runPrepared(db, STORE_DELEGATION, [
+    taskId,
+    sealed.keyId,
+    sealed.iv,
+    sealed.ciphertext,
+    sealed.tag,
+    d.expiresAt,
+  ]);
 }

@@ -1,4 +1,18 @@
-import type { Queryable } from '@mtg/db';
+import { prepared, runPrepared, type Queryable } from '@mtg/db';
+
+const TAKE_RESULT = prepared(
+  `WITH taken AS (
+     DELETE FROM app.task_results WHERE task_id = $1 AND delete_on_read AND expires_at > now()
+     RETURNING result, is_error, size_bytes, delete_on_read)
+   SELECT result, is_error, size_bytes, delete_on_read FROM taken
+   UNION ALL
+   SELECT result, is_error, size_bytes, delete_on_read FROM app.task_results
+    WHERE task_id = $1 AND NOT delete_on_read AND expires_at > now()`,
+);
+const KEPT_RESULT = prepared(
+  `SELECT result, is_error, size_bytes FROM app.task_results
+    WHERE task_id = $1 AND NOT delete_on_read AND expires_at > now()`,
+);
 
 export interface StoredResult {
   result: { content: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean };
@@ -12,21 +26,12 @@ export interface StoredResult {
  * statement, so exactly one reader gets it.
  */
 export async function readResult(db: Queryable, taskId: string): Promise<StoredResult | undefined> {
-  const r = await db.query<{
+  const r = await runPrepared<{
     result: StoredResult['result'];
     is_error: boolean;
     size_bytes: number;
     delete_on_read: boolean;
-  }>(
-    `WITH taken AS (
-       DELETE FROM app.task_results WHERE task_id = $1 AND delete_on_read AND expires_at > now()
-       RETURNING result, is_error, size_bytes, delete_on_read)
-     SELECT * FROM taken
-     UNION ALL
-     SELECT result, is_error, size_bytes, delete_on_read FROM app.task_results
-      WHERE task_id = $1 AND NOT delete_on_read AND expires_at > now()`,
-    [taskId],
-  );
+  }>(db, TAKE_RESULT, [taskId]);
   const row = r.rows[0];
   return row && stored(row, row.delete_on_read);
 }
@@ -39,15 +44,11 @@ export async function readKeptResult(
   db: Queryable,
   taskId: string,
 ): Promise<StoredResult | undefined> {
-  const r = await db.query<{
+  const r = await runPrepared<{
     result: StoredResult['result'];
     is_error: boolean;
     size_bytes: number;
-  }>(
-    `SELECT result, is_error, size_bytes FROM app.task_results
-      WHERE task_id = $1 AND NOT delete_on_read AND expires_at > now()`,
-    [taskId],
-  );
+  }>(db, KEPT_RESULT, [taskId]);
   const row = r.rows[0];
   return row && stored(row, false);
 }

@@ -18,6 +18,13 @@ import {
   waitEnded,
   type TaskRef,
 } from '../lib/task-batches.ts';
+import {
+  resetStatements,
+  statementSplit,
+  statementsAvailable,
+  statementTable,
+  type StatementRow,
+} from '../lib/statement-split.ts';
 import { NO_CAPS, stackGroups } from './throughput.ts';
 
 /** The headline tool: bulk_update_records of 1,000 records = 2 steps (batches of 500). */
@@ -247,10 +254,8 @@ export async function benchTasks(ctx: BenchContext): Promise<void> {
 export async function benchCost(ctx: BenchContext): Promise<void> {
   await ctx.topology({ gateways: 1, workers: 2, gatewayEnv: NO_CAPS, workerEnv: WORKERS_ENV });
   const n = Math.max(60, ctx.options.samples * 10);
-  const pgss = await ctx.sql<{ setting: string }>(
-    `SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries'`,
-  );
-  const statementsAvailable = /pg_stat_statements/.test(pgss[0]?.setting ?? '');
+  const withStatements = await statementsAvailable(ctx);
+  let statements: StatementRow[] = [];
   const phases = new Map<
     number,
     {
@@ -275,6 +280,7 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
     const counted = steps === 2 && phases.has(2);
     if (counted) await sleep(11_000);
     const writesStart = counted ? await tableWrites(ctx) : undefined;
+    if (counted && withStatements) await resetStatements(ctx);
     const release = holdWorkers(ctx);
     let startCpu: CpuReport;
     let startLoad: Awaited<ReturnType<typeof runLoadProcess>>;
@@ -311,6 +317,7 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
       scenario: { kind: 'poll', pairs: refs.map((r) => ({ token: r.token, taskId: r.id })) },
     });
     const readCpu = readMeter.stop();
+    if (counted && withStatements) statements = await statementSplit(ctx, refs.length);
     if (counted) await sleep(11_000);
     const writesEnd = counted ? await tableWrites(ctx) : undefined;
     const counts = await runCounts(ctx, ids);
@@ -419,8 +426,10 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
     '`task.delegated` events, that of the delegation). The worker and PostgreSQL side of an',
     'exchange (the request, the sealed delegation read, its audit event) stays inside "each',
     'step". ' +
-      (statementsAvailable
-        ? 'pg_stat_statements is loaded on this server; the per-statement split is not taken here.'
+      (withStatements
+        ? "pg_stat_statements is loaded on this server: the measured 2-step batch's statements " +
+          '(start, run and result read) are split below, by elapsed time inside PostgreSQL ' +
+          '(execution and planning, which includes lock and I/O waits, so it is not CPU).'
         : 'PostgreSQL time by statement family (pg_stat_statements) is not available: the server ' +
           'does not load it (shared_preload_libraries is empty, and loading it needs a server ' +
           'restart a bench must not do to a shared server), so PostgreSQL is attributed per phase ' +
@@ -428,6 +437,14 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
       ' The shared background processes work for every database on the server, so other load on',
     'it lands in the postgres column.',
     '',
+    ...(statements.length
+      ? [
+          `PostgreSQL time by statement, the measured ${STEPS}-step batch (pg_stat_statements, top ${statements.length}):`,
+          '',
+          ...statementTable(statements),
+          '',
+        ]
+      : []),
   ];
   ctx.blocks.push({ section: 'Tasks', lines });
 }

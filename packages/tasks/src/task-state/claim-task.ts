@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { appendAuditInTransaction } from '@mtg/audit';
-import { withTransaction, type Queryable } from '@mtg/db';
-import type { TaskRow } from '../task-row.ts';
+import { prepared, runPrepared, withTransaction, type Queryable } from '@mtg/db';
+import { TASK_SELECT, type TaskRow } from '../task-row.ts';
 import { ACTIVE } from './predicates.ts';
 import type { Lease } from './lease.ts';
 
@@ -70,6 +70,21 @@ function servedJson(served: ReadonlyMap<string, string>): string {
   return json;
 }
 
+const TAKE_LEASE = prepared(
+  `UPDATE app.tasks SET lease_owner = $2, lease_epoch = lease_epoch + 1,
+          lease_expires_at = now() + $3 * interval '1 millisecond',
+          attempts = attempts + 1, started_at = COALESCE(started_at, now()),
+          status_message = CASE WHEN status_message = 'queued' THEN 'started' ELSE status_message END,
+          updated_at = now()
+    WHERE id = $1 AND ${ACTIVE}
+      AND (lease_owner IS NULL OR lease_expires_at < now())
+      AND ($4::jsonb IS NULL OR ($4::jsonb ? tool AND
+           (tool_fingerprint IS NULL OR tool_fingerprint = $4::jsonb ->> tool)))
+    RETURNING ${TASK_SELECT}, attempts = 1 AS first_start,
+              (SELECT COALESCE(jsonb_object_agg(s.step, s.output), '{}'::jsonb)
+                 FROM app.task_steps s WHERE s.task_id = $1) AS journal`,
+);
+
 async function takeLease(
   db: Queryable,
   claim: {
@@ -80,23 +95,9 @@ async function takeLease(
   },
 ): Promise<ClaimOutcome> {
   const served = claim.served ? servedJson(claim.served) : null;
-  const r = await db.query<
+  const r = await runPrepared<
     TaskRow & { first_start: boolean; journal: Record<string, { value: unknown }> }
-  >(
-    `UPDATE app.tasks SET lease_owner = $2, lease_epoch = lease_epoch + 1,
-            lease_expires_at = now() + $3 * interval '1 millisecond',
-            attempts = attempts + 1, started_at = COALESCE(started_at, now()),
-            status_message = CASE WHEN status_message = 'queued' THEN 'started' ELSE status_message END,
-            updated_at = now()
-      WHERE id = $1 AND ${ACTIVE}
-        AND (lease_owner IS NULL OR lease_expires_at < now())
-        AND ($4::jsonb IS NULL OR ($4::jsonb ? tool AND
-             (tool_fingerprint IS NULL OR tool_fingerprint = $4::jsonb ->> tool)))
-      RETURNING *, attempts = 1 AS first_start,
-                (SELECT COALESCE(jsonb_object_agg(s.step, s.output), '{}'::jsonb)
-                   FROM app.task_steps s WHERE s.task_id = $1) AS journal`,
-    [claim.taskId, claim.workerId, claim.leaseMs, served],
-  );
+  >(db, TAKE_LEASE, [claim.taskId, claim.workerId, claim.leaseMs, served]);
   const row = r.rows[0];
   if (row) {
     const { journal, first_start, ...task } = row;

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { appendAuditInTransaction, type AuditEvent } from '@mtg/audit';
-import { withTransaction } from '@mtg/db';
+import { prepared, runPrepared, withTransaction } from '@mtg/db';
 import type { TaskRow } from '../task-row.ts';
 import { ACTIVE, LIVE_LEASE, fenced } from './predicates.ts';
 import type { Lease } from './lease.ts';
@@ -54,6 +54,12 @@ async function endTask(
   return ended;
 }
 
+const STORE_RESULT = prepared(
+  `INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
+   SELECT id, $4, $5, $6, now() + ttl_ms * interval '1 millisecond', $7 FROM app.tasks
+    WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}`,
+);
+
 /** A tool result as the worker stores it. */
 export interface FinishedResult {
   result: { content: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean };
@@ -102,20 +108,15 @@ export async function completeTask(
       },
     }),
     async (tx) => {
-      const stored = await tx.query(
-        `INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
-         SELECT id, $4, $5, $6, now() + ttl_ms * interval '1 millisecond', $7 FROM app.tasks
-          WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}`,
-        [
-          c.taskId,
-          c.lease.owner,
-          c.lease.epoch,
-          c.finished.text,
-          isError,
-          c.finished.sizeBytes,
-          c.finished.deleteOnRead,
-        ],
-      );
+      const stored = await runPrepared(tx, STORE_RESULT, [
+        c.taskId,
+        c.lease.owner,
+        c.lease.epoch,
+        c.finished.text,
+        isError,
+        c.finished.sizeBytes,
+        c.finished.deleteOnRead,
+      ]);
       return stored.rowCount === 1;
     },
     true,

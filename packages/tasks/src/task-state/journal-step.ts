@@ -1,8 +1,15 @@
 import type { Pool } from 'pg';
 import { appendAuditInTransaction, type AuditEvent } from '@mtg/audit';
-import { withTransaction, type Queryable } from '@mtg/db';
+import { prepared, runPrepared, withTransaction, type Queryable } from '@mtg/db';
 import { ACTIVE, fenced } from './predicates.ts';
 import type { Lease } from './lease.ts';
+
+const JOURNAL = prepared(
+  `INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
+   SELECT id, $4, $5, $6, lease_epoch, lease_owner, $7 FROM app.tasks
+    WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}
+   ON CONFLICT (task_id, step) DO NOTHING`,
+);
 
 /**
  * Records a completed step and its `task.step_completed` event in one transaction, fenced by
@@ -17,21 +24,15 @@ export async function journalStep(
   event: () => AuditEvent,
 ): Promise<boolean> {
   return withTransaction(pool, async (c) => {
-    const r = await c.query(
-      `INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
-       SELECT id, $4, $5, $6, lease_epoch, lease_owner, $7 FROM app.tasks
-        WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}
-       ON CONFLICT (task_id, step) DO NOTHING`,
-      [
-        taskId,
-        lease.owner,
-        lease.epoch,
-        step.name,
-        step.seq,
-        JSON.stringify({ value: step.output }),
-        step.startedAt,
-      ],
-    );
+    const r = await runPrepared(c, JOURNAL, [
+      taskId,
+      lease.owner,
+      lease.epoch,
+      step.name,
+      step.seq,
+      JSON.stringify({ value: step.output }),
+      step.startedAt,
+    ]);
     if (r.rowCount !== 1) return false;
     await appendAuditInTransaction(c, event());
     return true;

@@ -1,4 +1,4 @@
-import type { Queryable } from '@mtg/db';
+import { prepared, runPrepared, type Queryable } from '@mtg/db';
 import type { TaskRow } from '../task-row.ts';
 import { ACTIVE, fenced } from './predicates.ts';
 
@@ -33,6 +33,18 @@ export interface PendingProgress {
   message?: string | undefined;
 }
 
+const RENEW = prepared(
+  `UPDATE app.tasks SET lease_expires_at = now() + $4 * interval '1 millisecond',
+          progress = COALESCE($5::jsonb, progress),
+          status_message = COALESCE($6, status_message),
+          updated_at = CASE WHEN $5::jsonb IS NULL THEN updated_at ELSE now() END
+    WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}
+    RETURNING cancel_requested_at IS NOT NULL AS cancel, cancel_requested_by AS by,
+              deadline <= now() AS late,
+              (SELECT p.revoked FROM app.principals p
+                WHERE p.tenant = app.tasks.tenant AND p.subject = app.tasks.subject) AS revoked`,
+);
+
 /**
  * Renews the lease and reads what a step boundary must know, in one statement; `progress`
  * (the tool's latest report) rides along, so reporting progress costs no statement of its own.
@@ -44,30 +56,19 @@ export async function renewLease(
   leaseMs: number,
   progress?: PendingProgress,
 ): Promise<Boundary> {
-  const r = await db.query<{
+  const r = await runPrepared<{
     cancel: boolean;
     by: Record<string, unknown> | null;
     late: boolean;
     revoked: boolean | null;
-  }>(
-    `UPDATE app.tasks SET lease_expires_at = now() + $4 * interval '1 millisecond',
-            progress = COALESCE($5::jsonb, progress),
-            status_message = COALESCE($6, status_message),
-            updated_at = CASE WHEN $5::jsonb IS NULL THEN updated_at ELSE now() END
-      WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}
-      RETURNING cancel_requested_at IS NOT NULL AS cancel, cancel_requested_by AS by,
-                deadline <= now() AS late,
-                (SELECT p.revoked FROM app.principals p
-                  WHERE p.tenant = app.tasks.tenant AND p.subject = app.tasks.subject) AS revoked`,
-    [
-      taskId,
-      lease.owner,
-      lease.epoch,
-      leaseMs,
-      progress ? JSON.stringify({ current: progress.current, total: progress.total }) : null,
-      progress?.message ?? null,
-    ],
-  );
+  }>(db, RENEW, [
+    taskId,
+    lease.owner,
+    lease.epoch,
+    leaseMs,
+    progress ? JSON.stringify({ current: progress.current, total: progress.total }) : null,
+    progress?.message ?? null,
+  ]);
   const row = r.rows[0];
   if (!row) return NOT_MINE;
   return {

@@ -1,6 +1,6 @@
-import type { Queryable } from '@mtg/db';
+import { prepared, runPrepared, type Queryable } from '@mtg/db';
 import { CHANNELS } from '../channels.ts';
-import type { TaskRow, TaskStatus } from '../task-row.ts';
+import { TASK_SELECT, type TaskRow, type TaskStatus } from '../task-row.ts';
 import { ACTIVE, fenced } from './predicates.ts';
 import type { Lease } from './lease.ts';
 
@@ -33,8 +33,26 @@ export type OnTaskEnded = (task: TaskRow) => void;
  */
 export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow | undefined> {
   const leased = s.lease !== undefined;
-  const result = await db.query<TaskRow>(
-    `UPDATE app.tasks SET
+  const result = await runPrepared<TaskRow>(db, SETTLE, [
+    s.taskId,
+    s.status,
+    s.outcome,
+    s.message,
+    JSON.stringify(s.endedBy),
+    leased,
+    s.lease?.owner ?? null,
+    s.lease?.epoch ?? null,
+    CHANNELS.settled,
+    JSON.stringify({ taskId: s.taskId, status: s.status }),
+  ]);
+  return result.rows[0];
+}
+
+// One statement: the settlement, the end of the task-bound delegation (it ends with the
+// task) and the notification to waiters (sent on commit), each only when the task settled.
+const SETTLE = prepared(
+  `WITH settled AS (
+     UPDATE app.tasks SET
         status = $2, outcome = $3, status_message = $4, ended_by = $5,
         ended_at = now(), updated_at = now(),
         dedupe_until = CASE WHEN idempotency_kind = 'derived'
@@ -43,26 +61,9 @@ export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow 
         lease_epoch = CASE WHEN $6 THEN lease_epoch ELSE lease_epoch + 1 END
       WHERE id = $1 AND ${ACTIVE}
         AND (NOT $6 OR (${fenced('$7', '$8')}))
-      RETURNING *`,
-    [
-      s.taskId,
-      s.status,
-      s.outcome,
-      s.message,
-      JSON.stringify(s.endedBy),
-      leased,
-      s.lease?.owner ?? null,
-      s.lease?.epoch ?? null,
-    ],
-  );
-  const row = result.rows[0];
-  if (row) {
-    // The task-bound delegation ends with the task.
-    await db.query('DELETE FROM app.task_credentials WHERE task_id = $1', [s.taskId]);
-    await db.query('SELECT pg_notify($1, $2)', [
-      CHANNELS.settled,
-      JSON.stringify({ taskId: s.taskId, status: s.status }),
-    ]);
-  }
-  return row;
-}
+      RETURNING ${TASK_SELECT}),
+   ended_delegation AS (
+     DELETE FROM app.task_credentials c USING settled WHERE c.task_id = settled.id),
+   notified AS (SELECT pg_notify($9, $10) FROM settled)
+   SELECT settled.* FROM settled CROSS JOIN notified`,
+);
