@@ -44,9 +44,13 @@ export function adminDatabaseUrl(): string {
  * each other's rows; drop() removes it.
  */
 export async function createTestDatabase(
-  options: { migrate?: boolean } = {},
+  options: {
+    migrate?: boolean;
+    /** Another server than the test cluster (a superuser URL), e.g. a second cluster. */
+    adminUrl?: string;
+  } = {},
 ): Promise<TestDatabase> {
-  const admin = adminDatabaseUrl();
+  const admin = options.adminUrl ?? adminDatabaseUrl();
   const name = `mtg_test_${randomBytes(6).toString('hex')}`;
   const url = await recreateDatabase(admin, name);
   const migrated = options.migrate ?? true;

@@ -9,7 +9,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
  * and returns its exit code and stderr.
  */
 export function runMain(
-  app: 'gateway' | 'worker' | 'idp',
+  app: 'gateway' | 'worker' | 'idp' | 'cell-router',
   env: Record<string, string>,
 ): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {

@@ -1,0 +1,30 @@
+/**
+ * The issuer's jwks_uri from its OpenID (else RFC 8414) metadata, which must name the same
+ * issuer; as the gateway finds it, so that the router and the cells trust the same keys.
+ */
+export async function discoverJwksUri(
+  issuer: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<string> {
+  const base = issuer.replace(/\/$/, '');
+  const u = new URL(issuer);
+  const candidates = [
+    `${base}/.well-known/openid-configuration`,
+    `${u.origin}/.well-known/oauth-authorization-server${u.pathname === '/' ? '' : u.pathname}`,
+  ];
+  let lastError: unknown;
+  for (const href of candidates) {
+    try {
+      const response = await fetchImpl(href, { signal: AbortSignal.timeout(5000) });
+      if (!response.ok) throw new Error(`${href} answered ${response.status}`);
+      const metadata = (await response.json()) as { issuer?: string; jwks_uri?: string };
+      if (metadata.issuer !== issuer)
+        throw new Error(`${href} names issuer ${metadata.issuer}, expected ${issuer}`);
+      if (!metadata.jwks_uri) throw new Error(`${href} has no jwks_uri`);
+      return metadata.jwks_uri;
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw new Error(`cannot discover jwks_uri for ${issuer}`, { cause: lastError });
+}
