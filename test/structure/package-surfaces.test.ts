@@ -165,6 +165,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'createTokenExchanger',
       'credentialKeysEnv',
       'credentialKeysFromConfig',
+      'discoverJwksUri',
       'exchangeParameters',
       'extractBearer',
       'hasScopes',

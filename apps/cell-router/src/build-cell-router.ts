@@ -1,9 +1,8 @@
-import { createKeySource } from '@mtg/identity';
+import { createKeySource, discoverJwksUri } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { CellMap } from './cells-file.ts';
 import type { CellRouterConfig } from './config.ts';
 import { createCellRouter } from './create-router.ts';
-import { discoverJwksUri } from './discover-jwks-uri.ts';
 
 export interface CellRouter {
   app: ReturnType<typeof createCellRouter>;

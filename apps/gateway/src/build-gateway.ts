@@ -6,7 +6,12 @@ import {
   databaseFailureOf,
   type Pool,
 } from '@mtg/db';
-import { createCredentialCipher, createKeySource, createTokenExchanger } from '@mtg/identity';
+import {
+  createCredentialCipher,
+  createKeySource,
+  createTokenExchanger,
+  discoverJwksUri,
+} from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
 import { observeAuditAppends } from '@mtg/audit';
@@ -45,7 +50,7 @@ import {
 import type { Express } from 'express';
 import type { GatewayConfig } from './config.ts';
 import { createApp } from './create-app.ts';
-import { discoverJwksUri } from './discover-jwks-uri.ts';
+
 import { createRateLimits } from './http/rate-limit.ts';
 import { jobTools } from './mcp/job-tools.ts';
 import { guardTaskService, taskServiceGuards } from './mcp/task-service-guards.ts';

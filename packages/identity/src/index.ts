@@ -69,3 +69,4 @@ export {
   type TokenExchanger,
 } from './exchange-token.ts';
 export { acceptableAlgorithms, screenCompactJws } from './screen-compact-jws.ts';
+export { discoverJwksUri } from './discover-jwks-uri.ts';
