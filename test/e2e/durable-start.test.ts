@@ -167,3 +167,48 @@ test('a task past its deadline ends failed with a deadline reason', async () => 
   expect(status.statusMessage).toMatch(/Deadline exceeded/);
   await client.close();
 });
+
+test('the worker completes a task’s job in the transaction that ends the task (completed, cancelled)', async () => {
+  const token = await stack.token('jo', 'acme');
+  const wire = extWire(stack.mcpUrl);
+  const done = await wire.start(token, 'bulk_update_records', {
+    collection: 'one-tx',
+    count: 10,
+    patch: { x: 1 },
+  });
+  const running = await wire.start(token, 'bulk_update_records', {
+    collection: 'one-tx-cancel',
+    count: 50_000,
+    patch: { x: 1 },
+  });
+  await pollUntil(
+    async () =>
+      (
+        await sql(
+          stack.db.url,
+          `SELECT count(*)::int AS n FROM app.task_steps WHERE task_id = $1`,
+          [running],
+        )
+      )[0].n,
+    (n) => n >= 1,
+  );
+  expect(await wire.cancel(token, running)).toMatchObject({ ok: true });
+  for (const [taskId, status] of [
+    [done, 'completed'],
+    [running, 'cancelled'],
+  ] as const) {
+    const [row] = await pollUntil(
+      () =>
+        sql(
+          stack.db.url,
+          `SELECT t.status, t.ended_by->>'path' AS path, j.state,
+                  j.completed_on = t.ended_at AS same_transaction
+             FROM app.tasks t JOIN pgboss.job j ON j.id = t.job_id WHERE t.id = $1`,
+          [taskId],
+        ),
+      (rows) => rows[0]?.status === status,
+    );
+    // now() is the transaction's start: equal timestamps mean one transaction.
+    expect(row).toMatchObject({ status, state: 'completed', same_transaction: true });
+  }
+});

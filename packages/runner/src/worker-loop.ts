@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { PoolClient } from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { queryMaybePrepared } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { CHANNELS, HEARTBEAT_SECONDS, type TaskEvents } from '@mtg/tasks';
 import { runTask, type RunDeps, type RunResult } from './run-task.ts';
@@ -139,13 +141,24 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       (HEARTBEAT_SECONDS * 1000) / 3,
     );
     heartbeat.unref();
+    // The job is completed in the transaction that ends the task, when the run ends it.
+    let jobCompleted = false;
+    const settleJob = async (tx: PoolClient) => {
+      jobCompleted = false;
+      await o.boss.complete(job.name, job as never, undefined, {
+        db: {
+          executeSql: (text: string, values?: unknown[]) => queryMaybePrepared(tx, text, values),
+        },
+      } as never);
+      jobCompleted = true;
+    };
     const done = (async () => {
       try {
         const result = await runInJobTrace(
           job.data,
           'task.run',
           { 'mtg.task.id': taskId, 'messaging.destination.name': job.name },
-          () => runTask({ ...o.run, drain: drain.signal }, taskId, stop.signal),
+          () => runTask({ ...o.run, drain: drain.signal, settleJob }, taskId, stop.signal),
         );
         o.logger.info('task run ended', { taskId, result });
         o.onRunEnded?.(taskId, result);
@@ -156,7 +169,9 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           result === 'paused' ||
           result === 'unservable'
         ) {
-          await o.boss.complete(job.name, job as never);
+          // 'settled' with the job completed by the ending's own transaction: nothing left.
+          if (!(result === 'settled' && jobCompleted))
+            await o.boss.complete(job.name, job as never);
         } else {
           // released (shutdown), held (another live worker), retry: pg-boss retries soon.
           await o.boss.fail(job.name, job as never, { reason: result } as never);

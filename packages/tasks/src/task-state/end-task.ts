@@ -11,6 +11,11 @@ export interface EndDeps {
   pool: Pool;
   /** Fired once the ending committed (by the process that ended the task). */
   onTaskEnded?: OnTaskEnded;
+  /**
+   * More work of the ending's own transaction, after the settlement and before its audit
+   * event (a worker completes the task's job there: one commit fewer per task).
+   */
+  withEnding?: (tx: PoolClient) => Promise<void>;
 }
 
 /** Who and what a task's audit events are about, as its row records them. */
@@ -47,6 +52,7 @@ async function endTask(
       if (mustSettle) throw new Error('settle refused after a fenced result insert'); // rolls back
       return undefined;
     }
+    await deps.withEnding?.(c);
     await appendAuditInTransaction(c, event(row));
     return row;
   });
