@@ -15,7 +15,14 @@ export interface RunBoundary {
    * shutdown (drain) stops the run only between steps, so the step in flight finishes and is
    * journaled; every other stop reason applies anywhere.
    */
-  check(atStepBoundary?: boolean): Promise<void>;
+  check(atStepBoundary?: boolean, reuseFresh?: boolean): Promise<void>;
+  /**
+   * A boundary read by another statement of the run (the claim, a step's journal). A check
+   * with `reuseFresh` within BOUNDARY_FRESH_MS of it decides on it instead of reading again.
+   */
+  observe(boundary: Boundary): void;
+  /** A progress report waits to be written. */
+  readonly progressPending: boolean;
   /**
    * The tool's progress: written with the next boundary check (the next step or call usually
    * follows at once), or within PROGRESS_FLUSH_MS when none comes.
@@ -32,8 +39,19 @@ export interface RunBoundary {
   close(): void;
 }
 
-/** How long a progress report may wait for a boundary check to carry it. */
-export const PROGRESS_FLUSH_MS = 100;
+/**
+ * How long a progress report may wait for a boundary check to carry it: a step's target call
+ * (its boundary check) usually comes sooner.
+ */
+export const PROGRESS_FLUSH_MS = 250;
+
+/**
+ * A boundary read this recently (by the claim, a step's journal or a check) stands for the
+ * next step's start and for the run's end: nothing but the tool's own code ran in between.
+ * Every call to a target or upstream still reads the boundary itself, and a cancel, deadline
+ * or revocation notification aborts the run at once either way.
+ */
+export const BOUNDARY_FRESH_MS = 25;
 
 export function openRunBoundary(
   deps: Pick<RunDeps, 'pool' | 'leaseMs' | 'drain'>,
@@ -47,10 +65,20 @@ export function openRunBoundary(
   if (stop.aborted) onStop();
   const inflight = new Set<Promise<unknown>>();
   let last: Boundary | undefined;
+  let lastAt = -Infinity;
   let progress: PendingProgress | undefined;
   let flush: NodeJS.Timeout | undefined;
 
-  const check = async (atStepBoundary = false): Promise<void> => {
+  const decide = (b: Boundary, atStepBoundary: boolean) => {
+    const reason =
+      boundaryStop(b) ?? (atStepBoundary && deps.drain?.aborted ? 'shutdown' : undefined);
+    if (reason) run.abort(new StopRun(reason));
+    if (run.signal.aborted) throw toStop(run.signal.reason);
+  };
+  const check = async (atStepBoundary = false, reuseFresh = false): Promise<void> => {
+    if (reuseFresh && last && performance.now() - lastAt < BOUNDARY_FRESH_MS) {
+      return decide(last, atStepBoundary);
+    }
     const carried = progress;
     progress = undefined;
     clearTimeout(flush);
@@ -62,10 +90,8 @@ export function openRunBoundary(
       throw error;
     }
     last = b;
-    const reason =
-      boundaryStop(b) ?? (atStepBoundary && deps.drain?.aborted ? 'shutdown' : undefined);
-    if (reason) run.abort(new StopRun(reason));
-    if (run.signal.aborted) throw toStop(run.signal.reason);
+    lastAt = performance.now();
+    decide(b, atStepBoundary);
   };
   const renewer = setInterval(
     () => {
@@ -78,6 +104,14 @@ export function openRunBoundary(
   return {
     signal: run.signal,
     check,
+    observe(b) {
+      last = b;
+      lastAt = performance.now();
+      if (boundaryStop(b)) run.abort(new StopRun(boundaryStop(b)!));
+    },
+    get progressPending() {
+      return progress !== undefined;
+    },
     reportProgress(p) {
       progress = p;
       clearTimeout(flush);

@@ -98,6 +98,7 @@ export async function runTask(
   const held: Held = { task, lease, tool: deps.tools.get(task.tool)!.tool };
   const log = deps.logger.child({ taskId, tool: task.tool, epoch: lease.epoch });
   const run = openRunBoundary(deps, taskId, lease, stop);
+  run.observe(claim.boundary);
   const startedAt = Date.now();
   let downstreamSystems = new Set<string>();
   try {
@@ -114,7 +115,9 @@ export async function runTask(
     const structured = await executeThroughOutages(deps, run, { taskId, lease, log }, () =>
       held.tool.execute(made.context, task.arguments as never),
     );
-    await run.check();
+    // The end: a progress report still pending is written; otherwise the last step's
+    // journal read the boundary a moment ago.
+    await run.check(false, !run.progressPending);
     const result = held.tool.returnsToolResult
       ? asToolResult(structured, held.tool.name)
       : {

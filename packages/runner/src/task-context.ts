@@ -45,7 +45,7 @@ export function createTaskContext(
     task.status === 'input_required' ? (task.status_message ?? '') : null;
 
   const runStep = async (name: string, fn: (signal: AbortSignal) => Promise<unknown>) => {
-    await run.check(true);
+    await run.check(true, true);
     if (task.needs_live_user && !(await takeStageGrant(deps.pool, task.id, lease))) {
       throw new StopRun('paused');
     }
@@ -61,7 +61,7 @@ export function createTaskContext(
       if (run.signal.aborted) throw toStop(run.signal.reason);
       throw error;
     }
-    const recorded = await journalStep(
+    const boundary = await journalStep(
       deps.pool,
       task.id,
       lease,
@@ -76,7 +76,8 @@ export function createTaskContext(
         },
       }),
     );
-    if (!recorded) throw new StopRun('lease_lost');
+    if (!boundary.mine) throw new StopRun('lease_lost');
+    run.observe(boundary);
     journal.set(name, output);
     return output;
   };

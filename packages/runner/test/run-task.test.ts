@@ -6,9 +6,16 @@ import {
 } from '../../tool-kit/src/testing/index.ts';
 import { z } from 'zod';
 import { pollUntil } from '../../../test/support/poll.ts';
+import { sql } from '../../../test/support/sql.ts';
 
 // The runner's own behaviour, through the tool author's harness: real PostgreSQL, real runner.
 let failures = 0;
+function opened() {
+  let resolve!: (value: unknown) => void;
+  const promise = new Promise<unknown>((r) => (resolve = r));
+  return { promise, resolve };
+}
+let gate = opened();
 const ledger = recordingTarget('ledger');
 const pack = definePack({
   name: 'runner-probes',
@@ -84,6 +91,19 @@ const pack = definePack({
           await ctx.progress(i + 1, n, `wrote ${i + 1}`);
         }
         return { n };
+      },
+    }),
+    defineLongTool({
+      name: 'probe_gated',
+      title: 'Gated',
+      description: 'Two steps without progress or targets; the first waits for the test.',
+      input: z.object({}),
+      scope: 'probe:run',
+      summarize: () => ({}),
+      async execute(ctx) {
+        await ctx.step('first', () => gate.promise as Promise<{ ok: boolean }>);
+        await ctx.step('second', async () => ({ ok: true }));
+        return {};
       },
     }),
     defineLongTool({
@@ -176,5 +196,35 @@ test('progress with no boundary after it to carry it is still written promptly',
     }
   } finally {
     await slow.close();
+  }
+});
+
+test('a cancel recorded during a step, with no notification, stops the run before the next step begins', async () => {
+  // A long lease: its renewal timer cannot be what reads the cancel. The journal statement of
+  // the first step reads the boundary, and the second step's start decides on that read.
+  const long = await createToolHarness({ pack, targets: { ledger }, leaseMs: 30_000 });
+  try {
+    gate = opened();
+    const { id } = await long.start('probe_gated', {});
+    const run = long.run(id);
+    await pollUntil(
+      async () => long.stepRuns(id).first ?? 0,
+      (n) => n === 1,
+      5000,
+      10,
+      'the first step running',
+    );
+    await sql(
+      long.databaseUrl,
+      `UPDATE app.tasks SET cancel_requested_at = now(),
+              cancel_requested_by = '{"path":"owner","reason":"probe"}' WHERE id = $1`,
+      [id],
+    );
+    gate.resolve({ ok: true });
+    expect(await run).toBe('settled');
+    expect(long.stepRuns(id)).toEqual({ first: 1 });
+    expect(await long.task(id)).toMatchObject({ status: 'cancelled', steps: ['first'] });
+  } finally {
+    await long.close();
   }
 });

@@ -3,7 +3,13 @@ import { appendAuditInTransaction } from '@mtg/audit';
 import { prepared, runPrepared, withTransaction, type Queryable } from '@mtg/db';
 import { TASK_SELECT, type TaskRow } from '../task-row.ts';
 import { ACTIVE } from './predicates.ts';
-import type { Lease } from './lease.ts';
+import {
+  BOUNDARY_COLUMNS,
+  boundaryOf,
+  type Boundary,
+  type BoundaryRow,
+  type Lease,
+} from './lease.ts';
 
 export type ClaimOutcome =
   | {
@@ -13,6 +19,8 @@ export type ClaimOutcome =
       firstStart: boolean;
       /** The outputs of the steps already journaled, by step name (read with the claim). */
       journal: Map<string, unknown>;
+      /** The boundary as the claim found it (cancel, deadline, revocation). */
+      boundary: Boundary;
     }
   | { kind: 'held' } // a live worker holds it (duplicate delivery)
   | { kind: 'gone' } // terminal, purged or unknown: nothing to run
@@ -80,7 +88,7 @@ const TAKE_LEASE = prepared(
       AND (lease_owner IS NULL OR lease_expires_at < now())
       AND ($4::jsonb IS NULL OR ($4::jsonb ? tool AND
            (tool_fingerprint IS NULL OR tool_fingerprint = $4::jsonb ->> tool)))
-    RETURNING ${TASK_SELECT}, attempts = 1 AS first_start,
+    RETURNING ${TASK_SELECT}, ${BOUNDARY_COLUMNS}, attempts = 1 AS first_start,
               (SELECT COALESCE(jsonb_object_agg(s.step, s.output), '{}'::jsonb)
                  FROM app.task_steps s WHERE s.task_id = $1) AS journal`,
 );
@@ -96,15 +104,16 @@ async function takeLease(
 ): Promise<ClaimOutcome> {
   const served = claim.served ? servedJson(claim.served) : null;
   const r = await runPrepared<
-    TaskRow & { first_start: boolean; journal: Record<string, { value: unknown }> }
+    TaskRow & BoundaryRow & { first_start: boolean; journal: Record<string, { value: unknown }> }
   >(db, TAKE_LEASE, [claim.taskId, claim.workerId, claim.leaseMs, served]);
   const row = r.rows[0];
   if (row) {
-    const { journal, first_start, ...task } = row;
+    const { journal, first_start, b_cancel, b_by, b_late, b_revoked, ...task } = row;
     return {
       kind: 'claimed',
       lease: { owner: claim.workerId, epoch: row.lease_epoch },
       task: task as TaskRow,
+      boundary: boundaryOf({ b_cancel, b_by, b_late, b_revoked }),
       firstStart: first_start,
       journal: new Map(Object.entries(journal).map(([step, output]) => [step, output.value])),
     };

@@ -2,19 +2,32 @@ import type { Pool } from 'pg';
 import { appendAuditInTransaction, type AuditEvent } from '@mtg/audit';
 import { prepared, runPrepared, withTransaction, type Queryable } from '@mtg/db';
 import { ACTIVE, fenced } from './predicates.ts';
-import type { Lease } from './lease.ts';
+import {
+  BOUNDARY_COLUMNS,
+  boundaryOf,
+  type Boundary,
+  type BoundaryRow,
+  type Lease,
+} from './lease.ts';
 
+// The step, and in the same statement the boundary as it stands (cancel, deadline, the
+// owner's revocation): the next step's boundary, which usually follows at once, reuses it.
 const JOURNAL = prepared(
-  `INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
-   SELECT id, $4, $5, $6, lease_epoch, lease_owner, $7 FROM app.tasks
-    WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}
-   ON CONFLICT (task_id, step) DO NOTHING`,
+  `WITH held AS (
+     SELECT id, lease_epoch, lease_owner, ${BOUNDARY_COLUMNS} FROM app.tasks
+      WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}),
+   journaled AS (
+     INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
+     SELECT id, $4, $5, $6, lease_epoch, lease_owner, $7 FROM held
+     ON CONFLICT (task_id, step) DO NOTHING RETURNING task_id)
+   SELECT b_cancel, b_by, b_late, b_revoked FROM held
+    WHERE EXISTS (SELECT 1 FROM journaled)`,
 );
 
 /**
  * Records a completed step and its `task.step_completed` event in one transaction, fenced by
- * the lease: returns false (and records nothing) when the lease is no longer the writer's.
- * A step already journaled is never overwritten.
+ * the lease, and returns the boundary read with it; `mine: false` (and nothing recorded) when
+ * the lease is no longer the writer's. A step already journaled is never overwritten.
  */
 export async function journalStep(
   pool: Pool,
@@ -22,9 +35,9 @@ export async function journalStep(
   lease: Lease,
   step: { name: string; seq: number; output: unknown; startedAt: Date },
   event: () => AuditEvent,
-): Promise<boolean> {
+): Promise<Boundary> {
   return withTransaction(pool, async (c) => {
-    const r = await runPrepared(c, JOURNAL, [
+    const r = await runPrepared<BoundaryRow>(c, JOURNAL, [
       taskId,
       lease.owner,
       lease.epoch,
@@ -33,9 +46,10 @@ export async function journalStep(
       JSON.stringify({ value: step.output }),
       step.startedAt,
     ]);
-    if (r.rowCount !== 1) return false;
+    const boundary = boundaryOf(r.rows[0]);
+    if (!boundary.mine) return boundary;
     await appendAuditInTransaction(c, event());
-    return true;
+    return boundary;
   });
 }
 

@@ -33,16 +33,41 @@ export interface PendingProgress {
   message?: string | undefined;
 }
 
+/**
+ * What a boundary reads of app.tasks (as columns b_cancel, b_by, b_late, b_revoked): the
+ * claim and the journal read it too, so the boundary right after them needs no statement.
+ */
+export const BOUNDARY_COLUMNS = `cancel_requested_at IS NOT NULL AS b_cancel,
+  cancel_requested_by AS b_by, deadline <= now() AS b_late,
+  (SELECT p.revoked FROM app.principals p
+    WHERE p.tenant = app.tasks.tenant AND p.subject = app.tasks.subject) AS b_revoked`;
+
+export interface BoundaryRow {
+  b_cancel: boolean;
+  b_by: Record<string, unknown> | null;
+  b_late: boolean;
+  b_revoked: boolean | null;
+}
+
+/** The boundary a row of BOUNDARY_COLUMNS says (undefined row: the task is not ours). */
+export function boundaryOf(row: BoundaryRow | undefined): Boundary {
+  if (!row) return NOT_MINE;
+  return {
+    mine: true,
+    cancelRequested: row.b_cancel,
+    cancelRequestedBy: row.b_by,
+    pastDeadline: row.b_late,
+    revoked: row.b_revoked === true,
+  };
+}
+
 const RENEW = prepared(
   `UPDATE app.tasks SET lease_expires_at = now() + $4 * interval '1 millisecond',
           progress = COALESCE($5::jsonb, progress),
           status_message = COALESCE($6, status_message),
           updated_at = CASE WHEN $5::jsonb IS NULL THEN updated_at ELSE now() END
     WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}
-    RETURNING cancel_requested_at IS NOT NULL AS cancel, cancel_requested_by AS by,
-              deadline <= now() AS late,
-              (SELECT p.revoked FROM app.principals p
-                WHERE p.tenant = app.tasks.tenant AND p.subject = app.tasks.subject) AS revoked`,
+    RETURNING ${BOUNDARY_COLUMNS}`,
 );
 
 /**
@@ -56,12 +81,7 @@ export async function renewLease(
   leaseMs: number,
   progress?: PendingProgress,
 ): Promise<Boundary> {
-  const r = await runPrepared<{
-    cancel: boolean;
-    by: Record<string, unknown> | null;
-    late: boolean;
-    revoked: boolean | null;
-  }>(db, RENEW, [
+  const r = await runPrepared<BoundaryRow>(db, RENEW, [
     taskId,
     lease.owner,
     lease.epoch,
@@ -69,15 +89,7 @@ export async function renewLease(
     progress ? JSON.stringify({ current: progress.current, total: progress.total }) : null,
     progress?.message ?? null,
   ]);
-  const row = r.rows[0];
-  if (!row) return NOT_MINE;
-  return {
-    mine: true,
-    cancelRequested: row.cancel,
-    cancelRequestedBy: row.by,
-    pastDeadline: row.late,
-    revoked: row.revoked === true,
-  };
+  return boundaryOf(r.rows[0]);
 }
 
 /** Gives the lease up without ending the task (graceful shutdown, retry later). */

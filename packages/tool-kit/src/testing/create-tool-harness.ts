@@ -71,6 +71,8 @@ export interface HarnessTaskState extends TaskView {
 
 export interface ToolHarness {
   registry: ToolRegistry;
+  /** The scratch database (migrated, dropped on close), for a test's own queries. */
+  databaseUrl: string;
   /** Starts a long tool as the gateway would (validated arguments, idempotency, limits). */
   start(
     tool: string,
@@ -245,6 +247,7 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
 
   return {
     registry,
+    databaseUrl: url,
     async start(tool, args, o = {}) {
       const long = registry.long.get(tool);
       if (!long) throw new TypeError(`${tool} is not a long tool of pack ${options.pack.name}`);
