@@ -33,6 +33,7 @@ export async function buildCellRouter(
       ...(config.AUTH_REQUIRED_TYP ? { requiredTyp: config.AUTH_REQUIRED_TYP as 'at+jwt' } : {}),
       claims: config.claims,
     },
+    tokenCacheMs: config.AUTH_TOKEN_CACHE_MS,
     keysReady: keys.ready,
     logger,
     maxBodyBytes: config.MAX_BODY_BYTES,

@@ -21,6 +21,8 @@ export const cellRouterConfigSchema = z
     AUTH_ALGORITHMS: csv().default(['ES256', 'RS256', 'PS256', 'EdDSA']),
     AUTH_CLOCK_TOLERANCE_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
     AUTH_REQUIRED_TYP: z.string().default('at+jwt'),
+    /** As the gateway's: how long a verified token is remembered (0: every request). */
+    AUTH_TOKEN_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(60_000),
     /** AUTH_PRESET, AUTH_CLAIM_*, AUTH_TENANT_FIXED: the cells' values (docs/identity.md). */
     ...claimMappingEnv,
     /** Larger request bodies get 413 here; the cells' MAX_BODY_BYTES should be the same. */

@@ -14,6 +14,8 @@ export interface CellRouterDeps {
   resource: string;
   cells: CellMap;
   verify: VerifyAccessTokenOptions;
+  /** AUTH_TOKEN_CACHE_MS: how long a verified token is remembered. */
+  tokenCacheMs?: number;
   keysReady: () => boolean;
   logger: Logger;
   maxBodyBytes: number;
@@ -48,6 +50,7 @@ export function createCellRouter(deps: CellRouterDeps): express.Express & { clos
     routeByTenant({
       cells: deps.cells,
       verify: deps.verify,
+      ...(deps.tokenCacheMs !== undefined ? { tokenCacheMs: deps.tokenCacheMs } : {}),
       resourceMetadataUrl,
       logger: deps.logger,
     }),

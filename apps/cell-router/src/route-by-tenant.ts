@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { extractBearer, verifyAccessToken, type VerifyAccessTokenOptions } from '@mtg/identity';
+import { cachedTokenVerifier, extractBearer, type VerifyAccessTokenOptions } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { refuseBearer, sendRpcError, sendUnavailable } from './answers.ts';
 import type { Cell, CellMap } from './cells-file.ts';
@@ -19,13 +19,16 @@ export function cellOfRequest(res: Response): Cell {
 export function routeByTenant(options: {
   cells: CellMap;
   verify: VerifyAccessTokenOptions;
+  /** AUTH_TOKEN_CACHE_MS (0 or absent: every request is verified). */
+  tokenCacheMs?: number;
   resourceMetadataUrl: string;
   logger: Logger;
 }) {
+  const verify = cachedTokenVerifier(options.verify, { maxAgeMs: options.tokenCacheMs ?? 0 });
   return async (req: Request, res: Response, next: NextFunction) => {
     const bearer = extractBearer(req.headers.authorization);
     if (!bearer.ok) return refuseBearer(res, options.resourceMetadataUrl, { code: bearer.code });
-    const verified = await verifyAccessToken(bearer.token, options.verify);
+    const verified = await verify(bearer.token);
     if (!verified.ok) {
       options.logger.info('token rejected at the edge', {
         correlationId: res.locals.correlationId,

@@ -301,6 +301,7 @@ export async function buildGateway(
       claims: config.claims,
       ...now,
     },
+    tokenCacheMs: config.AUTH_TOKEN_CACHE_MS,
     admission: {
       serviceClients: config.serviceClients,
       delegatedTokens: config.AUTH_DELEGATED_TOKENS,

@@ -34,6 +34,12 @@ export const gatewayConfigSchema = z
     AUTH_CLOCK_TOLERANCE_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
     /** `at+jwt` (RFC 9068) by default; empty to skip the typ check (Entra v1 tokens). */
     AUTH_REQUIRED_TYP: z.string().default('at+jwt'),
+    /**
+     * How long an access token that verified is taken on trust without checking its
+     * signature again (never past its exp); 0 checks every request. Revocation, scopes and
+     * ownership are checked on every request whatever this says.
+     */
+    AUTH_TOKEN_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(60_000),
     /** AUTH_PRESET, AUTH_CLAIM_*, AUTH_TENANT_FIXED (docs/identity.md). */
     ...claimMappingEnv,
     /**

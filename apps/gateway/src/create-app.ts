@@ -42,6 +42,8 @@ export interface GatewayDeps {
   resource: string;
   issuer: string;
   verify: VerifyOptions;
+  /** AUTH_TOKEN_CACHE_MS: how long a verified access token is remembered. */
+  tokenCacheMs?: number;
   /** Verified principals still refused: the deployment's own services, delegated tokens. */
   admission: PrincipalAdmission;
   keysReady: () => boolean;
@@ -134,6 +136,7 @@ export function createApp(deps: GatewayDeps): express.Express {
       'authenticate',
       authenticate({
         verify: deps.verify,
+        ...(deps.tokenCacheMs !== undefined ? { tokenCacheMs: deps.tokenCacheMs } : {}),
         resourceMetadataUrl,
         logger: deps.logger,
         onDenied: onTokenDenied,

@@ -70,3 +70,8 @@ export {
 } from './exchange-token.ts';
 export { acceptableAlgorithms, screenCompactJws } from './screen-compact-jws.ts';
 export { discoverJwksUri } from './discover-jwks-uri.ts';
+export {
+  cachedTokenVerifier,
+  type CachedVerifierOptions,
+  type TokenVerifier,
+} from './cached-token-verifier.ts';

@@ -1,8 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import {
   bearerChallenge,
+  cachedTokenVerifier,
   extractBearer,
-  verifyAccessToken,
   type Principal,
   type VerifyAccessTokenOptions as VerifyOptions,
 } from '@mtg/identity';
@@ -11,6 +11,8 @@ import { requestContextOf, setRequestContext } from './request-context.ts';
 
 export interface AuthenticateOptions {
   verify: VerifyOptions;
+  /** How long a verified token is remembered (AUTH_TOKEN_CACHE_MS); 0 or absent: never. */
+  tokenCacheMs?: number;
   resourceMetadataUrl: string;
   logger: Logger;
   /** Reports each denial (the audit writer arrives with the tasks issue). */
@@ -74,6 +76,7 @@ export function authenticate(options: AuthenticateOptions) {
       resourceMetadataUrl: options.resourceMetadataUrl,
     });
 
+  const verify = cachedTokenVerifier(options.verify, { maxAgeMs: options.tokenCacheMs ?? 0 });
   return async (req: Request, res: Response, next: NextFunction) => {
     const bearer = extractBearer(req.headers.authorization);
     if (!bearer.ok) {
@@ -93,7 +96,7 @@ export function authenticate(options: AuthenticateOptions) {
         });
       return;
     }
-    const verified = await verifyAccessToken(bearer.token, options.verify);
+    const verified = await verify(bearer.token);
     if (!verified.ok) {
       options.onDenied?.(req, `token_${verified.code}`, res);
       options.logger.info('token rejected', {
