@@ -103,9 +103,18 @@ export async function appendAuditInTransaction(
   tx: AuditTransaction,
   event: AuditEvent,
 ): Promise<number> {
-  const { type, ...body } = withContext(event);
-  const result = await runPrepared<{ seq: string }>(tx, APPEND, [type, canonicalJson(body)]);
+  const result = await runPrepared<{ seq: string }>(tx, APPEND, auditAppendArgs(event));
   return Number(result.rows[0]!.seq);
+}
+
+/**
+ * The two arguments of `audit.append(type, body)` for an event, for a statement that appends
+ * it itself: one statement that makes a change and records it (its own transaction, the
+ * append last in it) saves the round trips of BEGIN, a separate append and COMMIT.
+ */
+export function auditAppendArgs(event: AuditEvent): [type: string, body: string] {
+  const { type, ...body } = withContext(event);
+  return [type, canonicalJson(body)];
 }
 
 /**

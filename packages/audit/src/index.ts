@@ -1,6 +1,7 @@
 export {
   appendAuditGrouped,
   appendAuditInTransaction,
+  auditAppendArgs,
   appendAuditEventsInTransaction,
   observeAuditAppends,
   type AuditPool,

@@ -1,6 +1,5 @@
-import type { Pool } from 'pg';
-import { appendAuditInTransaction, type AuditEvent } from '@mtg/audit';
-import { prepared, runPrepared, withTransaction, type Queryable } from '@mtg/db';
+import { auditAppendArgs, type AuditEvent } from '@mtg/audit';
+import { prepared, runPrepared, type Queryable } from '@mtg/db';
 import { ACTIVE, fenced } from './predicates.ts';
 import {
   BOUNDARY_COLUMNS,
@@ -10,8 +9,10 @@ import {
   type Lease,
 } from './lease.ts';
 
-// The step, and in the same statement the boundary as it stands (cancel, deadline, the
-// owner's revocation): the next step's boundary, which usually follows at once, reuses it.
+// One statement, its own transaction: the step, the boundary as it stands (cancel, deadline,
+// the owner's revocation; the next step's boundary, which usually follows at once, reuses it)
+// and the step's audit event, appended last (the chain lock is held from there to the
+// statement's commit). Nothing is appended when the step was not journaled.
 const JOURNAL = prepared(
   `WITH held AS (
      SELECT id, lease_epoch, lease_owner, ${BOUNDARY_COLUMNS} FROM app.tasks
@@ -20,37 +21,33 @@ const JOURNAL = prepared(
      INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
      SELECT id, $4, $5, $6, lease_epoch, lease_owner, $7 FROM held
      ON CONFLICT (task_id, step) DO NOTHING RETURNING task_id)
-   SELECT b_cancel, b_by, b_late, b_revoked FROM held
+   SELECT b_cancel, b_by, b_late, b_revoked, audit.append($8, $9) AS seq FROM held
     WHERE EXISTS (SELECT 1 FROM journaled)`,
 );
 
 /**
- * Records a completed step and its `task.step_completed` event in one transaction, fenced by
+ * Records a completed step and its `task.step_completed` event in one statement, fenced by
  * the lease, and returns the boundary read with it; `mine: false` (and nothing recorded) when
  * the lease is no longer the writer's. A step already journaled is never overwritten.
  */
 export async function journalStep(
-  pool: Pool,
+  db: Queryable,
   taskId: string,
   lease: Lease,
   step: { name: string; seq: number; output: unknown; startedAt: Date },
   event: () => AuditEvent,
 ): Promise<Boundary> {
-  return withTransaction(pool, async (c) => {
-    const r = await runPrepared<BoundaryRow>(c, JOURNAL, [
-      taskId,
-      lease.owner,
-      lease.epoch,
-      step.name,
-      step.seq,
-      JSON.stringify({ value: step.output }),
-      step.startedAt,
-    ]);
-    const boundary = boundaryOf(r.rows[0]);
-    if (!boundary.mine) return boundary;
-    await appendAuditInTransaction(c, event());
-    return boundary;
-  });
+  const r = await runPrepared<BoundaryRow>(db, JOURNAL, [
+    taskId,
+    lease.owner,
+    lease.epoch,
+    step.name,
+    step.seq,
+    JSON.stringify({ value: step.output }),
+    step.startedAt,
+    ...auditAppendArgs(event()),
+  ]);
+  return boundaryOf(r.rows[0]);
 }
 
 /** The status message alone (a downstream outage the task waits out), fenced. */
