@@ -116,6 +116,7 @@ export async function buildGateway(
     role: config.DATABASE_ROLE,
     applicationName: 'gateway',
     max: 20,
+    genericPlans: true,
   });
   // Refuses a login that is not its role or could become the owner (packages/db).
   await checkApplicationLogin(pool, config.DATABASE_ROLE).catch(async (error: unknown) => {

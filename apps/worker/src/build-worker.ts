@@ -96,6 +96,7 @@ export async function buildWorker(
     role: config.DATABASE_ROLE,
     applicationName: config.workerId,
     max: Math.min(config.WORKER_CONCURRENCY + 5, 40),
+    genericPlans: true,
   });
   // Upstream task tools (UPSTREAMS_FILE) join `served` from the stored catalogue.
   const upstreams = await startWorkerUpstreams(config, pool, served, logger);
