@@ -168,6 +168,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'credentialKeysEnv',
       'credentialKeysFromConfig',
       'discoverJwksUri',
+      'discoverJwksUriPatiently',
       'exchangeParameters',
       'extractBearer',
       'hasScopes',

@@ -1,4 +1,4 @@
-import { createKeySource, discoverJwksUri } from '@mtg/identity';
+import { createKeySource, discoverJwksUriPatiently } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { CellMap } from './cells-file.ts';
 import type { CellRouterConfig } from './config.ts';
@@ -48,18 +48,12 @@ export async function buildCellRouter(
   };
 }
 
-async function discoverWithRetry(issuer: string, logger: Logger): Promise<string> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await discoverJwksUri(issuer);
-    } catch (error) {
-      if (attempt >= 30) throw error;
-      logger.warn('authorization server metadata not reachable yet', {
-        issuer,
-        attempt,
-        error: error instanceof Error ? error.message : String(error),
-      });
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
+function discoverWithRetry(issuer: string, logger: Logger): Promise<string> {
+  return discoverJwksUriPatiently(issuer, (attempt, error) =>
+    logger.warn('authorization server metadata not reachable yet', {
+      issuer,
+      attempt,
+      error: error instanceof Error ? error.message : String(error),
+    }),
+  );
 }

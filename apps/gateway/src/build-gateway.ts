@@ -10,7 +10,7 @@ import {
   createCredentialCipher,
   createKeySource,
   createTokenExchanger,
-  discoverJwksUri,
+  discoverJwksUriPatiently,
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
@@ -398,18 +398,12 @@ async function openReadReplica(url: string, role: string, logger: Logger) {
   return readPool;
 }
 
-async function discoverWithRetry(issuer: string, logger: Logger): Promise<string> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await discoverJwksUri(issuer);
-    } catch (error) {
-      if (attempt >= 30) throw error;
-      logger.warn('authorization server metadata not reachable yet', {
-        issuer,
-        attempt,
-        error: error instanceof Error ? error.message : String(error),
-      });
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
+function discoverWithRetry(issuer: string, logger: Logger): Promise<string> {
+  return discoverJwksUriPatiently(issuer, (attempt, error) =>
+    logger.warn('authorization server metadata not reachable yet', {
+      issuer,
+      attempt,
+      error: error instanceof Error ? error.message : String(error),
+    }),
+  );
 }

@@ -29,3 +29,23 @@ export async function discoverJwksUri(
   }
   throw new Error(`cannot discover jwks_uri for ${issuer}`, { cause: lastError });
 }
+
+/**
+ * discoverJwksUri, tried once a second up to `attempts` times while the authorization server
+ * comes up (a gateway or router started with it); `onRetry` hears each failed attempt.
+ */
+export async function discoverJwksUriPatiently(
+  issuer: string,
+  onRetry: (attempt: number, error: unknown) => void,
+  attempts = 30,
+): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await discoverJwksUri(issuer);
+    } catch (error) {
+      if (attempt >= attempts) throw error;
+      onRetry(attempt, error);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
