@@ -167,7 +167,6 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'createTokenExchanger',
       'credentialKeysEnv',
       'credentialKeysFromConfig',
-      'discoverJwksUri',
       'discoverJwksUriPatiently',
       'exchangeParameters',
       'extractBearer',

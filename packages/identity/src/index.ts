@@ -69,7 +69,7 @@ export {
   type TokenExchanger,
 } from './exchange-token.ts';
 export { acceptableAlgorithms, screenCompactJws } from './screen-compact-jws.ts';
-export { discoverJwksUri, discoverJwksUriPatiently } from './discover-jwks-uri.ts';
+export { discoverJwksUriPatiently } from './discover-jwks-uri.ts';
 export {
   cachedTokenVerifier,
   type CachedVerifierOptions,
