@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { encodeAccountId, type UserKey } from './account-id.ts';
 
@@ -25,16 +25,25 @@ export interface UserStore {
 type UserFile = Record<string, DevUser>;
 
 /**
- * A JSON file keyed by "tenant/sub". It is read on every call, so a change made by another
- * process (or by hand) takes effect at the next check; writes go through a temp file and a
+ * A JSON file keyed by "tenant/sub". It is checked on every call (read again whenever it
+ * changed), so a change made by another process (or by hand) takes effect at the next check; writes go through a temp file and a
  * rename so a reader never sees half a file, and are serialized within this process.
  */
 export function createUserStore(file: string, now: () => number = Date.now): UserStore {
   let queue: Promise<unknown> = Promise.resolve();
 
+  // The file as last read, by the identity of that version of it: every check still asks the
+  // file system (one stat), and only a changed file is read and parsed again.
+  let last: { version: string; users: UserFile } | undefined;
   async function load(): Promise<UserFile> {
     try {
-      return JSON.parse(await readFile(file, 'utf8')) as UserFile;
+      const s = await stat(file);
+      const version = `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+      if (last?.version !== version) {
+        last = { version, users: JSON.parse(await readFile(file, 'utf8')) as UserFile };
+      }
+      // A copy: update() changes what it loads before the write lands.
+      return { ...last.users };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
       throw error;
