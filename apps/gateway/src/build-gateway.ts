@@ -256,19 +256,8 @@ export async function buildGateway(
     },
     unservedTasks: () => countUnservedTasks(pool),
   });
-  // The rate limits' counters on connections of their own that do not wait for the WAL
-  // flush: a crash may forget a fraction of a second of counted requests, nothing else, and
-  // a start or a poll no longer waits for a second flush of its own.
-  const limitsPool = createPool({
-    connectionString: config.DATABASE_URL,
-    role: config.DATABASE_ROLE,
-    applicationName: 'gateway-rate-limits',
-    max: 5,
-    genericPlans: true,
-    asyncCommit: true,
-  });
   const rateLimits = createRateLimits({
-    pool: limitsPool,
+    pool,
     settings: {
       startsPerMinute: config.RATE_LIMIT_STARTS_PER_MINUTE,
       clientStartsPerMinute: config.RATE_LIMIT_CLIENT_STARTS_PER_MINUTE,
@@ -379,7 +368,6 @@ export async function buildGateway(
       await reads?.close();
       await readPool?.end();
       await pool.end();
-      await limitsPool.end();
     },
   };
 }

@@ -17,12 +17,6 @@ export interface PoolOptions {
    * workers'); not for ad-hoc reporting queries.
    */
   genericPlans?: boolean;
-  /**
-   * Commits return before their WAL is flushed (`synchronous_commit = off`): a crash of the
-   * database may forget the last fraction of a second of them. Only for counters that may
-   * lose that (the rate limits' windows); never for tasks, jobs or audit events.
-   */
-  asyncCommit?: boolean;
 }
 
 // int8 (bigint) as a JS number is safe for our sequences (< 2^53); counts come back as numbers.
@@ -32,7 +26,6 @@ export function createPool(options: PoolOptions): Pool {
   const startup = [
     ...(options.role ? [`-c role=${options.role}`] : []),
     ...(options.genericPlans ? ['-c plan_cache_mode=force_generic_plan'] : []),
-    ...(options.asyncCommit ? ['-c synchronous_commit=off'] : []),
   ];
   const pool = new pg.Pool({
     connectionString: options.connectionString,
