@@ -69,28 +69,3 @@ test('an event the database refuses fails its own caller only', async () => {
   const after = await sql<{ n: number }>(db.url, 'SELECT count(*)::int AS n FROM audit.events');
   expect(after[0]!.n - before[0]!.n).toBe(20);
 });
-
-test('each tenant’s chain has its own group: a tenant whose chain is held does not hold up another’s', async () => {
-  // Both chains exist; then a session of the test's own holds tenant slow's chain lock.
-  await appendAuditGrouped(pool, sampleEvent(0, 'slow'));
-  await appendAuditGrouped(pool, sampleEvent(0, 'quick'));
-  const holder = new pg.Client({ connectionString: db.url });
-  await holder.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query(`SELECT 1 FROM audit.chains WHERE tenant = 'slow' FOR UPDATE`);
-    let slowDone = false;
-    const slow = appendAuditGrouped(pool, sampleEvent(1, 'slow')).then((seq) => {
-      slowDone = true;
-      return seq;
-    });
-    // Appended after slow's event, on the same pool, while slow's group waits for the lock.
-    const quick = await appendAuditGrouped(pool, sampleEvent(1, 'quick'));
-    expect(quick).toBe(2);
-    expect(slowDone).toBe(false);
-    await holder.query('COMMIT');
-    expect(await slow).toBe(2);
-  } finally {
-    await holder.end();
-  }
-});

@@ -71,11 +71,7 @@ function withContext(event: AuditEvent): AuditEvent {
   return origin && (origin.ip || origin.userAgent) ? { ...event, origin } : event;
 }
 
-// One group commit per pool and chain (the tenant; '' for system events): each group's
-// statement locks its own chain only, so groups of different tenants commit side by side and
-// a tenant's task transactions wait for that tenant's group alone. A chain's group is dropped
-// once it has nothing left to commit, and made again by its next event.
-const groups = new WeakMap<Pool, Map<string, (type: string, body: string) => Promise<number>>>();
+const groups = new WeakMap<Pool, (type: string, body: string) => Promise<number>>();
 const observers = new WeakMap<object, (seconds: number) => void>();
 
 /**
@@ -147,14 +143,9 @@ export async function appendAuditEventsInTransaction(
  */
 export async function appendAuditGrouped(pool: AuditPool, event: AuditEvent): Promise<number> {
   const { type, ...body } = withContext(event);
-  let chains = groups.get(pool as Pool);
-  if (!chains) groups.set(pool as Pool, (chains = new Map()));
-  const chain = body.tenant ?? '';
-  let group = chains.get(chain);
-  if (!group) {
-    const all = chains;
-    chains.set(chain, (group = createGroupCommit(pool, () => all.delete(chain))));
-  }
+  const key = pool as Pool;
+  let group = groups.get(key);
+  if (!group) groups.set(key, (group = createGroupCommit(pool)));
   const observe = observers.get(pool);
   if (!observe) return group(type, canonicalJson(body));
   const started = performance.now();

@@ -27,11 +27,7 @@ interface Pending {
  * A group fails as a whole (one statement), so on any error each of its events is retried
  * alone: an event that cannot be appended fails its own caller, not its neighbours.
  */
-export function createGroupCommit(
-  db: Queryable,
-  /** Told when the queue has run empty (nothing appended, nothing committing). */
-  onIdle?: () => void,
-): (type: string, body: string) => Promise<number> {
+export function createGroupCommit(db: Queryable): (type: string, body: string) => Promise<number> {
   const queue: Pending[] = [];
   let flushing = false;
 
@@ -69,7 +65,6 @@ export function createGroupCommit(
       }
     } finally {
       flushing = false;
-      if (queue.length === 0) onIdle?.();
     }
   }
 
