@@ -176,6 +176,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'protectedResourceMetadata',
       'resolveClaimMapping',
       'screenCompactJws',
+      'trustIssuer',
       'verifyAccessToken',
     ],
     types: [
@@ -189,6 +190,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'ClaimPreset',
       'CredentialCipher',
       'CredentialKeysEnv',
+      'DiscoveryLog',
       'ExchangeOutcome',
       'ExchangeRefusalCode',
       'ExchangeRequest',
@@ -196,6 +198,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'ExchangedToken',
       'ExtractBearerResult',
       'GetKey',
+      'IssuerSettings',
       'KeyResolver',
       'KeySource',
       'KeySourceOptions',

@@ -1,4 +1,4 @@
-import { createKeySource, discoverJwksUriPatiently } from '@mtg/identity';
+import { trustIssuer } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { CellMap } from './cells-file.ts';
 import type { CellRouterConfig } from './config.ts';
@@ -15,24 +15,22 @@ export async function buildCellRouter(
   cells: CellMap,
   logger: Logger,
 ): Promise<CellRouter> {
-  const jwksUri = config.AUTH_JWKS_URI ?? (await discoverWithRetry(config.issuer, logger));
-  const keys = createKeySource({
-    jwksUri,
-    onError: (error) => logger.warn('jwks refresh failed', { error: error.message }),
-  });
-  await keys.start();
-  const app = createCellRouter({
-    resource: config.resource,
-    cells,
-    verify: {
-      keys: keys.getKey,
+  const { keys, verify } = await trustIssuer(
+    {
       issuer: config.issuer,
+      jwksUri: config.AUTH_JWKS_URI,
       audience: config.resource,
       algorithms: config.AUTH_ALGORITHMS,
       clockToleranceSec: config.AUTH_CLOCK_TOLERANCE_SECONDS,
-      ...(config.AUTH_REQUIRED_TYP ? { requiredTyp: config.AUTH_REQUIRED_TYP as 'at+jwt' } : {}),
+      requiredTyp: config.AUTH_REQUIRED_TYP,
       claims: config.claims,
     },
+    logger,
+  );
+  const app = createCellRouter({
+    resource: config.resource,
+    cells,
+    verify,
     tokenCacheMs: config.AUTH_TOKEN_CACHE_MS,
     keysReady: keys.ready,
     logger,
@@ -46,14 +44,4 @@ export async function buildCellRouter(
       app.close();
     },
   };
-}
-
-function discoverWithRetry(issuer: string, logger: Logger): Promise<string> {
-  return discoverJwksUriPatiently(issuer, (attempt, error) =>
-    logger.warn('authorization server metadata not reachable yet', {
-      issuer,
-      attempt,
-      error: error instanceof Error ? error.message : String(error),
-    }),
-  );
 }

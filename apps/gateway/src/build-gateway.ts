@@ -8,9 +8,9 @@ import {
 } from '@mtg/db';
 import {
   createCredentialCipher,
-  createKeySource,
   createTokenExchanger,
   discoverJwksUriPatiently,
+  trustIssuer,
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
@@ -151,19 +151,26 @@ export async function buildGateway(
     logger.warn('task events connection error', { error: error.message }),
   );
 
-  const jwksUri = config.AUTH_JWKS_URI ?? (await discoverWithRetry(config.issuer, logger));
-  const keys = createKeySource({
-    jwksUri,
-    onError: (error) => logger.warn('jwks refresh failed', { error: error.message }),
-  });
-  await keys.start();
+  const { keys, verify } = await trustIssuer(
+    {
+      issuer: config.issuer,
+      jwksUri: config.AUTH_JWKS_URI,
+      audience: config.resource,
+      algorithms: config.AUTH_ALGORITHMS,
+      clockToleranceSec: config.AUTH_CLOCK_TOLERANCE_SECONDS,
+      requiredTyp: config.AUTH_REQUIRED_TYP,
+      claims: config.claims,
+      ...now,
+    },
+    logger,
+  );
   const ssfIssuer = config.SSF_TRANSMITTER_ISSUER ?? config.issuer;
   const ssfKeys = await transmitterKeySource({
     transmitterIssuer: ssfIssuer,
     ...(config.SSF_JWKS_URI ? { jwksUri: config.SSF_JWKS_URI } : {}),
     authIssuer: config.issuer,
     authKeys: keys,
-    discoverJwksUri: (issuer) => discoverWithRetry(issuer, logger),
+    discoverJwksUri: (issuer) => discoverJwksUriPatiently(issuer, logger),
     onError: (error) =>
       logger.warn('SSF transmitter jwks refresh failed', { error: error.message }),
   });
@@ -292,16 +299,7 @@ export async function buildGateway(
   const app = createApp({
     resource: config.resource,
     issuer: config.issuer,
-    verify: {
-      keys: keys.getKey,
-      issuer: config.issuer,
-      audience: config.resource,
-      algorithms: config.AUTH_ALGORITHMS,
-      clockToleranceSec: config.AUTH_CLOCK_TOLERANCE_SECONDS,
-      ...(config.AUTH_REQUIRED_TYP ? { requiredTyp: config.AUTH_REQUIRED_TYP as 'at+jwt' } : {}),
-      claims: config.claims,
-      ...now,
-    },
+    verify,
     tokenCacheMs: config.AUTH_TOKEN_CACHE_MS,
     admission: {
       serviceClients: config.serviceClients,
@@ -396,14 +394,4 @@ async function openReadReplica(url: string, role: string, logger: Logger) {
     });
   }
   return readPool;
-}
-
-function discoverWithRetry(issuer: string, logger: Logger): Promise<string> {
-  return discoverJwksUriPatiently(issuer, (attempt, error) =>
-    logger.warn('authorization server metadata not reachable yet', {
-      issuer,
-      attempt,
-      error: error instanceof Error ? error.message : String(error),
-    }),
-  );
 }

@@ -30,13 +30,18 @@ export async function discoverJwksUri(
   throw new Error(`cannot discover jwks_uri for ${issuer}`, { cause: lastError });
 }
 
+/** Where a waiting or failing discovery is reported (a process logger). */
+export interface DiscoveryLog {
+  warn(message: string, meta: Record<string, unknown>): void;
+}
+
 /**
  * discoverJwksUri, tried once a second up to `attempts` times while the authorization server
- * comes up (a gateway or router started with it); `onRetry` hears each failed attempt.
+ * comes up (a gateway or router started with it); each failed attempt is logged.
  */
 export async function discoverJwksUriPatiently(
   issuer: string,
-  onRetry: (attempt: number, error: unknown) => void,
+  log: DiscoveryLog,
   attempts = 30,
 ): Promise<string> {
   for (let attempt = 1; ; attempt++) {
@@ -44,7 +49,11 @@ export async function discoverJwksUriPatiently(
       return await discoverJwksUri(issuer);
     } catch (error) {
       if (attempt >= attempts) throw error;
-      onRetry(attempt, error);
+      log.warn('authorization server metadata not reachable yet', {
+        issuer,
+        attempt,
+        error: error instanceof Error ? error.message : String(error),
+      });
       await new Promise((r) => setTimeout(r, 1000));
     }
   }

@@ -69,7 +69,8 @@ export {
   type TokenExchanger,
 } from './exchange-token.ts';
 export { acceptableAlgorithms, screenCompactJws } from './screen-compact-jws.ts';
-export { discoverJwksUriPatiently } from './discover-jwks-uri.ts';
+export { discoverJwksUriPatiently, type DiscoveryLog } from './discover-jwks-uri.ts';
+export { trustIssuer, type IssuerSettings } from './trust-issuer.ts';
 export {
   cachedTokenVerifier,
   type CachedVerifierOptions,
