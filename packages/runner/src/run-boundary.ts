@@ -69,6 +69,10 @@ export function openRunBoundary(
   let progress: PendingProgress | undefined;
   let flush: NodeJS.Timeout | undefined;
 
+  const record = (b: Boundary) => {
+    last = b;
+    lastAt = performance.now();
+  };
   const decide = (b: Boundary, atStepBoundary: boolean) => {
     const reason =
       boundaryStop(b) ?? (atStepBoundary && deps.drain?.aborted ? 'shutdown' : undefined);
@@ -89,8 +93,7 @@ export function openRunBoundary(
       progress ??= carried; // not written: the next check carries it
       throw error;
     }
-    last = b;
-    lastAt = performance.now();
+    record(b);
     decide(b, atStepBoundary);
   };
   const renewer = setInterval(
@@ -105,9 +108,9 @@ export function openRunBoundary(
     signal: run.signal,
     check,
     observe(b) {
-      last = b;
-      lastAt = performance.now();
-      if (boundaryStop(b)) run.abort(new StopRun(boundaryStop(b)!));
+      record(b);
+      const reason = boundaryStop(b);
+      if (reason) run.abort(new StopRun(reason));
     },
     get progressPending() {
       return progress !== undefined;
