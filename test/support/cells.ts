@@ -1,28 +1,31 @@
-import http from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import express from 'express';
-import { createRemoteJWKSet } from 'jose';
 import type { Logger } from 'winston';
 import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
 import { buildWorker, workerConfigSchema, type Worker } from '../../apps/worker/src/index.ts';
 import { startIdp } from '../../apps/idp/src/index.ts';
 import { packResources } from '../../apps/idp/src/pack-resources.ts';
-import { apiRoutes, writesRoute } from '../../apps/downstream/src/api/api-routes.ts';
 import {
   buildCellRouter,
   cellRouterConfigSchema,
   loadCells,
 } from '../../apps/cell-router/src/index.ts';
 import { parseConfig } from '../../packages/config/src/index.ts';
-import { createPool, ROLES } from '../../packages/db/src/index.ts';
+import { ROLES } from '../../packages/db/src/index.ts';
 import { installQueue } from '../../packages/tasks/src/index.ts';
 import { loadTargets, type ToolRegistry } from '../../packages/tools/src/index.ts';
 import { devUserToken } from '../../scripts/lib/dev-user-token.ts';
 import { generateDevSecrets } from '../../scripts/lib/dev-secrets.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
-import { freePort, registryFor, type IdpUserAnswer } from './stack.ts';
+import {
+  closeServer,
+  freePort,
+  listen,
+  registryFor,
+  startTestDownstream,
+  type IdpUserAnswer,
+} from './stack.ts';
 
 /**
  * Cells on this machine (docs/scaling.md, "Past one primary"): each a gateway and a worker
@@ -52,19 +55,6 @@ export interface Cell {
   url: string;
   worker: Worker;
 }
-
-const closeServer = (server: http.Server) =>
-  new Promise<void>((r) => {
-    server.close(() => r());
-    server.closeAllConnections();
-  });
-
-const listen = (app: http.RequestListener, port: number) =>
-  new Promise<http.Server>((resolve, reject) => {
-    const server = http.createServer(app);
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve(server));
-  });
 
 export async function startCells(options: {
   /** Cell name → the superuser URL of the PostgreSQL server its database goes on. */
@@ -111,23 +101,13 @@ export async function startCells(options: {
   });
   const issuer = idp.idp.issuer;
 
-  const downstreamPool = createPool({
-    connectionString: downstreamDb.logins.downstream,
-    role: ROLES.downstream,
+  const downstream = await startTestDownstream({
+    loginUrl: downstreamDb.logins.downstream,
+    issuer,
+    url: downstreamUrl,
+    port: downstreamPort,
+    logger,
   });
-  const downstreamApp = express();
-  downstreamApp.use(writesRoute(downstreamPool));
-  downstreamApp.use(
-    '/api',
-    apiRoutes({
-      pool: downstreamPool,
-      keys: createRemoteJWKSet(new URL(`${issuer}/jwks`)),
-      issuer,
-      audience: downstreamUrl,
-      logger,
-    }),
-  );
-  const downstream = await listen(downstreamApp, downstreamPort);
 
   const cells: Record<string, Cell> = {};
   const stops: Array<() => Promise<void>> = [];
@@ -225,8 +205,7 @@ export async function startCells(options: {
       await closeServer(routerServer);
       await router.close();
       for (const stop of stops) await stop();
-      await closeServer(downstream);
-      await downstreamPool.end();
+      await downstream.close();
       await idp.close();
       await downstreamDb.drop();
       await rm(dataDir, { recursive: true, force: true });

@@ -90,7 +90,7 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-function listen(app: http.RequestListener, port: number): Promise<http.Server> {
+export function listen(app: http.RequestListener, port: number): Promise<http.Server> {
   const server = http.createServer(app);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -110,11 +110,41 @@ function listenGateway(
   });
 }
 
-async function closeServer(server: http.Server): Promise<void> {
+export async function closeServer(server: http.Server): Promise<void> {
   await new Promise<void>((r) => {
     server.close(() => r());
     server.closeAllConnections();
   });
+}
+
+/** The demo downstream system on `port`, over its own login, trusting the dev IdP. */
+export async function startTestDownstream(o: {
+  loginUrl: string;
+  issuer: string;
+  url: string;
+  port: number;
+  logger: Logger;
+}): Promise<{ close(): Promise<void> }> {
+  const pool = createPool({ connectionString: o.loginUrl, role: ROLES.downstream });
+  const app = express();
+  app.use(writesRoute(pool));
+  app.use(
+    '/api',
+    apiRoutes({
+      pool,
+      keys: createRemoteJWKSet(new URL(`${o.issuer}/jwks`)),
+      issuer: o.issuer,
+      audience: o.url,
+      logger: o.logger,
+    }),
+  );
+  const server = await listen(app, o.port);
+  return {
+    async close() {
+      await closeServer(server);
+      await pool.end();
+    },
+  };
 }
 
 /**
@@ -198,23 +228,13 @@ export async function startStack(
   const issuer = idp.idp.issuer;
   options.onIssuer?.(issuer);
 
-  const downstreamPool = createPool({
-    connectionString: db.logins.downstream,
-    role: ROLES.downstream,
+  const downstream = await startTestDownstream({
+    loginUrl: db.logins.downstream,
+    issuer,
+    url: downstreamUrl,
+    port: downstreamPort,
+    logger,
   });
-  const downstreamApp = express();
-  downstreamApp.use(writesRoute(downstreamPool));
-  downstreamApp.use(
-    '/api',
-    apiRoutes({
-      pool: downstreamPool,
-      keys: createRemoteJWKSet(new URL(`${issuer}/jwks`)),
-      issuer,
-      audience: downstreamUrl,
-      logger,
-    }),
-  );
-  const downstream = await listen(downstreamApp, downstreamPort);
 
   const env: Record<string, string> = {
     // Each process its own login (db.logins); db.url, the owner's, goes to none of them.
@@ -315,8 +335,7 @@ export async function startStack(
       for (const w of workers) await w.stop().catch(() => {});
       await closeServer(gatewayServer);
       await gateway.close();
-      await closeServer(downstream);
-      await downstreamPool.end();
+      await downstream.close();
       await idp.close();
       await rm(dataDir, { recursive: true, force: true });
       await db.drop();
