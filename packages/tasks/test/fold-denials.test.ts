@@ -1,13 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { createPool, type Pool } from '../../db/src/index.ts';
 import { createDenialFold, type DenialEvent } from '../src/fold-denials.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/database.ts';
 
 let db: TestDatabase;
-let pool: pg.Pool;
+let pool: Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
-  pool = new pg.Pool({ connectionString: db.url, options: '-c role=mtg_gateway' });
+  // The project's pool: a connection the database ends (the drop below forces any still
+  // closing) is an error its own handler takes, not an unhandled one.
+  pool = createPool({ connectionString: db.url, role: 'mtg_gateway' });
 });
 afterAll(async () => {
   await pool?.end();
