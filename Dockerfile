@@ -10,7 +10,6 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages ./packages
 COPY apps ./apps
-COPY db ./db
 COPY scripts ./scripts
 
 # The production image (default): runtime dependencies only. The dev-only packages —

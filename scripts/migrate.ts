@@ -1,4 +1,4 @@
-// `npm run migrate`: prepares DATABASE_URL for the apps — db/migrations, then the job
+// `npm run migrate`: prepares DATABASE_URL for the apps — packages/db/migrations, then the job
 // queue, then (given their passwords) the processes' login roles — and says what it did.
 // The compose `migrate` service runs it before the apps.
 import { ConfigError, parseConfig, postgresUrl } from '@mtg/config';

@@ -1,4 +1,4 @@
-// Waits until DATABASE_URL is migrated for this release (every file of db/migrations
+// Waits until DATABASE_URL is migrated for this release (every file of packages/db/migrations
 // applied), then exits 0: the init container of the Kubernetes Deployments, so the apps
 // start only after the migrations Job. Exits 1 after WAIT_TIMEOUT_SECONDS with the last
 // reason, 2 on invalid configuration.

@@ -100,6 +100,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
   '@mtg/db': {
     values: [
       'ApplicationLoginError',
+      'MIGRATIONS_DIR',
       'ROLES',
       'SchemaNotMigratedError',
       'checkApplicationLogin',

@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { dropLoginRoles, migrate, recreateDatabase } from '../../packages/db/src/index.ts';
+import {
+  dropLoginRoles,
+  migrate,
+  MIGRATIONS_DIR,
+  recreateDatabase,
+} from '../../packages/db/src/index.ts';
 import { DATABASE_SERVICES, generateDatabasePasswords } from '../../scripts/lib/dev-secrets.ts';
 import {
   loginRoleName,
@@ -9,7 +13,7 @@ import {
   type DatabaseUrls,
 } from '../../scripts/lib/launcher/database-logins.ts';
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../db/migrations', import.meta.url));
+export { MIGRATIONS_DIR };
 
 export interface TestDatabase {
   /**

@@ -1,6 +1,6 @@
 import { prepared, runPrepared, type Queryable } from '@mtg/db';
 
-/** The two ways in to the chain (db/migrations 003, 030), prepared once per connection. */
+/** The two ways in to the chain (packages/db/migrations 003, 030), prepared once per connection. */
 export const APPEND = prepared('SELECT audit.append($1, $2) AS seq');
 export const APPEND_MANY = prepared('SELECT audit.append_many($1::text[], $2::text[]) AS seqs');
 

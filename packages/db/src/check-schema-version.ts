@@ -2,8 +2,8 @@ import { readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
-/** The migrations this release ships (the repository's db/migrations). */
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../db/migrations', import.meta.url));
+/** The migrations this release ships (this package's migrations folder, shipped with it). */
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta.url));
 
 const FILE = /^(\d{3,})[-_][\w-]+\.sql$/;
 

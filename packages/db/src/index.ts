@@ -20,7 +20,11 @@ export {
   loginUrl,
   type LoginRole,
 } from './provision-login-roles.ts';
-export { checkSchemaVersion, SchemaNotMigratedError } from './check-schema-version.ts';
+export {
+  checkSchemaVersion,
+  SchemaNotMigratedError,
+  MIGRATIONS_DIR,
+} from './check-schema-version.ts';
 export {
   createReadRouter,
   type ReadReason,

@@ -1,5 +1,5 @@
 /**
- * Application roles created by db/migrations (NOLOGIN group roles). Each process logs in with
+ * Application roles created by packages/db/migrations (NOLOGIN group roles). Each process logs in with
  * a LOGIN role that is a member of its group only (provisionLoginRoles) and runs its sessions
  * as the group; it refuses an owner or superuser login (checkApplicationLogin), from which
  * SET ROLE could climb back (docs/operations.md, "Database roles").

@@ -4,7 +4,7 @@ import type { DevSecrets } from '../dev-secrets.ts';
 
 /**
  * The console's own LOGIN role, a member of mtg_console only: it reads the audit views, and
- * keeps its sessions and reads the queues summaries (db/migrations/060_console.sql). Its password is derived from the admin token, like the SSF push
+ * keeps its sessions and reads the queues summaries (packages/db/migrations/060_console.sql). Its password is derived from the admin token, like the SSF push
  * authorization, so dev-secrets.json needs no new entry and stays stable across restarts.
  */
 export async function provisionConsoleLogin(

@@ -1,11 +1,9 @@
-import { fileURLToPath } from 'node:url';
-import { migrate, ROLES, type MigrateResult } from '@mtg/db';
+import { migrate, MIGRATIONS_DIR, ROLES, type MigrateResult } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { installQueue } from '@mtg/tasks';
 import { loadToolRegistry, toolLimitsOverrides, toolPacksFromEnv } from '@mtg/tools';
 import { loadUpstreams, upstreamQueue } from '@mtg/upstreams';
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../db/migrations', import.meta.url));
 
 /**
  * Brings the database to what the apps expect: the migrations, then pg-boss' schema and one

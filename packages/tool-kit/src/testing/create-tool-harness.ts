@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createPool, migrate, recreateDatabase, ROLES } from '@mtg/db';
+import { createPool, migrate, MIGRATIONS_DIR, recreateDatabase, ROLES } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import {
   runTask,
@@ -33,7 +32,6 @@ import type { Pack } from '../define-pack.ts';
 import type { LongTool, TaskContext, ToolCaller } from '../tool-types.ts';
 import type { RecordingTarget } from './recording-target.ts';
 
-const MIGRATIONS = fileURLToPath(new URL('../../../../db/migrations', import.meta.url));
 
 /** A real HTTP target for the harness: its URL, and the bearer token to send it. */
 export interface HttpTarget {
@@ -133,7 +131,7 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
   }
   const name = `mtg_harness_${randomBytes(6).toString('hex')}`;
   const url = await recreateDatabase(admin, name);
-  await migrate(url, MIGRATIONS);
+  await migrate(url, MIGRATIONS_DIR);
   await installQueue(url, [ROLES.gateway, ROLES.worker], registry.queues().values());
 
   const logger = createLogger('tool-harness', { silent: !process.env.TEST_LOGS });
