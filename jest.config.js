@@ -13,6 +13,8 @@ export default {
     '<rootDir>/{apps,packages,examples}/*/test/**/*.test.ts',
     '<rootDir>/test/**/*.test.ts',
   ],
+  // What `npm run pack` stages and builds holds copies of every package.
+  modulePathIgnorePatterns: ['<rootDir>/.pack/', '<rootDir>/.build/'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,

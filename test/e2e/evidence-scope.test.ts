@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import os from 'node:os';
 import path from 'node:path';
 import { runScript } from '../../packages/audit/test/support/run-script.ts';
-import { bySeq } from '../../scripts/lib/evidence/run-scope.ts';
+import { bySeq } from '../../apps/cli/src/evidence/run-scope.ts';
 import { createTestDatabase } from '../support/database.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';

@@ -12,14 +12,14 @@ import pg from 'pg';
 import YAML from 'yaml';
 import { parseConfig } from '../../packages/config/src/index.ts';
 import { dropLoginRoles, provisionLoginRoles } from '../../packages/db/src/index.ts';
-import { childEnv, type Service } from '../../scripts/lib/launcher/child-env.ts';
-import { launcherConfigSchema } from '../../scripts/lib/launcher/config.ts';
+import { childEnv, type Service } from '../../apps/cli/src/launcher/child-env.ts';
+import { launcherConfigSchema } from '../../apps/cli/src/launcher/config.ts';
 import {
   generateDevSecrets,
   loadOrCreateDevSecrets,
   generateDatabasePasswords,
-} from '../../scripts/lib/dev-secrets.ts';
-import { provisionDatabaseLogins } from '../../scripts/lib/launcher/database-logins.ts';
+} from '@mtg/dev-secrets';
+import { provisionDatabaseLogins } from '../../apps/cli/src/launcher/database-logins.ts';
 import { adminDatabaseUrl, createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { freePort } from '../support/stack.ts';
 

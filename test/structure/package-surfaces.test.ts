@@ -151,6 +151,18 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'EmbeddedPostgresOptions',
     ],
   },
+  '@mtg/dev-secrets': {
+    values: [
+      'DATABASE_SERVICES',
+      'DEV_CLIENTS',
+      'DEV_USER_GRANT',
+      'dataDir',
+      'generateDatabasePasswords',
+      'generateDevSecrets',
+      'loadOrCreateDevSecrets',
+    ],
+    types: ['DatabasePasswords', 'DatabaseService', 'DevClient', 'DevSecrets'],
+  },
   '@mtg/identity': {
     values: [
       'DEFAULT_ALGORITHMS',
@@ -376,6 +388,18 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
     values: ['inSpan', 'runInJobTrace', 'startTracing', 'startTracingFromEnv', 'traceCarrier'],
     types: ['Tracing', 'TracingOptions'],
   },
+  '@mtg/tool-harness': {
+    values: ['createToolHarness', 'recordingTarget'],
+    types: [
+      'HarnessOptions',
+      'HarnessRunResult',
+      'HarnessTaskState',
+      'HttpTarget',
+      'RecordedCall',
+      'RecordingTarget',
+      'ToolHarness',
+    ],
+  },
   '@mtg/tool-kit': {
     values: [
       'DEFAULT_LIMITS',
@@ -506,10 +530,15 @@ test.each(Object.keys(PINNED))('%s exports exactly its pinned face', (name) => {
 
 /**
  * Faces whose callers live outside this repository, so an export nobody here imports is still
- * used: a tool pack's default export is loaded by module name (TOOL_PACKS); @mtg/tool-kit is
- * what pack authors import; @mtg/tools (registry and targets) keeps the API its authors gave it.
+ * used: a tool pack's default export is loaded by module name (TOOL_PACKS); @mtg/tool-kit and
+ * @mtg/tool-harness are what pack authors import; @mtg/tools (registry and targets) keeps the API its authors gave it.
  */
-const CALLERS_OUTSIDE = new Set(['@mtg/demo-tools', '@mtg/tool-kit', '@mtg/tools']);
+const CALLERS_OUTSIDE = new Set([
+  '@mtg/demo-tools',
+  '@mtg/tool-harness',
+  '@mtg/tool-kit',
+  '@mtg/tools',
+]);
 
 test('every value a package exports is imported by something outside its own sources', () => {
   const used = importedNames();

@@ -15,8 +15,8 @@ import { parseConfig } from '../../packages/config/src/index.ts';
 import { ROLES } from '../../packages/db/src/index.ts';
 import { installQueue } from '../../packages/tasks/src/index.ts';
 import { loadTargets, type ToolRegistry } from '../../packages/tools/src/index.ts';
-import { devUserToken } from '../../scripts/lib/dev-user-token.ts';
-import { generateDevSecrets } from '../../scripts/lib/dev-secrets.ts';
+import { devUserToken } from '../../apps/cli/src/lib/dev-user-token.ts';
+import { generateDevSecrets } from '@mtg/dev-secrets';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import {
   closeServer,

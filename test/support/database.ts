@@ -6,12 +6,12 @@ import {
   MIGRATIONS_DIR,
   recreateDatabase,
 } from '../../packages/db/src/index.ts';
-import { DATABASE_SERVICES, generateDatabasePasswords } from '../../scripts/lib/dev-secrets.ts';
+import { DATABASE_SERVICES, generateDatabasePasswords } from '@mtg/dev-secrets';
 import {
   loginRoleName,
   provisionDatabaseLogins,
   type DatabaseUrls,
-} from '../../scripts/lib/launcher/database-logins.ts';
+} from '../../apps/cli/src/launcher/database-logins.ts';
 
 export { MIGRATIONS_DIR };
 

@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../../packages/log/src/index.ts';
 import { installQueue } from '../../packages/tasks/src/index.ts';
 import { parseConfig } from '../../packages/config/src/index.ts';
 import { startIdp } from '../../apps/idp/src/index.ts';
-import { devUserToken } from '../../scripts/lib/dev-user-token.ts';
+import { devUserToken } from '../../apps/cli/src/lib/dev-user-token.ts';
 import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
 import { createGatewayServer } from '../../apps/gateway/src/tls.ts';
 import { buildWorker, workerConfigSchema, type Worker } from '../../apps/worker/src/index.ts';
@@ -23,7 +23,7 @@ import {
   type ToolRegistry,
 } from '../../packages/tools/src/index.ts';
 import { apiRoutes, writesRoute } from '../../apps/downstream/src/api/api-routes.ts';
-import { generateDevSecrets } from '../../scripts/lib/dev-secrets.ts';
+import { generateDevSecrets } from '@mtg/dev-secrets';
 import { loadUpstreams, upstreamQueue } from '../../packages/upstreams/src/index.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { testClock, type TestClock } from './test-clock.ts';

@@ -61,7 +61,7 @@ async function main() {
   const jwksFile =
     config.AUDIT_JWKS_FILE ??
     path.join(
-      path.resolve(config.DATA_DIR ?? path.join(import.meta.dirname, '..', '..', '..', '.data')),
+      path.resolve(config.DATA_DIR ?? path.join(process.cwd(), '.data')),
       'audit',
       'jwks.json',
     );

@@ -1,5 +1,5 @@
-/** Issues a user token without a browser; for tests and the token CLI only. */
-export const DEV_USER_GRANT = 'urn:mcp-task-gateway:grant-type:dev-user';
+// The dev-user grant's name is shared with the token CLI, which must not import this app.
+export { DEV_USER_GRANT } from '@mtg/dev-secrets';
 
 /** RFC 8693 OAuth 2.0 Token Exchange. */
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';

@@ -1,7 +1,7 @@
 import { ConfigError, parseConfig } from '@mtg/config';
 import { createLogger } from '@mtg/log';
 import { loadTargets, loadToolRegistry, toolPacksFromEnv } from '@mtg/tools';
-import { dataDir, loadOrCreateDevSecrets } from '../../../scripts/lib/dev-secrets.ts';
+import { dataDir, loadOrCreateDevSecrets } from '@mtg/dev-secrets';
 import type { StaticClientId } from './clients.ts';
 import { idpConfigSchema } from './config.ts';
 import { startIdp } from './create-idp.ts';

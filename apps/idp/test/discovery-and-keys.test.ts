@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { generateDevSecrets } from '../../../scripts/lib/dev-secrets.ts';
+import { generateDevSecrets } from '@mtg/dev-secrets';
 import { DEV_USER_GRANT, TOKEN_EXCHANGE_GRANT } from '../src/grant-types.ts';
 import { devUserToken, RESOURCES, startTestIdp, type TestIdp } from './support/test-idp.ts';
 

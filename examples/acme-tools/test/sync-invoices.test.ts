@@ -1,4 +1,4 @@
-import { createToolHarness, recordingTarget, type ToolHarness } from '@mtg/tool-kit/testing';
+import { createToolHarness, recordingTarget, type ToolHarness } from '@mtg/tool-harness';
 import pack from '../src/index.ts';
 
 // The pack's tools run on a real PostgreSQL with the real runner; only the CRM and the

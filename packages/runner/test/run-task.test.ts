@@ -3,7 +3,7 @@ import {
   createToolHarness,
   recordingTarget,
   type ToolHarness,
-} from '../../tool-kit/src/testing/index.ts';
+} from '../../tool-harness/src/index.ts';
 import { z } from 'zod';
 import { pollUntil } from '../../../test/support/poll.ts';
 import { sql } from '../../../test/support/sql.ts';

@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { ROLES } from '@mtg/db';
 import { installQueue } from '@mtg/tasks';
-import { devUserToken } from '../../lib/dev-user-token.ts';
+import { devUserToken } from '../../../apps/cli/src/lib/dev-user-token.ts';
 import { pollUntil } from '../../lib/poll-until.ts';
 import type { BenchContext } from '../lib/context.ts';
 import { cpuMeter, describeCpu, postgresBackends, type CpuReport } from '../lib/cpu.ts';

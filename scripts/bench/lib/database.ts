@@ -3,13 +3,13 @@
 // dropped afterwards.
 import { createLogger } from '@mtg/log';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/database.ts';
-import { prepareDatabase } from '../../lib/launcher/prepare-database.ts';
-import { generateDatabasePasswords } from '../../lib/dev-secrets.ts';
+import { prepareDatabase } from '../../../apps/cli/src/launcher/prepare-database.ts';
+import { generateDatabasePasswords } from '@mtg/dev-secrets';
 import {
   provisionDatabaseLogins,
   STACK_LOGIN_PREFIX,
   type DatabaseUrls,
-} from '../../lib/launcher/database-logins.ts';
+} from '../../../apps/cli/src/launcher/database-logins.ts';
 
 export const MACHINE_POSTGRES = 'postgres://postgres@127.0.0.1:5432/postgres';
 

@@ -1,6 +1,6 @@
 // The product as real processes, for benchmarks and chaos tests: the dev IdP, the demo
 // downstream, N gateway replicas and M workers, each forked from its apps/*/src/main.ts with
-// the environment the launcher would give it (scripts/lib/launcher/child-env.ts). Unlike
+// the environment the launcher would give it (apps/cli/src/launcher/child-env.ts). Unlike
 // `npm start`, every process can be killed, stopped and started again on its own, and the
 // caller owns the database (it is never started here).
 import { fork, type ChildProcess } from 'node:child_process';
@@ -10,11 +10,11 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { childEnv, type Service } from '../../lib/launcher/child-env.ts';
-import type { LauncherConfig } from '../../lib/launcher/config.ts';
-import type { DatabaseUrls } from '../../lib/launcher/database-logins.ts';
-import { generateDevSecrets, type DevSecrets } from '../../lib/dev-secrets.ts';
-import { devUserToken } from '../../lib/dev-user-token.ts';
+import { childEnv, type Service } from '../../../apps/cli/src/launcher/child-env.ts';
+import type { LauncherConfig } from '../../../apps/cli/src/launcher/config.ts';
+import type { DatabaseUrls } from '../../../apps/cli/src/launcher/database-logins.ts';
+import { generateDevSecrets, type DevSecrets } from '@mtg/dev-secrets';
+import { devUserToken } from '../../../apps/cli/src/lib/dev-user-token.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import * as client from 'openid-client';
 import { decodeJwt, decodeProtectedHeader, type JWTPayload } from 'jose';
 import { createLogger } from '@mtg/log';
-import { generateDevSecrets, type DevSecrets } from '../../../../scripts/lib/dev-secrets.ts';
+import { generateDevSecrets, type DevSecrets } from '@mtg/dev-secrets';
 import { startIdp, type Idp, type StartIdpOptions } from '../../src/create-idp.ts';
 import { DEV_USER_GRANT, TOKEN_EXCHANGE_GRANT } from '../../src/grant-types.ts';
 import type { Resources } from '../../src/resources.ts';

@@ -1,4 +1,4 @@
-import { DEV_USER_GRANT } from '../../apps/idp/src/grant-types.ts';
+import { DEV_USER_GRANT } from '@mtg/dev-secrets';
 
 /**
  * A user's access token from a running dev IdP through its dev-user grant (test and bench

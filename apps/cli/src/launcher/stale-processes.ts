@@ -34,7 +34,7 @@ export async function stopStaleProcesses(dataDir: string, logger: Logger): Promi
   } catch {
     return;
   }
-  if (state.launcherPid !== process.pid && commandOf(state.launcherPid)?.includes('start.ts')) {
+  if (state.launcherPid !== process.pid && isLauncher(commandOf(state.launcherPid))) {
     throw new LauncherRunningError(state.launcherPid, dataDir);
   }
   // The command line guards against a pid reused by an unrelated process since.
@@ -81,6 +81,14 @@ export function recordProcesses(dataDir: string) {
       if (written) rmSync(path.join(dataDir, FILE), { force: true });
     },
   };
+}
+
+/** `mcp-task-gateway dev` (or the repository's `npm start`, or the old scripts/start.ts). */
+function isLauncher(command: string | undefined): boolean {
+  return (
+    !!command &&
+    (/\bstart\.ts\b/.test(command) || /(mcp-task-gateway|main\.[jt]s) dev\b/.test(command))
+  );
 }
 
 function commandOf(pid: number): string | undefined {

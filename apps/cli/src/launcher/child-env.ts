@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import path from 'node:path';
-import type { DevSecrets } from '../dev-secrets.ts';
+import type { DevSecrets } from '@mtg/dev-secrets';
 import type { DatabaseUrls } from './database-logins.ts';
 import type { LauncherConfig } from './config.ts';
 

@@ -28,10 +28,9 @@ import {
   type ToolRegistry,
   type ToolResult,
 } from '@mtg/tools';
-import type { Pack } from '../define-pack.ts';
-import type { LongTool, TaskContext, ToolCaller } from '../tool-types.ts';
+import type { LongTool, Pack, TaskContext, ToolCaller } from '@mtg/tool-kit';
 import type { RecordingTarget } from './recording-target.ts';
-
+import { scratchServer } from './scratch-postgres.ts';
 
 /** A real HTTP target for the harness: its URL, and the bearer token to send it. */
 export interface HttpTarget {
@@ -48,7 +47,8 @@ export interface HarnessOptions {
   /**
    * A PostgreSQL URL with the right to create databases (the harness makes a scratch one,
    * migrates it and drops it on close). Default: TOOL_HARNESS_DATABASE_URL, DATABASE_URL or
-   * the test suite's TEST_ADMIN_DATABASE_URL.
+   * the test suite's TEST_ADMIN_DATABASE_URL; with none of them, an embedded PostgreSQL that
+   * the harness starts in a temporary directory and removes when the last harness closes.
    */
   databaseUrl?: string;
   /** Whom tasks run for (default alice of tenant acme, with every scope of the pack). */
@@ -126,11 +126,9 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
     process.env.TOOL_HARNESS_DATABASE_URL ??
     process.env.DATABASE_URL ??
     process.env.TEST_ADMIN_DATABASE_URL;
-  if (!admin) {
-    throw new TypeError('the harness needs PostgreSQL: pass databaseUrl or set DATABASE_URL');
-  }
+  const server = await scratchServer(admin);
   const name = `mtg_harness_${randomBytes(6).toString('hex')}`;
-  const url = await recreateDatabase(admin, name);
+  const url = await recreateDatabase(server.url, name);
   await migrate(url, MIGRATIONS_DIR);
   await installQueue(url, [ROLES.gateway, ROLES.worker], registry.queues().values());
 
@@ -342,12 +340,13 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
       await boss.stop({ graceful: false, close: false }).catch(() => {});
       await gatewayPool.end();
       await workerPool.end();
-      const client = new pg.Client({ connectionString: admin });
+      const client = new pg.Client({ connectionString: server.url });
       await client.connect();
       try {
         await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
       } finally {
         await client.end();
+        await server.release();
       }
     },
   };

@@ -4,7 +4,6 @@ import { installQueue } from '@mtg/tasks';
 import { loadToolRegistry, toolLimitsOverrides, toolPacksFromEnv } from '@mtg/tools';
 import { loadUpstreams, upstreamQueue } from '@mtg/upstreams';
 
-
 /**
  * Brings the database to what the apps expect: the migrations, then pg-boss' schema and one
  * queue per long tool of TOOL_PACKS (read from `env`, as the apps read it), usable by the

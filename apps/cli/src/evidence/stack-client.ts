@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { DevSecrets } from '../dev-secrets.ts';
-import { devUserToken } from '../dev-user-token.ts';
-import { pollUntil } from '../poll-until.ts';
+import type { DevSecrets } from '@mtg/dev-secrets';
+import { devUserToken } from '../lib/dev-user-token.ts';
+import { pollUntil } from '../lib/poll-until.ts';
 
 export interface StackEndpoints {
   mcp: string;

@@ -1,4 +1,4 @@
-import type { Json, TargetClient, WriteOptions } from '../tool-types.ts';
+import type { Json, TargetClient, WriteOptions } from '@mtg/tool-kit';
 
 /** One call a tool made to a recording target. */
 export interface RecordedCall {

@@ -1,8 +1,9 @@
+import { fileURLToPath } from 'node:url';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '@mtg/dev-postgres';
 import type { Logger } from '@mtg/log';
-import type { DevSecrets } from '../dev-secrets.ts';
+import type { DevSecrets } from '@mtg/dev-secrets';
 import { checkDatabase } from './check-database.ts';
 import { ChildFailedError, describeExit, startChild, type Child } from './child.ts';
 import {
@@ -27,7 +28,6 @@ export interface StackOptions {
   secrets: DevSecrets;
   /** Resolved DATA_DIR: the embedded cluster lives in `<dataDir>/postgres`. */
   dataDir: string;
-  repoRoot: string;
   logger: Logger;
   readyTimeoutMs?: number;
   /** Per shutdown stage: SIGTERM, then SIGKILL after this long. */
@@ -101,8 +101,9 @@ export function createStack(options: StackOptions) {
   aborted.catch(() => {});
   const step = <T>(promise: Promise<T>) => Promise.race([promise, aborted]);
 
+  // Each app's entry point as its package exports it: its sources here, dist when installed.
   const moduleOf = (service: Service) =>
-    path.join(options.repoRoot, 'apps', service, 'src', 'main.ts');
+    fileURLToPath(import.meta.resolve(`@mtg/app-${service}/main`));
 
   /** Starts `service`; workers by number (worker N is `worker-N`, also after a restart). */
   function launch(service: Service, workerIndex?: number): Child {

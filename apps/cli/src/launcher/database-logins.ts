@@ -1,5 +1,5 @@
 import { loginUrl, provisionLoginRoles, ROLES, type AppRole, type LoginRole } from '@mtg/db';
-import { DATABASE_SERVICES, type DatabasePasswords, type DatabaseService } from '../dev-secrets.ts';
+import { DATABASE_SERVICES, type DatabasePasswords, type DatabaseService } from '@mtg/dev-secrets';
 
 // The processes of the stack that use the database (DATABASE_SERVICES) each connect with a
 // LOGIN role of their own that is a member of its group role only: no application session

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { loginUrl, provisionLoginRoles, ROLES } from '@mtg/db';
-import type { DevSecrets } from '../dev-secrets.ts';
+import type { DevSecrets } from '@mtg/dev-secrets';
 
 /**
  * The console's own LOGIN role, a member of mtg_console only: it reads the audit views, and

@@ -1,5 +1,5 @@
 import { ConfigError } from '@mtg/config';
-import { CliError } from './audit/database.ts';
+import { CliError } from '../audit/database.ts';
 
 /**
  * Runs an operator command's `main` and exits with its code. A CliError exits with its own

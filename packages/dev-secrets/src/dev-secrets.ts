@@ -67,7 +67,10 @@ export async function loadOrCreateDevSecrets(dataDir: string): Promise<DevSecret
   }
 }
 
-/** Where the local stack keeps its state: `.data/` at the repository root unless DATA_DIR. */
+/**
+ * Where the local stack keeps its state: DATA_DIR, else `.data/` in the directory the command
+ * runs in (npm runs scripts at the project's root: this repository's, or a team's pack).
+ */
 export function dataDir(env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(env.DATA_DIR ?? path.join(import.meta.dirname, '..', '..', '.data'));
+  return path.resolve(env.DATA_DIR ?? path.join(process.cwd(), '.data'));
 }

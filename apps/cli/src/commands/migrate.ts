@@ -1,0 +1,105 @@
+// `npm run migrate`: prepares DATABASE_URL for the apps — packages/db/migrations, then the job
+// queue, then (given their passwords) the processes' login roles — and says what it did.
+// The compose `migrate` service runs it before the apps.
+import { ConfigError, parseConfig, postgresUrl } from '@mtg/config';
+import { provisionLoginRoles, ROLES } from '@mtg/db';
+import { createLogger } from '@mtg/log';
+import { z } from 'zod';
+import { describeDatabaseUrl } from '../launcher/check-database.ts';
+import { prepareDatabase } from '../launcher/prepare-database.ts';
+import { DATABASE_SERVICES, type DatabasePasswords, type DatabaseService } from '@mtg/dev-secrets';
+import {
+  loginRoleName,
+  provisionDatabaseLogins,
+  STACK_LOGIN_PREFIX,
+} from '../launcher/database-logins.ts';
+
+const password = () => z.string().min(16, 'must be at least 16 characters').optional();
+const PASSWORD_VARIABLES = {
+  gateway: 'GATEWAY_DATABASE_PASSWORD',
+  worker: 'WORKER_DATABASE_PASSWORD',
+  downstream: 'DOWNSTREAM_DATABASE_PASSWORD',
+} as const satisfies Record<DatabaseService, string>;
+
+const schema = z
+  .object({
+    DATABASE_URL: postgresUrl('is required (postgres://user:password@host:port/database)'),
+    /** With all three: create or update the LOGIN roles mtg_login_gateway … with them. */
+    GATEWAY_DATABASE_PASSWORD: password(),
+    WORKER_DATABASE_PASSWORD: password(),
+    DOWNSTREAM_DATABASE_PASSWORD: password(),
+    /** The console's login, mtg_login_console in mtg_console (a process that may not run). */
+    CONSOLE_DATABASE_PASSWORD: password(),
+  })
+  .superRefine((c, ctx) => {
+    const given = Object.values(PASSWORD_VARIABLES).filter((v) => c[v] !== undefined);
+    if (given.length === 0 || given.length === DATABASE_SERVICES.length) return;
+    for (const v of Object.values(PASSWORD_VARIABLES)) {
+      if (c[v] === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [v],
+          message: `is required with ${given.join(', ')}: every process gets its own login`,
+        });
+      }
+    }
+  });
+
+async function main(): Promise<number> {
+  let config;
+  try {
+    config = parseConfig(schema, process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`migrate: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  const where = describeDatabaseUrl(config.DATABASE_URL);
+  let result;
+  let logins: string[] = [];
+  try {
+    // The summary below is this command's output; no log lines.
+    result = await prepareDatabase(config.DATABASE_URL, createLogger('migrate', { silent: true }));
+    if (config.GATEWAY_DATABASE_PASSWORD) {
+      const passwords = Object.fromEntries(
+        DATABASE_SERVICES.map((s) => [s, config[PASSWORD_VARIABLES[s]]!]),
+      ) as DatabasePasswords;
+      await provisionDatabaseLogins(config.DATABASE_URL, STACK_LOGIN_PREFIX, passwords);
+      logins = DATABASE_SERVICES.map((s) => loginRoleName(STACK_LOGIN_PREFIX, s));
+    }
+    if (config.CONSOLE_DATABASE_PASSWORD) {
+      const name = `${STACK_LOGIN_PREFIX}_console`;
+      await provisionLoginRoles(config.DATABASE_URL, [
+        { name, password: config.CONSOLE_DATABASE_PASSWORD, group: ROLES.console },
+      ]);
+      logins.push(name);
+    }
+  } catch (error) {
+    process.stderr.write(`migrate: ${where}: ${messageOf(error)}\n`);
+    return 1;
+  }
+  for (const file of result.applied) process.stdout.write(`applied ${file}\n`);
+  process.stdout.write(
+    `${where}: ${result.applied.length} migration(s) applied, ` +
+      `${result.alreadyApplied} already applied before; job queues installed: ${result.queues.join(', ')}\n`,
+  );
+  if (logins.length) process.stdout.write(`login roles ready: ${logins.join(', ')}\n`);
+  return 0;
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) {
+    return error.errors.map(messageOf).join('; ');
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`migrate: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);
