@@ -169,7 +169,7 @@ test('an expired or idle session is refused, and the next login purges it', asyn
   expect(rows).toHaveLength(0);
 }, 120_000);
 
-test("the console's role reads the audit views, its sessions and the queues summaries, and nothing else", async () => {
+test("the console's role reads the audit views, its sessions, the queues summaries and who is revoked, and nothing else", async () => {
   const client = new pg.Client({ connectionString: a.databaseUrl });
   await client.connect();
   try {
@@ -183,6 +183,12 @@ test("the console's role reads the audit views, its sessions and the queues summ
     expect(await code('SELECT count(*) FROM app.console_queue_depth')).toBe('ok');
     expect(await code('SELECT count(*) FROM app.console_workers')).toBe('ok');
     expect(await code('SELECT count(*) FROM app.console_sessions')).toBe('ok');
+    // Whether a principal is revoked, and since when (its sessions end): not by whom or why.
+    expect(await code('SELECT tenant, subject, revoked, revoked_at FROM app.principals')).toBe(
+      'ok',
+    );
+    expect(await code('SELECT revoked_by FROM app.principals')).toBe('42501');
+    expect(await code(`UPDATE app.principals SET revoked = false`)).toBe('42501');
     // No task row, no credential, no worker registration, no audit write.
     expect(await code('SELECT count(*) FROM app.tasks')).toBe('42501');
     expect(await code('SELECT count(*) FROM app.workers')).toBe('42501');

@@ -23,6 +23,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'createChainVerifier',
       'createCheckpoint',
       'createCheckpointVerifier',
+      'csvField',
       'ensurePartitions',
       'eventHash',
       'exportMonth',

@@ -5,9 +5,10 @@ import { createRemoteJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jo
 import type { Pool } from '@mtg/db';
 import { createCredentialCipher } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
+import { revocationOf } from '@mtg/tasks';
 import { createGatewayActions } from './actions/gateway-actions.ts';
 import { createOidcClient } from './auth/oidc-client.ts';
-import { requireSession } from './http/guards.ts';
+import { requireSession, type RevocationCheck } from './http/guards.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { createSessionStore } from './http/session-store.ts';
 import { auditRoutes } from './routes/audit-routes.ts';
@@ -79,6 +80,13 @@ export function createConsole(options: ConsoleOptions) {
     cipher: createCredentialCipher(options.sessionKeys.keys, options.sessionKeys.current),
     ...(options.sessionIdleSeconds ? { idleSeconds: options.sessionIdleSeconds } : {}),
   });
+  // On the primary, never the replica: a revocation counts from the moment it is written.
+  const revoked: RevocationCheck = (p) =>
+    revocationOf(pool, {
+      tenant: p.tenant,
+      subject: p.subject,
+      ...(p.issuedAt !== undefined ? { issuedAt: p.issuedAt } : {}),
+    });
   const actions = createGatewayActions({
     mcpUrl: options.gatewayResource,
     ...(options.fetch ? { fetch: options.fetch } : {}),
@@ -109,13 +117,16 @@ export function createConsole(options: ConsoleOptions) {
       issuer: options.issuer,
       audience: options.gatewayResource,
       baseUrl: options.baseUrl,
+      revoked,
       logger,
     }),
   );
-  app.use(requireSession(sessions));
+  app.use(requireSession(sessions, revoked, logger));
   app.get('/', (_req, res) => res.redirect(303, '/tasks'));
-  app.use(taskRoutes({ pool: reads, logger, actions, keys: options.checkpointKeys }));
-  app.use(auditRoutes({ pool: reads, logger, actions, keys: options.checkpointKeys, now }));
+  app.use(taskRoutes({ pool: reads, logger, actions, keys: options.checkpointKeys, sessions }));
+  app.use(
+    auditRoutes({ pool: reads, logger, actions, keys: options.checkpointKeys, now, sessions }),
+  );
   app.use(
     queueRoutes({
       pool: reads,

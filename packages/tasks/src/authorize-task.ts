@@ -53,7 +53,7 @@ export async function authorizeTask(
   const p = ctx.principal;
   const row = TASK_ID.test(taskId) ? await ownedTask(deps, taskId, p, reads) : undefined;
   if (!row) {
-    await deny(deps, ctx, verb, taskId, await whyNotFound(pool, taskId, p));
+    await denyNotFound(deps, ctx, verb, taskId, await whyNotFound(pool, taskId, p));
     return NOT_FOUND;
   }
   if (ctx.admitTool && !ctx.admitTool(row.tool)) {
@@ -112,6 +112,34 @@ async function whyNotFound(pool: Pool, taskId: string, p: Principal): Promise<st
   if (t.subject !== p.subject) return 'other_subject';
   if (t.client !== p.client) return 'other_client';
   return t.gone ? 'retention_passed' : 'unknown_task';
+}
+
+/**
+ * Audits a verb on a task the caller cannot see. The caller's tenant reads its own chain (its
+ * auditors, its evidence bundles, whose events are hashed as written): that an id it probed
+ * is another tenant's task would tell it the id exists, so its event says `unknown_task`, as
+ * for an id that does not exist. The operator of the whole system keeps the distinction: a
+ * second event, in chain 0 (no tenant, so no tenant's view or bundle selects it), records
+ * `cross_tenant` with the caller (`data.callerTenant`) and the task id.
+ */
+async function denyNotFound(
+  deps: DenyDeps,
+  ctx: VerbContext,
+  verb: string,
+  taskId: string,
+  reason: string,
+): Promise<void> {
+  if (reason !== 'cross_tenant') return deny(deps, ctx, verb, taskId, reason);
+  await deny(deps, ctx, verb, taskId, 'unknown_task');
+  await deps.denials.deny({
+    type: 'task.denied',
+    taskId,
+    subject: ctx.principal.subject,
+    client: ctx.principal.client,
+    reason: 'cross_tenant',
+    correlationId: ctx.correlationId,
+    data: { verb, wire: ctx.wire, callerTenant: ctx.principal.tenant },
+  });
 }
 
 /** What authorizing and denying need: the pool, and the fold for repeated denials. */

@@ -5,7 +5,8 @@ import { TASK_ID } from './task-id.ts';
 /** A `task.denied` event as a verb writes it: who, which verb (`data.verb`), why. */
 export type DenialEvent = AuditEvent & {
   type: 'task.denied';
-  tenant: string;
+  /** Unset for a system event (chain 0): a cross-tenant probe, for the system's operator. */
+  tenant?: string;
   subject: string;
   client: string;
   reason: string;

@@ -1,3 +1,5 @@
+import { csvField } from '@mtg/audit';
+
 /** Rows for a terminal (aligned columns), a spreadsheet (CSV) or a program (JSON). */
 export type RowFormat = 'table' | 'csv' | 'json';
 
@@ -6,13 +8,6 @@ function text(value: unknown): string {
   if (value instanceof Date) return value.toISOString();
   if (typeof value === 'object') return JSON.stringify(value);
   return String(value);
-}
-
-function csvField(value: unknown): string {
-  const t = text(value);
-  // A leading =, +, - or @ would be a formula in a spreadsheet.
-  const safe = /^[=+\-@\t\r]/.test(t) ? `'${t}` : t;
-  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
 }
 
 export function formatRows(
@@ -30,7 +25,7 @@ export function formatRows(
   }
   if (format === 'csv') {
     return [columns, ...rows.map((r) => columns.map((c) => r[c]))]
-      .map((line) => line.map(csvField).join(','))
+      .map((line) => line.map((v) => csvField(text(v))).join(','))
       .join('\r\n')
       .concat('\r\n');
   }

@@ -39,6 +39,7 @@ export async function verifyConsoleToken(
       scopes,
       accessToken: token,
       expiresAt: payload.exp!,
+      ...(typeof payload.iat === 'number' ? { issuedAt: payload.iat } : {}),
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { csvField } from '@mtg/audit';
 
 /** A cell as text: timestamps in ISO 8601 UTC, objects as JSON. */
 export function cellText(value: unknown): string {
@@ -8,19 +9,13 @@ export function cellText(value: unknown): string {
   return String(value);
 }
 
-function csvField(value: unknown): string {
-  const text = cellText(value);
-  // A leading =, +, - or @ would be a formula in a spreadsheet: quote and prefix it.
-  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
-  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
-}
-
 export function toCsv(
   columns: readonly string[],
   rows: readonly Record<string, unknown>[],
 ): string {
+  // csvField: RFC 4180 quoting, and a leading ' on what a spreadsheet would run as a formula.
   const lines = [columns.map(csvField).join(',')];
-  for (const row of rows) lines.push(columns.map((c) => csvField(row[c])).join(','));
+  for (const row of rows) lines.push(columns.map((c) => csvField(cellText(row[c]))).join(','));
   return lines.join('\r\n') + '\r\n';
 }
 

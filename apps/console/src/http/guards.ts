@@ -3,7 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '@mtg/log';
 import type { ConsoleRole } from '../auth/roles.ts';
 import type { ReadScope } from '../queries/scope.ts';
-import { cookieOf, SESSION_COOKIE } from './cookies.ts';
+import { clearSessionCookie, cookieOf, SESSION_COOKIE } from './cookies.ts';
 import { html } from './html.ts';
 import type { ConsolePrincipal, Session, SessionStore } from './session-store.ts';
 import { layout } from '../pages/layout.ts';
@@ -13,7 +13,14 @@ import { layout } from '../pages/layout.ts';
  * database login reads the views only), so these are logged with their code; actions are
  * refused and audited by the gateway itself.
  */
-export type ConsoleDenial = 'no_session' | 'role_required' | 'csrf_mismatch' | 'invalid_request';
+export type ConsoleDenial =
+  'no_session' | 'role_required' | 'csrf_mismatch' | 'invalid_request' | 'principal_revoked';
+
+/**
+ * Whether the gateway stopped serving this principal (app.principals, written by its Shared
+ * Signals receiver and its admin API): the console reads the same store on every request.
+ */
+export type RevocationCheck = (p: ConsolePrincipal) => Promise<string | undefined>;
 
 export function sessionOf(res: Response): Session {
   return res.locals.session as Session;
@@ -54,18 +61,50 @@ export function refuse(
     );
 }
 
-/** Loads the session from its cookie; a page without one sends the browser to log in. */
-export function requireSession(sessions: SessionStore) {
+/**
+ * Loads the session from its cookie; a page without one sends the browser to log in. A
+ * session of a principal the gateway has revoked (or of a token issued before its last
+ * revocation) ends here, on whichever request comes first after the revocation.
+ */
+export function requireSession(sessions: SessionStore, revoked: RevocationCheck, logger: Logger) {
   return async (req: Request, res: Response, next: NextFunction) => {
     let session;
+    let revocation;
     try {
       session = await sessions.get(cookieOf(req, SESSION_COOKIE));
+      if (session?.principal) revocation = await revoked(session.principal);
+      if (revocation) await sessions.end(session!.id);
     } catch (error) {
       return next(error);
     }
     if (!session?.principal) {
       if (req.method === 'GET') return res.redirect(303, '/login');
       return res.status(401).type('text').send('not logged in (no_session)');
+    }
+    if (revocation) {
+      const p = session.principal;
+      logger.info('console session ended: principal revoked', {
+        code: 'principal_revoked',
+        revocation,
+        tenant: p.tenant,
+        subject: p.subject,
+        role: p.role,
+      });
+      clearSessionCookie(res);
+      res
+        .status(403)
+        .type('html')
+        .send(
+          layout(
+            'Logged out',
+            undefined,
+            html`<p class="bad" data-code="principal_revoked">
+                Your access has been revoked; this session has ended.
+              </p>
+              <p><a href="/login">Log in</a></p>`,
+          ),
+        );
+      return;
     }
     res.locals.session = session;
     next();

@@ -13,6 +13,17 @@ export interface ConsolePrincipal {
   accessToken: string;
   /** Seconds since the epoch. */
   expiresAt: number;
+  /** The token's `iat` (seconds since the epoch): a revocation after it ends the session. */
+  issuedAt?: number;
+}
+
+/**
+ * The outcome of an action, shown once on the next page. Only the console sets it (in the
+ * sealed session): a notice never comes from the URL, which anyone can write.
+ */
+export interface Flash {
+  kind: 'ok' | 'bad';
+  text: string;
 }
 
 export interface Session {
@@ -23,10 +34,11 @@ export interface Session {
   /** Between /login and /auth/callback. */
   login?: { state: string; codeVerifier: string; role: ConsoleRole };
   principal?: ConsolePrincipal;
+  flash?: Flash;
 }
 
 /** What is sealed in a row: everything of the session but its id. */
-type Sealed = Pick<Session, 'csrf' | 'login' | 'principal'>;
+type Sealed = Pick<Session, 'csrf' | 'login' | 'principal' | 'flash'>;
 
 const LOGIN_TTL_S = 10 * 60;
 /** Idle timeout by default: a session nobody used for this long is over. */
@@ -55,15 +67,20 @@ export function createSessionStore(deps: {
   const token = () => randomBytes(32).toString('base64url');
   const bound = (hash: Buffer, kind: string) => `console-session:${kind}:${hash.toString('hex')}`;
 
-  async function insert(session: Session): Promise<void> {
+  function seal(session: Session) {
     const kind = session.principal ? 'principal' : 'login';
     const hash = sessionIdHash(session.id);
     const content: Sealed = {
       csrf: session.csrf,
       ...(session.login ? { login: session.login } : {}),
       ...(session.principal ? { principal: session.principal } : {}),
+      ...(session.flash ? { flash: session.flash } : {}),
     };
-    const sealed = cipher.seal(JSON.stringify(content), bound(hash, kind));
+    return { kind, hash, sealed: cipher.seal(JSON.stringify(content), bound(hash, kind)) };
+  }
+
+  async function insert(session: Session): Promise<void> {
+    const { kind, hash, sealed } = seal(session);
     await pool.query(
       `INSERT INTO app.console_sessions (id_hash, kind, key_id, iv, ciphertext, tag, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7))`,
@@ -86,9 +103,31 @@ export function createSessionStore(deps: {
     await pool.query(`DELETE FROM app.console_sessions WHERE id_hash = $1`, [sessionIdHash(id)]);
   }
 
+  /** Seals the session's content again (same id, kind and expiry), e.g. with a new flash. */
+  async function reseal(session: Session): Promise<void> {
+    const { hash, sealed } = seal(session);
+    await pool.query(
+      `UPDATE app.console_sessions SET key_id = $2, iv = $3, ciphertext = $4, tag = $5
+        WHERE id_hash = $1`,
+      [hash, sealed.keyId, sealed.iv, sealed.ciphertext, sealed.tag],
+    );
+  }
+
   return {
     end,
     purge,
+    /** Keeps a notice for the next page of this session. */
+    async setFlash(session: Session, flash: Flash): Promise<void> {
+      await reseal({ ...session, flash });
+    },
+    /** The notice kept for this page, if any; it is shown once. */
+    async takeFlash(session: Session): Promise<Flash | undefined> {
+      const { flash, ...rest } = session;
+      if (!flash) return undefined;
+      await reseal(rest);
+      delete session.flash;
+      return flash;
+    },
     /**
      * The session of a cookie, if it is neither expired nor idle; using it counts as activity.
      * Ids that are not ours (wrong shape) cost no query.

@@ -3,39 +3,46 @@ import type { Pool } from '@mtg/db';
 import { verifyAuditTrail, type VerifyAuditTrailReport } from '@mtg/audit';
 
 export interface ChainHealth {
-  /** The newest event of any chain, and how many chains there are. */
+  /** The newest event of the tenant's chain, and how many chains it has (0 or 1). */
   head: { occurredAt: Date; chains: number } | null;
+  /** The latest checkpoint, and whether its heads include the tenant's chain. */
   latestCheckpoint: { heads: number; signedAt: Date; keyId: string } | null;
-  /** Events, over every chain, after the latest checkpoint's heads: covered by no signature. */
+  /** Events of the tenant's chain after the latest checkpoint's head of it. */
   uncovered: number;
   partitions: Array<{
     partition: string;
     chains: number;
     events: number;
-    /** Whether each chain in it starts where it ended the month before (seq and hash). */
+    /** Whether the tenant's chain starts where it ended the month before (seq and hash). */
     continuous: boolean;
   }>;
   /** Verification from the latest checkpoint (or the start), as of this page load. */
-  verification: VerifyAuditTrailReport | { error: string };
+  verification: VerifyAuditTrailReport | { error: string } | { empty: true };
   checkedAt: Date;
 }
 
 const MAX_EVENTS_PER_PAGE = 200_000;
 
-/** The trail as a whole: every chain (one per tenant, and chain 0), never an event's content. */
+/**
+ * The tenant's own chain, as its auditor may see it: its head, what the latest checkpoint
+ * covers of it, its months, and its verification — never another tenant's chain, counts or
+ * breakage (a broken chain of another tenant is not this tenant's news, and its size is not
+ * either). Chain 0 (system events, the legacy history every tenant shared) is the operator
+ * of the whole system's, with `npm run -s audit:verify`.
+ */
 export async function chainHealth(
   pool: Pool,
   keys: JSONWebKeySet | undefined,
   now: () => Date,
+  tenant: string,
 ): Promise<ChainHealth> {
-  const newest = (
-    await pool.query<{ occurred_at: Date }>('SELECT occurred_at FROM audit.chain_head')
-  ).rows[0];
-  const heads = (
-    await pool.query<{ chain_id: string; seq: string }>(
-      'SELECT chain_id, seq FROM audit.chain_heads WHERE seq > 0',
+  const own = (
+    await pool.query<{ chain_id: string; seq: string; occurred_at: Date | null }>(
+      'SELECT chain_id, seq, occurred_at FROM audit.chain_heads WHERE tenant = $1 AND seq > 0',
+      [tenant],
     )
-  ).rows.map((r) => ({ chain: Number(r.chain_id), seq: Number(r.seq) }));
+  ).rows[0];
+  const heads = own ? [{ chain: Number(own.chain_id), seq: Number(own.seq) }] : [];
   const cp = (
     await pool.query<{
       seq: string | null;
@@ -62,7 +69,7 @@ export async function chainHealth(
       'SELECT partition, chain_id, events, first_seq, first_prev_hash, last_seq, last_hash FROM audit.partition_bounds() ORDER BY partition, chain_id',
     )
   ).rows;
-  // Each chain's last run seen so far, month by month.
+  // The chain's last run seen so far, month by month (other chains' rows: only the month).
   const lastOf = new Map<string, { seq: number; hash: string }>();
   const partitions: ChainHealth['partitions'] = [];
   for (const b of bounds) {
@@ -71,7 +78,7 @@ export async function chainHealth(
       p = { partition: b.partition, chains: 0, events: 0, continuous: true };
       partitions.push(p);
     }
-    if (b.chain_id === null) continue;
+    if (b.chain_id === null || !own || b.chain_id !== own.chain_id) continue;
     p.chains++;
     p.events += Number(b.events);
     const before = lastOf.get(b.chain_id);
@@ -80,6 +87,7 @@ export async function chainHealth(
     }
     lastOf.set(b.chain_id, { seq: Number(b.last_seq), hash: b.last_hash! });
   }
+  if (!own) return { ...base(), verification: { empty: true } };
   let verification: ChainHealth['verification'];
   // A page load verifies what a checkpoint does not cover yet, never a whole large trail.
   const toCheck = cp && keys ? uncovered : total;
@@ -94,6 +102,7 @@ export async function chainHealth(
   const client = await pool.connect();
   try {
     verification = await verifyAuditTrail(client, {
+      tenant,
       ...(keys ? { keys } : {}),
       ...(cp && keys ? { fromCheckpoint: 'latest' as const } : {}),
     });
@@ -106,9 +115,13 @@ export async function chainHealth(
 
   function base() {
     return {
-      head: newest ? { occurredAt: newest.occurred_at, chains: heads.length } : null,
+      head: own?.occurred_at ? { occurredAt: own.occurred_at, chains: heads.length } : null,
       latestCheckpoint: cp
-        ? { heads: covered.size, signedAt: cp.signed_at, keyId: cp.key_id }
+        ? {
+            heads: heads.filter((h) => covered.has(h.chain)).length,
+            signedAt: cp.signed_at,
+            keyId: cp.key_id,
+          }
         : null,
       uncovered,
       partitions,

@@ -1,10 +1,11 @@
 import type { Queryable } from '@mtg/db';
-import type { ReadScope } from './scope.ts';
+import { TENANT_REASON, type ReadScope } from './scope.ts';
 
 // audit.denials with the client address: the gateway records it as the body's top-level
 // `origin.ip` (docs/audit.md), which the view does not expose, so read it from event_log
 // (an auditor view too) with the same filter, served by the same partial index.
-const DENIALS = `(SELECT seq, chain_id, occurred_at, type, tenant, subject, client, tool, task_id, reason,
+const DENIALS = `(SELECT seq, chain_id, occurred_at, type, tenant, subject, client, tool, task_id,
+         ${TENANT_REASON} AS reason,
          b -> 'data' ->> 'verb' AS verb, b -> 'origin' ->> 'ip' AS client_ip
     FROM (SELECT *, replace(body, '\\u0000', '\\ufffd')::jsonb AS b FROM audit.event_log
            WHERE type IN ('task.denied', 'auth.denied')) e) d`;

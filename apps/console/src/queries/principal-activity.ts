@@ -1,5 +1,5 @@
 import type { Queryable } from '@mtg/db';
-import type { ReadScope } from './scope.ts';
+import { TENANT_REASON, type ReadScope } from './scope.ts';
 
 export interface ActivityRow {
   seq: number;
@@ -21,7 +21,8 @@ export async function principalActivity(
   limit = 1000,
 ): Promise<ActivityRow[]> {
   const { rows } = await db.query<ActivityRow>(
-    `SELECT seq, occurred_at, role, type, client, tool, task_id, reason, actor_subject
+    `SELECT seq, occurred_at, role, type, client, tool, task_id, ${TENANT_REASON} AS reason,
+            actor_subject
        FROM audit.principal_activity WHERE tenant = $1 AND principal = $2
       ORDER BY occurred_at DESC, chain_id DESC, seq DESC LIMIT $3`,
     [scope.tenant, principal, limit],

@@ -1,5 +1,5 @@
 import type { Queryable } from '@mtg/db';
-import type { ReadScope } from './scope.ts';
+import { TENANT_REASON, type ReadScope } from './scope.ts';
 
 export interface TimelineEvent {
   seq: number;
@@ -25,7 +25,7 @@ export async function taskTimeline(
   taskId: string,
 ): Promise<TimelineEvent[] | undefined> {
   const { rows } = await db.query<TimelineEvent>(
-    `SELECT seq, occurred_at, type, subject, client, tool, reason, correlation_id,
+    `SELECT seq, occurred_at, type, subject, client, tool, ${TENANT_REASON} AS reason, correlation_id,
             actor_subject, actor_kind, data
        FROM audit.task_timeline WHERE task_id = $1 AND tenant = $2
       ORDER BY occurred_at, chain_id, seq`,
@@ -33,8 +33,35 @@ export async function taskTimeline(
   );
   const created = rows.find((r) => r.type === 'task.created');
   if (!created) return undefined;
-  if (scope.ownerOnly !== undefined && created.subject !== scope.ownerOnly) return undefined;
+  if (scope.ownerOnly !== undefined) {
+    if (created.subject !== scope.ownerOnly) return undefined;
+    return rows.map((r) => (isDenialOfAnother(r, scope.ownerOnly!) ? denialWithoutWho(r) : r));
+  }
   return rows;
+}
+
+const DENIALS = new Set(['task.denied', 'auth.denied']);
+
+function isDenialOfAnother(e: TimelineEvent, owner: string): boolean {
+  return DENIALS.has(e.type) && e.subject !== owner;
+}
+
+/**
+ * A user sees that someone was refused their task, and when and why, not who: the prober's
+ * subject, client, correlation and request details (its address) are for the tenant's
+ * auditors. The verb stays: "a read was refused" is the user's own business.
+ */
+function denialWithoutWho(e: TimelineEvent): TimelineEvent {
+  const verb = e.data?.verb;
+  return {
+    ...e,
+    subject: null,
+    client: null,
+    correlation_id: null,
+    actor_subject: null,
+    actor_kind: null,
+    data: typeof verb === 'string' ? { verb } : null,
+  };
 }
 
 /** The systems a task touched, as its events name them (delegation audiences, targets). */

@@ -2,6 +2,7 @@ import type { JSONWebKeySet } from 'jose';
 import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import type { GatewayActions } from '../actions/gateway-actions.ts';
+import type { SessionStore } from '../http/session-store.ts';
 
 /** What the auditor and operator pages are given. */
 export interface AuditRouteDeps {
@@ -12,4 +13,6 @@ export interface AuditRouteDeps {
   /** The checkpoint signing keys' public JWKS, when configured. */
   keys: () => Promise<JSONWebKeySet | undefined>;
   now: () => Date;
+  /** Where an action's outcome is kept for the next page. */
+  sessions: SessionStore;
 }

@@ -5,7 +5,7 @@ import type { OidcClient } from '../auth/oidc-client.ts';
 import type { ConsoleRole } from '../auth/roles.ts';
 import { verifyConsoleToken } from '../auth/verify-console-token.ts';
 import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/cookies.ts';
-import { requireCsrf } from '../http/guards.ts';
+import { requireCsrf, type RevocationCheck } from '../http/guards.ts';
 import { html } from '../http/html.ts';
 import type { SessionStore } from '../http/session-store.ts';
 import { layout } from '../pages/layout.ts';
@@ -25,6 +25,8 @@ export function authRoutes(deps: {
   audience: string;
   /** The console's own address: the callback URL is rebuilt on it, whatever Host said. */
   baseUrl: string;
+  /** Whether the gateway has revoked a principal: a revoked one cannot log in. */
+  revoked: RevocationCheck;
   logger: Logger;
 }): Router {
   const { oidc, sessions, logger } = deps;
@@ -56,8 +58,55 @@ export function authRoutes(deps: {
     );
   });
 
+  /**
+   * A login replaces the session in the cookie. Over a live session it needs the person's own
+   * say (a form with the session's CSRF token), so a plain link to /login/start elsewhere
+   * cannot log anyone out; the session it replaces ends in the database too.
+   */
   router.get('/login/start', async (req: Request, res: Response) => {
     const role = ROLES.find((r) => r === req.query.role) ?? 'user';
+    const current = await sessions.get(cookieOf(req, SESSION_COOKIE));
+    if (current?.principal && !(await deps.revoked(current.principal))) {
+      const p = current.principal;
+      res.type('html').send(
+        layout(
+          'Log in again?',
+          current,
+          html`<p>
+              You are logged in as ${p.subject} of ${p.tenant} (${p.role}). Logging in again ends
+              this session.
+            </p>
+            <form method="post" action="/login/start">
+              <input type="hidden" name="csrf" value="${current.csrf}" />
+              <input type="hidden" name="role" value="${role}" />
+              <button type="submit" id="login-again">Log out and log in as ${role}</button>
+            </form>
+            <p><a href="/tasks">Stay logged in</a></p>`,
+        ),
+      );
+      return;
+    }
+    // A login under way in this browser (or a revoked session) is abandoned: its row goes.
+    if (current) await sessions.end(current.id);
+    await beginLogin(role, res);
+  });
+
+  router.post(
+    '/login/start',
+    express.urlencoded({ extended: false, limit: '4kb' }),
+    async (req: Request, res: Response, next) => {
+      res.locals.session = await sessions.get(cookieOf(req, SESSION_COOKIE));
+      next();
+    },
+    requireCsrf(logger),
+    async (req: Request, res: Response) => {
+      const role = ROLES.find((r) => r === req.body?.role) ?? 'user';
+      await sessions.end(res.locals.session.id);
+      await beginLogin(role, res);
+    },
+  );
+
+  async function beginLogin(role: ConsoleRole, res: Response): Promise<void> {
     let begun;
     try {
       begun = await oidc.begin(role);
@@ -82,7 +131,7 @@ export function authRoutes(deps: {
     });
     setSessionCookie(res, session.id, 600);
     res.redirect(303, begun.url.href);
-  });
+  }
 
   router.get('/auth/callback', async (req: Request, res: Response) => {
     const session = await sessions.get(cookieOf(req, SESSION_COOKIE));
@@ -117,6 +166,18 @@ export function authRoutes(deps: {
     if (!verified.ok) {
       logger.info('login token refused', { code: verified.code, error: verified.message });
       return fail(403, `The token is not usable here (${verified.code}).`);
+    }
+    // Revoked at the gateway (an IdP's signal, or an administrator): no session here either.
+    const revocation = await deps.revoked(verified.principal);
+    if (revocation) {
+      await sessions.end(session.id);
+      logger.info('login refused: principal revoked', {
+        code: 'principal_revoked',
+        revocation,
+        tenant: verified.principal.tenant,
+        subject: verified.principal.subject,
+      });
+      return fail(403, 'Your access has been revoked (principal_revoked).');
     }
     const next = await sessions.establish(session, verified.principal);
     setSessionCookie(res, next.id, verified.principal.expiresAt - Math.floor(Date.now() / 1000));

@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import { cellText } from '../http/export.ts';
-import { sessionOf } from '../http/guards.ts';
+import { principalOf, sessionOf } from '../http/guards.ts';
 import { html } from '../http/html.ts';
 import { chainHealth } from '../queries/chain-health.ts';
 import { layout } from '../pages/layout.ts';
@@ -12,20 +12,23 @@ export function chainRoutes(deps: AuditRouteDeps): Router {
   const { pool } = deps;
   const router = Router();
   router.get('/chain', async (_req: Request, res: Response) => {
-    const h = await chainHealth(pool, await deps.keys(), deps.now);
+    const p = principalOf(res);
+    const h = await chainHealth(pool, await deps.keys(), deps.now, p.tenant);
     const v = h.verification;
     const verdict =
-      'error' in v
-        ? html`<span class="bad">could not verify: ${v.error}</span>`
-        : v.ok
-          ? html`<span class="ok">intact</span>: ${v.events} events
-              checked${v.anchor.seq > 0 ? ` from the checkpoint at event ${v.anchor.seq}` : ' from the start'},
-              ${v.checkpoints.verified}/${v.checkpoints.total} checkpoints verified`
-          : html`<span class="bad"
-                >BROKEN at event
-                ${v.failure ? `${v.failure.seq} of chain ${v.failure.chain}` : '?'}</span
-              >: ${v.failures.length > 1 ? `(${v.failures.length} chains broken) ` : ''}
-              ${v.failure?.message ?? v.checkpointProblems.map((c) => c.message).join('; ')}`;
+      'empty' in v
+        ? html`no events of ${p.tenant} yet`
+        : 'error' in v
+          ? html`<span class="bad">could not verify: ${v.error}</span>`
+          : v.ok
+            ? html`<span class="ok">intact</span>: ${v.events} events
+                checked${v.anchor.seq > 0 ? ` from the checkpoint at event ${v.anchor.seq}` : ' from the start'},
+                ${v.checkpoints.verified}/${v.checkpoints.total} checkpoints verified`
+            : html`<span class="bad"
+                  >BROKEN at event
+                  ${v.failure ? `${v.failure.seq} of chain ${v.failure.chain}` : '?'}</span
+                >: ${v.failures.length > 1 ? `(${v.failures.length} chains broken) ` : ''}
+                ${v.failure?.message ?? v.checkpointProblems.map((c) => c.message).join('; ')}`;
     const age = h.latestCheckpoint
       ? Math.round((h.checkedAt.getTime() - h.latestCheckpoint.signedAt.getTime()) / 60_000)
       : undefined;
@@ -37,13 +40,13 @@ export function chainRoutes(deps: AuditRouteDeps): Router {
         <tr>
           <th>Head</th>
           <td>
-            ${h.head ? `newest event at ${cellText(h.head.occurredAt)}, ${h.head.chains} chain(s)` : 'no events'}
+            ${h.head ? `newest event of ${p.tenant} at ${cellText(h.head.occurredAt)}` : 'no events'}
           </td>
         </tr>
         <tr>
           <th>Latest checkpoint</th>
           <td>
-            ${h.latestCheckpoint ? `${h.latestCheckpoint.heads} chain head(s), signed ${cellText(h.latestCheckpoint.signedAt)} (${age} min ago) by key ${h.latestCheckpoint.keyId}` : html`<span class="warn">none: run npm run -s audit:checkpoint</span>`}
+            ${h.latestCheckpoint ? `${h.latestCheckpoint.heads ? `covers ${p.tenant}'s chain` : `does not cover ${p.tenant}'s chain yet`}, signed ${cellText(h.latestCheckpoint.signedAt)} (${age} min ago) by key ${h.latestCheckpoint.keyId}` : html`<span class="warn">none: run npm run -s audit:checkpoint</span>`}
           </td>
         </tr>
         <tr>
@@ -53,15 +56,15 @@ export function chainRoutes(deps: AuditRouteDeps): Router {
           </td>
         </tr>
       </table>
-      <p>
-        Each tenant has a chain of its own, and system events chain 0: this page shows the chains'
-        shape, never another tenant's events.
+      <p id="chain-scope">
+        Tenant ${p.tenant} has a chain of its own: this page verifies and counts that chain only,
+        never another tenant's. The whole trail (every chain, and chain 0 of system events) is
+        verified with <code>npm run -s audit:verify</code>.
       </p>
       <h2>Months</h2>
       ${table(
         [
           { key: 'partition', label: 'Partition' },
-          { key: 'chains', label: 'Chains' },
           { key: 'events', label: 'Events' },
           {
             key: 'continuous',

@@ -11,6 +11,7 @@ import {
 } from '../http/guards.ts';
 import { html } from '../http/html.ts';
 import { listQuery } from '../http/list-query.ts';
+import { flashNotice, takeNotice } from '../http/notice.ts';
 import { describeIssues, PrincipalQuery } from '../http/parse-query.ts';
 import { principalActivity, type ActivityRow } from '../queries/principal-activity.ts';
 import { listRevocations, type RevocationRow } from '../queries/revocations.ts';
@@ -58,12 +59,7 @@ export function principalRoutes(deps: AuditRouteDeps): Router {
     const rows = sub ? await principalActivity(pool, readScopeOf(p), sub) : [];
     if (format)
       return sendExport(res, format, `principal-${sub ?? ''}`, ACTIVITY_COLUMNS, rows as never);
-    const notice =
-      typeof req.query.done === 'string'
-        ? html`<p class="ok" id="action-result">${req.query.done}</p>`
-        : typeof req.query.failed === 'string'
-          ? html`<p class="bad" id="action-result">${req.query.failed}</p>`
-          : '';
+    const notice = await takeNotice(deps.sessions, res);
     const actions = (action: 'revoke' | 'restore') =>
       html`<form method="post" action="/principals/${action}" class="inline">
         <input type="hidden" name="csrf" value="${sessionOf(res).csrf}" /><input
@@ -85,7 +81,7 @@ export function principalRoutes(deps: AuditRouteDeps): Router {
       ${
         sub
           ? html`<h2>Activity of ${sub} in ${p.tenant}</h2>
-              ${exportLinks('/principals', req.query)}${table<ActivityRow>(
+              ${exportLinks('/principals', { sub })}${table<ActivityRow>(
                 [
                   { key: 'seq', label: 'Seq' },
                   { key: 'occurred_at', label: 'When' },
@@ -123,10 +119,12 @@ export function principalRoutes(deps: AuditRouteDeps): Router {
         const p = principalOf(res);
         const { subject, reason } = parsed.data;
         const r = await deps.actions.principal(p.accessToken, action, subject, reason || undefined);
-        const q = r.ok
-          ? `done=${encodeURIComponent(r.detail)}`
-          : `failed=${encodeURIComponent(`Not done: ${r.message}`)}`;
-        res.redirect(303, `/principals?sub=${encodeURIComponent(subject)}&${q}`);
+        await flashNotice(
+          deps.sessions,
+          res,
+          r.ok ? { kind: 'ok', text: r.detail } : { kind: 'bad', text: `Not done: ${r.message}` },
+        );
+        res.redirect(303, `/principals?sub=${encodeURIComponent(subject)}`);
       },
     );
   }

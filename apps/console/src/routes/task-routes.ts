@@ -15,6 +15,8 @@ import {
 } from '../http/guards.ts';
 import { html } from '../http/html.ts';
 import { listQuery } from '../http/list-query.ts';
+import { flashNotice, takeNotice } from '../http/notice.ts';
+import type { SessionStore } from '../http/session-store.ts';
 import { TaskSearchQuery } from '../http/parse-query.ts';
 import { searchTasks, TASK_STATUSES, type TaskSummary } from '../queries/search-tasks.ts';
 import { systemsTouched, taskTimeline, type TimelineEvent } from '../queries/task-timeline.ts';
@@ -51,6 +53,8 @@ export function taskRoutes(deps: {
   logger: Logger;
   actions: GatewayActions;
   keys: () => Promise<JSONWebKeySet | undefined>;
+  /** Where an action's outcome is kept for the next page. */
+  sessions: SessionStore;
 }): Router {
   const { pool, logger } = deps;
   const router = Router();
@@ -154,12 +158,7 @@ export function taskRoutes(deps: {
       (e) => e.type === 'task.delegated' || e.type === 'task.identity_refreshed',
     );
     const status = await chainStatus(id, p.tenant);
-    const notice =
-      typeof req.query.done === 'string'
-        ? html`<p class="ok" id="action-result">${req.query.done}</p>`
-        : typeof req.query.failed === 'string'
-          ? html`<p class="bad" id="action-result">${req.query.failed}</p>`
-          : '';
+    const notice = await takeNotice(deps.sessions, res);
     const body = html` ${notice}
       <table class="facts">
         <tr>
@@ -320,10 +319,14 @@ export function taskRoutes(deps: {
         taskId: found.id,
         ok: r.ok,
       });
-      const q = r.ok
-        ? `done=${encodeURIComponent(`Cancelled: ${r.detail}`)}`
-        : `failed=${encodeURIComponent(`Not cancelled: ${r.message}`)}`;
-      res.redirect(303, `/tasks/${found.id}?${q}`);
+      await flashNotice(
+        deps.sessions,
+        res,
+        r.ok
+          ? { kind: 'ok', text: `Cancelled: ${r.detail}` }
+          : { kind: 'bad', text: `Not cancelled: ${r.message}` },
+      );
+      res.redirect(303, `/tasks/${found.id}`);
     },
   );
   return router;
