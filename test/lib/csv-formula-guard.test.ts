@@ -3,7 +3,7 @@
 // any kind (space, newline, tab, no-break space, zero-width), which spreadsheets skip.
 import { csvField } from '../../packages/audit/src/index.ts';
 import { toCsv } from '../../apps/console/src/http/export.ts';
-import { formatRows } from '../../scripts/lib/audit/format-rows.ts';
+import { formatRows } from '../../apps/cli/src/audit/format-rows.ts';
 
 const TRIGGERS = ['=', '+', '-', '@', '\uff1d', '\uff0b', '\uff0d', '\uff20'];
 const LEADS = [
