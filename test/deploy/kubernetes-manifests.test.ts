@@ -6,10 +6,14 @@
 // secret inlined. Skipped, saying so, where kubectl is not installed.
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { DEFAULT_DRAIN_MS } from '../../apps/gateway/src/serve.ts';
 import { loadToolRegistry } from '../../packages/tools/src/index.ts';
+import { loadUpstreams, upstreamQueue } from '../../packages/upstreams/src/index.ts';
 
 const ROOT = fileURLToPath(new URL('../../deploy/kubernetes/', import.meta.url));
 const OVERLAYS = readdirSync(`${ROOT}overlays`).sort();
@@ -82,6 +86,19 @@ const envOf = (container: any, objects: Obj[]): Record<string, string> => {
   for (const e of container.env ?? []) if (typeof e.value === 'string') env[e.name] = e.value;
   return env;
 };
+/** Whether a scaler's query counts a queue: any of its `name LIKE '…'` patterns (ORed). */
+const countedBy = (query: string) => {
+  const patterns = [...query.matchAll(/name LIKE '([^']+)'/g)].map(
+    (m) =>
+      new RegExp(
+        `^${m[1]!
+          .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+          .replace(/%/g, '.*')
+          .replace(/_/g, '.')}$`,
+      ),
+  );
+  return (queue: string) => patterns.some((p) => p.test(queue));
+};
 const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
   Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
@@ -109,6 +126,30 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       objects = render(overlay);
     });
     const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
+    const workers = () =>
+      ofKind('Deployment').filter((d) => d.metadata.name.startsWith('mtg-worker'));
+    const scalersOf = (w: Obj) =>
+      ofKind('ScaledObject').filter((s) => s.spec.scaleTargetRef.name === w.metadata.name);
+    /** The pools' UPSTREAMS_FILE, read from the ConfigMap mounted at its path; unset: none. */
+    const configuredUpstreams = async (file: string | undefined) => {
+      if (file === undefined) return [];
+      const mounted = workers()
+        .map((w) => podTemplate(w).spec)
+        .flatMap((spec) =>
+          (spec.containers[0].volumeMounts ?? []).map((m: any) => ({
+            m,
+            v: (spec.volumes ?? []).find((v: any) => v.name === m.name),
+          })),
+        )
+        .find(({ m, v }) => v?.configMap && file.startsWith(`${m.mountPath}/`));
+      if (!mounted) throw new Error(`UPSTREAMS_FILE ${file} is on no ConfigMap a pool mounts`);
+      const cm = objects.find(
+        (o) => o.kind === 'ConfigMap' && o.metadata.name === mounted.v.configMap.name,
+      )!;
+      const local = path.join(await mkdtemp(path.join(os.tmpdir(), 'mtg-upstreams-')), 'u.yaml');
+      await writeFile(local, cm.data[file.slice(mounted.m.mountPath.length + 1)]);
+      return loadUpstreams(local);
+    };
     const workloads = () =>
       objects.filter((o) => ['Deployment', 'Job', 'CronJob'].includes(o.kind));
 
@@ -192,9 +233,8 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       expect(config.data.ALLOWED_HOSTS).toBeUndefined();
     });
 
-    test('the gateway has several replicas, an HPA on CPU, a PodDisruptionBudget and a Service', () => {
+    test('the gateway has several replicas (by its HPA), an HPA on CPU, a PodDisruptionBudget and a Service', () => {
       const gateway = ofKind('Deployment').find((d) => d.metadata.name === 'mtg-gateway')!;
-      expect(gateway.spec.replicas).toBeGreaterThan(1);
       const hpa = ofKind('HorizontalPodAutoscaler').find(
         (h) => h.spec.scaleTargetRef.name === 'mtg-gateway',
       )!;
@@ -207,42 +247,69 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       expect(ofKind('Service').some((s) => matches(s.spec.selector, labels))).toBe(true);
     });
 
-    test("each worker pool has a PodDisruptionBudget and a KEDA ScaledObject counting its own tools' queues", async () => {
-      const registry = await loadToolRegistry({
-        packs: ['@mtg/demo-tools'],
-        env: {},
-      });
-      for (const w of ofKind('Deployment').filter((d) =>
-        d.metadata.name.startsWith('mtg-worker'),
-      )) {
+    test('each worker pool has a PodDisruptionBudget and a KEDA ScaledObject on its own queues', () => {
+      for (const w of workers()) {
         const labels = podTemplate(w).metadata.labels;
         const pdbs = ofKind('PodDisruptionBudget').filter((p) =>
           matches(p.spec.selector.matchLabels, labels),
         );
         expect([w.metadata.name, pdbs.length]).toEqual([w.metadata.name, 1]);
-        const scaled = ofKind('ScaledObject').filter(
-          (s) => s.spec.scaleTargetRef.name === w.metadata.name,
-        );
+        const scaled = scalersOf(w);
         expect([w.metadata.name, scaled.length]).toEqual([w.metadata.name, 1]);
         const trigger = scaled[0]!.spec.triggers[0];
         expect(trigger.type).toBe('postgresql');
-        const env = envOf(podTemplate(w).spec.containers[0], objects);
-        const tools = env.WORKER_TOOLS ? env.WORKER_TOOLS.split(',') : [...registry.long.keys()];
-        const patterns = [...trigger.metadata.query.matchAll(/name LIKE '([^']+)'/g)].map(
-          (m) => m[1],
-        );
-        const like = (p: string) => new RegExp(`^${p.replace(/\./g, '\\.').replace(/%/g, '.*')}$`);
-        // Every queue the pool serves is counted, and no other tool's queue is.
-        for (const [name, tool] of registry.long) {
-          const queue = registry.entry(name)!.queue!;
-          const counted = patterns.some((p) => like(p).test(queue));
-          expect([w.metadata.name, tool.name, counted]).toEqual([
-            w.metadata.name,
-            tool.name,
-            tools.includes(name) || !env.WORKER_TOOLS,
-          ]);
-        }
         expect(trigger.metadata.query).toContain("state IN ('created', 'retry')");
+      }
+    });
+
+    test('every queue of the configured packs and upstreams is served by exactly one pool, and counted by that pool’s scaler alone', async () => {
+      // The registry as the pods build it: TOOL_PACKS and UPSTREAMS_FILE of the ConfigMap.
+      const config = ofKind('ConfigMap').find((c) => c.metadata.name.startsWith('mtg-config'))!;
+      const packs = config.data.TOOL_PACKS.split(',');
+      const registry = await loadToolRegistry({ packs, env: {} });
+      const pools = workers().map((w) => {
+        const env = envOf(podTemplate(w).spec.containers[0], objects);
+        const tools = env.WORKER_TOOLS?.split(',');
+        return {
+          name: w.metadata.name,
+          serves: (queue: { tool?: string; upstream?: string }) =>
+            queue.tool !== undefined
+              ? !tools || tools.includes(queue.tool)
+              : // A worker given UPSTREAMS_FILE serves every upstream's queue (docs/upstreams.md).
+                env.UPSTREAMS_FILE !== undefined,
+          counts: countedBy(scalersOf(w)[0]!.spec.triggers[0].metadata.query),
+          takesUpstreams: !tools,
+        };
+      });
+      const queues = [
+        ...[...registry.long.keys()].map((tool) => ({ tool, name: registry.entry(tool)!.queue! })),
+        ...(await configuredUpstreams(config.data.UPSTREAMS_FILE)).map((u) => ({
+          upstream: u.name,
+          name: upstreamQueue(u.name),
+        })),
+      ];
+      expect(queues.length).toBeGreaterThan(0);
+      for (const queue of queues) {
+        const serving = pools.filter((p) => p.serves(queue)).map((p) => p.name);
+        const counting = pools.filter((p) => p.counts(queue.name)).map((p) => p.name);
+        expect([queue.name, serving.length, counting]).toEqual([queue.name, 1, serving]);
+      }
+      // A pool of every tool takes the upstreams' queues too once UPSTREAMS_FILE is set, so its
+      // scaler counts them before any is configured.
+      for (const p of pools.filter((p) => p.takesUpstreams)) {
+        expect([p.name, p.counts(upstreamQueue('any'))]).toEqual([p.name, true]);
+      }
+    });
+
+    test('no Deployment an autoscaler owns pins its replicas (an apply would reset the count)', () => {
+      const scaled = [
+        ...ofKind('HorizontalPodAutoscaler').map((h) => h.spec.scaleTargetRef),
+        ...ofKind('ScaledObject').map((s) => s.spec.scaleTargetRef),
+      ].map((ref) => `${ref.kind}/${ref.name}`);
+      expect(scaled).toContain('Deployment/mtg-gateway');
+      for (const d of ofKind('Deployment')) {
+        if (!scaled.includes(`Deployment/${d.metadata.name}`)) continue;
+        expect([d.metadata.name, d.spec.replicas]).toEqual([d.metadata.name, undefined]);
       }
     });
 
