@@ -427,6 +427,8 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       expect(command('mtg-audit-checkpoint')).toContain(
         'scripts/audit-verify.ts --from-checkpoint latest --record',
       );
+      // A chain the signer refused (exit 1) is still verified and recorded: that raises the alert.
+      expect(command('mtg-audit-checkpoint')).not.toMatch(/audit-checkpoint\.ts\s*&&/);
       expect(command('mtg-audit-archive')).toContain('scripts/audit-archive.ts --out /archive');
       expect(jobs['mtg-audit-archive']!.spec.concurrencyPolicy).toBe('Forbid');
     });
