@@ -321,6 +321,35 @@ test("one tenant's tampered chain does not leave the other tenants without a che
   );
 });
 
+test('--every goes on signing the intact chains past a refused one, and exits 1 on SIGTERM after a refusal', async () => {
+  db = await createTestDatabase();
+  await appendRound(db.url, ['acme', 'globex'], 3);
+  expect(await checkpointScript([], env())).toMatchObject({ code: 0 });
+  const acme = await chainOf('acme');
+  const globex = await chainOf('globex');
+  await tamper(db.url, [`DELETE FROM audit.events WHERE chain_id = ${acme} AND seq = 3`]);
+  const lines: string[] = [];
+  const stop = new AbortController();
+  let appended = false;
+  const result = await runScript('scripts/audit-checkpoint.ts', ['--every', '0.2'], env(), {
+    signal: stop.signal,
+    onStdout: (chunk) => {
+      lines.push(...chunk.split('\n').filter(Boolean));
+      if (lines.length === 1 && !appended) {
+        appended = true;
+        void appendRound(db.url, ['globex'], 2);
+      }
+      if (lines.length === 2) stop.abort();
+    },
+  });
+  expect(result.code).toBe(1);
+  expect(lines.map((l) => JSON.parse(l).heads)).toEqual([
+    [expect.objectContaining({ chain: globex, seq: 3 })],
+    [expect.objectContaining({ chain: globex, seq: 5 })],
+  ]);
+  expect(result.stderr.match(/refused 1: chain \d+ \(tenant "acme"\)/g)).toHaveLength(2);
+});
+
 test("a tenant's export carries its own chain and the checkpoint's heads, and verifies offline on its own", async () => {
   db = await createTestDatabase();
   await appendRound(db.url, ['acme', 'globex', undefined], 5);
