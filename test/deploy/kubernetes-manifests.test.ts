@@ -6,7 +6,7 @@
 // secret inlined. Skipped, saying so, where kubectl is not installed.
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -102,6 +102,73 @@ const countedBy = (query: string) => {
 const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
   Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
+const workersOf = (objects: Obj[]) =>
+  objects.filter((o) => o.kind === 'Deployment' && o.metadata.name.startsWith('mtg-worker'));
+const scalersOfIn = (objects: Obj[], w: Obj) =>
+  objects.filter(
+    (o) => o.kind === 'ScaledObject' && o.spec.scaleTargetRef.name === w.metadata.name,
+  );
+
+/** The workers' UPSTREAMS_FILE, read from the ConfigMap mounted at its path; unset: none. */
+async function configuredUpstreams(objects: Obj[], file: string | undefined) {
+  if (file === undefined) return [];
+  const mounted = workersOf(objects)
+    .map((w) => podTemplate(w).spec)
+    .flatMap((spec) =>
+      (spec.containers[0].volumeMounts ?? []).map((m: any) => ({
+        m,
+        v: (spec.volumes ?? []).find((v: any) => v.name === m.name),
+      })),
+    )
+    .find(({ m, v }) => v?.configMap && file.startsWith(`${m.mountPath}/`));
+  if (!mounted) throw new Error(`UPSTREAMS_FILE ${file} is on no ConfigMap a worker mounts`);
+  const cm = objects.find(
+    (o) => o.kind === 'ConfigMap' && o.metadata.name === mounted.v.configMap.name,
+  )!;
+  const local = path.join(await mkdtemp(path.join(os.tmpdir(), 'mtg-upstreams-')), 'u.yaml');
+  await writeFile(local, cm.data[file.slice(mounted.m.mountPath.length + 1)]);
+  return loadUpstreams(local);
+}
+
+/**
+ * Each queue the pods would install and serve — one per long tool of the ConfigMap's
+ * TOOL_PACKS (`tool.<name>.<fingerprint>`), one per upstream of its UPSTREAMS_FILE
+ * (`upstream.<name>`) — with the pools that serve it (WORKER_TOOLS; a worker given
+ * UPSTREAMS_FILE serves every upstream's queue, docs/upstreams.md) and those whose scaler
+ * query counts it.
+ */
+async function queueCoverage(objects: Obj[]) {
+  const config = objects.find(
+    (o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('mtg-config'),
+  )!;
+  const registry = await loadToolRegistry({ packs: config.data.TOOL_PACKS.split(','), env: {} });
+  const pools = workersOf(objects).map((w) => {
+    const env = envOf(podTemplate(w).spec.containers[0], objects);
+    const tools = env.WORKER_TOOLS?.split(',');
+    return {
+      name: w.metadata.name,
+      serves: (queue: { tool?: string }) =>
+        queue.tool !== undefined
+          ? !tools || tools.includes(queue.tool)
+          : env.UPSTREAMS_FILE !== undefined,
+      counts: countedBy(scalersOfIn(objects, w)[0]!.spec.triggers[0].metadata.query),
+      takesUpstreams: !tools,
+    };
+  });
+  const installed: Array<{ name: string; tool?: string }> = [
+    ...[...registry.long.keys()].map((tool) => ({ tool, name: registry.entry(tool)!.queue! })),
+    ...(await configuredUpstreams(objects, config.data.UPSTREAMS_FILE)).map((u) => ({
+      name: upstreamQueue(u.name),
+    })),
+  ];
+  const queues = installed.map((q) => ({
+    name: q.name,
+    serving: pools.filter((p) => p.serves(q)).map((p) => p.name),
+    counting: pools.filter((p) => p.counts(q.name)).map((p) => p.name),
+  }));
+  return { queues, pools };
+}
+
 let models: Map<string, Model>;
 beforeAll(async () => {
   models = await loadModels();
@@ -120,36 +187,67 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
     expect(() => broken.validate()).toThrow();
   });
 
+  test('with an upstream configured (UPSTREAMS_FILE in the ConfigMap), its queue is checked too: the default pool serves and counts it, per-tool pools that all take it are caught', async () => {
+    const withUpstream = async (overlay: string) => {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'mtg-kustomize-'));
+      await writeFile(
+        path.join(dir, 'upstreams.yaml'),
+        'upstreams:\n  ledger:\n    url: https://ledger.example.com/mcp\n    scope: upstream:ledger\n',
+      );
+      await writeFile(
+        path.join(dir, 'kustomization.yaml'),
+        [
+          'apiVersion: kustomize.config.k8s.io/v1beta1',
+          'kind: Kustomization',
+          'namespace: mcp-task-gateway',
+          'resources:',
+          `  - ${path.relative(dir, `${ROOT}overlays/${overlay}`)}`,
+          'configMapGenerator:',
+          '  - name: mtg-config',
+          '    behavior: merge',
+          '    literals: [UPSTREAMS_FILE=/etc/mtg/upstreams/upstreams.yaml]',
+          '  - name: mtg-upstreams',
+          '    files: [upstreams.yaml]',
+          'patches:',
+          '  - target: { kind: Deployment, name: mtg-worker-.* }',
+          '    patch: |-',
+          '      - op: add',
+          '        path: /spec/template/spec/volumes/-',
+          '        value: { name: upstreams, configMap: { name: mtg-upstreams } }',
+          '      - op: add',
+          '        path: /spec/template/spec/containers/0/volumeMounts/-',
+          '        value: { name: upstreams, mountPath: /etc/mtg/upstreams, readOnly: true }',
+          '',
+        ].join('\n'),
+      );
+      try {
+        const out = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
+        const coverage = await queueCoverage(parseAllDocuments(out).map((d) => d.toJS() as Obj));
+        return coverage.queues.find((q) => q.name === upstreamQueue('ledger'));
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    };
+    expect(await withUpstream('external-idp')).toEqual({
+      name: 'upstream.ledger',
+      serving: ['mtg-worker-all'],
+      counting: ['mtg-worker-all'],
+    });
+    expect(await withUpstream('production')).toEqual({
+      name: 'upstream.ledger',
+      serving: ['mtg-worker-provision', 'mtg-worker-records', 'mtg-worker-reports'],
+      counting: [],
+    });
+  });
+
   describe.each(OVERLAYS)('overlay %s', (overlay) => {
     let objects: Obj[];
     beforeAll(() => {
       objects = render(overlay);
     });
     const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
-    const workers = () =>
-      ofKind('Deployment').filter((d) => d.metadata.name.startsWith('mtg-worker'));
-    const scalersOf = (w: Obj) =>
-      ofKind('ScaledObject').filter((s) => s.spec.scaleTargetRef.name === w.metadata.name);
-    /** The pools' UPSTREAMS_FILE, read from the ConfigMap mounted at its path; unset: none. */
-    const configuredUpstreams = async (file: string | undefined) => {
-      if (file === undefined) return [];
-      const mounted = workers()
-        .map((w) => podTemplate(w).spec)
-        .flatMap((spec) =>
-          (spec.containers[0].volumeMounts ?? []).map((m: any) => ({
-            m,
-            v: (spec.volumes ?? []).find((v: any) => v.name === m.name),
-          })),
-        )
-        .find(({ m, v }) => v?.configMap && file.startsWith(`${m.mountPath}/`));
-      if (!mounted) throw new Error(`UPSTREAMS_FILE ${file} is on no ConfigMap a pool mounts`);
-      const cm = objects.find(
-        (o) => o.kind === 'ConfigMap' && o.metadata.name === mounted.v.configMap.name,
-      )!;
-      const local = path.join(await mkdtemp(path.join(os.tmpdir(), 'mtg-upstreams-')), 'u.yaml');
-      await writeFile(local, cm.data[file.slice(mounted.m.mountPath.length + 1)]);
-      return loadUpstreams(local);
-    };
+    const workers = () => workersOf(objects);
+    const scalersOf = (w: Obj) => scalersOfIn(objects, w);
     const workloads = () =>
       objects.filter((o) => ['Deployment', 'Job', 'CronJob'].includes(o.kind));
 
@@ -263,40 +361,14 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
     });
 
     test('every queue of the configured packs and upstreams is served by exactly one pool, and counted by that pool’s scaler alone', async () => {
-      // The registry as the pods build it: TOOL_PACKS and UPSTREAMS_FILE of the ConfigMap.
-      const config = ofKind('ConfigMap').find((c) => c.metadata.name.startsWith('mtg-config'))!;
-      const packs = config.data.TOOL_PACKS.split(',');
-      const registry = await loadToolRegistry({ packs, env: {} });
-      const pools = workers().map((w) => {
-        const env = envOf(podTemplate(w).spec.containers[0], objects);
-        const tools = env.WORKER_TOOLS?.split(',');
-        return {
-          name: w.metadata.name,
-          serves: (queue: { tool?: string; upstream?: string }) =>
-            queue.tool !== undefined
-              ? !tools || tools.includes(queue.tool)
-              : // A worker given UPSTREAMS_FILE serves every upstream's queue (docs/upstreams.md).
-                env.UPSTREAMS_FILE !== undefined,
-          counts: countedBy(scalersOf(w)[0]!.spec.triggers[0].metadata.query),
-          takesUpstreams: !tools,
-        };
-      });
-      const queues = [
-        ...[...registry.long.keys()].map((tool) => ({ tool, name: registry.entry(tool)!.queue! })),
-        ...(await configuredUpstreams(config.data.UPSTREAMS_FILE)).map((u) => ({
-          upstream: u.name,
-          name: upstreamQueue(u.name),
-        })),
-      ];
-      expect(queues.length).toBeGreaterThan(0);
-      for (const queue of queues) {
-        const serving = pools.filter((p) => p.serves(queue)).map((p) => p.name);
-        const counting = pools.filter((p) => p.counts(queue.name)).map((p) => p.name);
-        expect([queue.name, serving.length, counting]).toEqual([queue.name, 1, serving]);
+      const coverage = await queueCoverage(objects);
+      expect(coverage.queues.length).toBeGreaterThan(0);
+      for (const q of coverage.queues) {
+        expect([q.name, q.serving.length, q.counting]).toEqual([q.name, 1, q.serving]);
       }
       // A pool of every tool takes the upstreams' queues too once UPSTREAMS_FILE is set, so its
       // scaler counts them before any is configured.
-      for (const p of pools.filter((p) => p.takesUpstreams)) {
+      for (const p of coverage.pools.filter((p) => p.takesUpstreams)) {
         expect([p.name, p.counts(upstreamQueue('any'))]).toEqual([p.name, true]);
       }
     });
