@@ -245,6 +245,14 @@ test('an administrator’s cancel of another user’s task is no denial: exactly
   expect(adminEvents.filter((e) => e.type === 'task.admin_cancelled')).toHaveLength(1);
   expect(adminEvents.filter((e) => e.type === 'task.cancelled')).toEqual([]);
 
+  // As the console does it: tasks/cancel over MCP with an operator's token of tasks:admin only.
+  const gretasTask = await start('greta');
+  const operator = await stack.token('operator-8', 'acme', { scope: 'tasks:admin' });
+  expect(await coreWire(stack.mcpUrl).cancel(operator, gretasTask)).toMatchObject({ ok: true });
+  const operatorEvents = await eventsOf(gretasTask);
+  expect(operatorEvents.filter((e) => e.type === 'task.denied')).toEqual([]);
+  expect(operatorEvents.filter((e) => e.type === 'task.admin_cancelled')).toHaveLength(1);
+
   // Without the administrator scope it is a refusal: audited, and answered as a missing task.
   const ericsTask = await start('eric');
   const stranger = await stack.token('frank', 'acme');
