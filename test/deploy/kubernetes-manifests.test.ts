@@ -6,10 +6,14 @@
 // secret inlined. Skipped, saying so, where kubectl is not installed.
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { DEFAULT_DRAIN_MS } from '../../apps/gateway/src/serve.ts';
 import { loadToolRegistry } from '../../packages/tools/src/index.ts';
+import { loadUpstreams, upstreamQueue } from '../../packages/upstreams/src/index.ts';
 
 const ROOT = fileURLToPath(new URL('../../deploy/kubernetes/', import.meta.url));
 const OVERLAYS = readdirSync(`${ROOT}overlays`).sort();
@@ -82,8 +86,88 @@ const envOf = (container: any, objects: Obj[]): Record<string, string> => {
   for (const e of container.env ?? []) if (typeof e.value === 'string') env[e.name] = e.value;
   return env;
 };
+/** Whether a scaler's query counts a queue: any of its `name LIKE '…'` patterns (ORed). */
+const countedBy = (query: string) => {
+  const patterns = [...query.matchAll(/name LIKE '([^']+)'/g)].map(
+    (m) =>
+      new RegExp(
+        `^${m[1]!
+          .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+          .replace(/%/g, '.*')
+          .replace(/_/g, '.')}$`,
+      ),
+  );
+  return (queue: string) => patterns.some((p) => p.test(queue));
+};
 const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
   Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+
+const workersOf = (objects: Obj[]) =>
+  objects.filter((o) => o.kind === 'Deployment' && o.metadata.name.startsWith('mtg-worker'));
+const scalersOfIn = (objects: Obj[], w: Obj) =>
+  objects.filter(
+    (o) => o.kind === 'ScaledObject' && o.spec.scaleTargetRef.name === w.metadata.name,
+  );
+
+/** The workers' UPSTREAMS_FILE, read from the ConfigMap mounted at its path; unset: none. */
+async function configuredUpstreams(objects: Obj[], file: string | undefined) {
+  if (file === undefined) return [];
+  const mounted = workersOf(objects)
+    .map((w) => podTemplate(w).spec)
+    .flatMap((spec) =>
+      (spec.containers[0].volumeMounts ?? []).map((m: any) => ({
+        m,
+        v: (spec.volumes ?? []).find((v: any) => v.name === m.name),
+      })),
+    )
+    .find(({ m, v }) => v?.configMap && file.startsWith(`${m.mountPath}/`));
+  if (!mounted) throw new Error(`UPSTREAMS_FILE ${file} is on no ConfigMap a worker mounts`);
+  const cm = objects.find(
+    (o) => o.kind === 'ConfigMap' && o.metadata.name === mounted.v.configMap.name,
+  )!;
+  const local = path.join(await mkdtemp(path.join(os.tmpdir(), 'mtg-upstreams-')), 'u.yaml');
+  await writeFile(local, cm.data[file.slice(mounted.m.mountPath.length + 1)]);
+  return loadUpstreams(local);
+}
+
+/**
+ * Each queue the pods would install and serve — one per long tool of the ConfigMap's
+ * TOOL_PACKS (`tool.<name>.<fingerprint>`), one per upstream of its UPSTREAMS_FILE
+ * (`upstream.<name>`) — with the pools that serve it (WORKER_TOOLS; a worker given
+ * UPSTREAMS_FILE serves every upstream's queue, docs/upstreams.md) and those whose scaler
+ * query counts it.
+ */
+async function queueCoverage(objects: Obj[]) {
+  const config = objects.find(
+    (o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('mtg-config'),
+  )!;
+  const registry = await loadToolRegistry({ packs: config.data.TOOL_PACKS.split(','), env: {} });
+  const pools = workersOf(objects).map((w) => {
+    const env = envOf(podTemplate(w).spec.containers[0], objects);
+    const tools = env.WORKER_TOOLS?.split(',');
+    return {
+      name: w.metadata.name,
+      serves: (queue: { tool?: string }) =>
+        queue.tool !== undefined
+          ? !tools || tools.includes(queue.tool)
+          : env.UPSTREAMS_FILE !== undefined,
+      counts: countedBy(scalersOfIn(objects, w)[0]!.spec.triggers[0].metadata.query),
+      takesUpstreams: !tools,
+    };
+  });
+  const installed: Array<{ name: string; tool?: string }> = [
+    ...[...registry.long.keys()].map((tool) => ({ tool, name: registry.entry(tool)!.queue! })),
+    ...(await configuredUpstreams(objects, config.data.UPSTREAMS_FILE)).map((u) => ({
+      name: upstreamQueue(u.name),
+    })),
+  ];
+  const queues = installed.map((q) => ({
+    name: q.name,
+    serving: pools.filter((p) => p.serves(q)).map((p) => p.name),
+    counting: pools.filter((p) => p.counts(q.name)).map((p) => p.name),
+  }));
+  return { queues, pools };
+}
 
 let models: Map<string, Model>;
 beforeAll(async () => {
@@ -103,12 +187,67 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
     expect(() => broken.validate()).toThrow();
   });
 
+  test('with an upstream configured (UPSTREAMS_FILE in the ConfigMap), its queue is checked too: the default pool serves and counts it, per-tool pools that all take it are caught', async () => {
+    const withUpstream = async (overlay: string) => {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'mtg-kustomize-'));
+      await writeFile(
+        path.join(dir, 'upstreams.yaml'),
+        'upstreams:\n  ledger:\n    url: https://ledger.example.com/mcp\n    scope: upstream:ledger\n',
+      );
+      await writeFile(
+        path.join(dir, 'kustomization.yaml'),
+        [
+          'apiVersion: kustomize.config.k8s.io/v1beta1',
+          'kind: Kustomization',
+          'namespace: mcp-task-gateway',
+          'resources:',
+          `  - ${path.relative(dir, `${ROOT}overlays/${overlay}`)}`,
+          'configMapGenerator:',
+          '  - name: mtg-config',
+          '    behavior: merge',
+          '    literals: [UPSTREAMS_FILE=/etc/mtg/upstreams/upstreams.yaml]',
+          '  - name: mtg-upstreams',
+          '    files: [upstreams.yaml]',
+          'patches:',
+          '  - target: { kind: Deployment, name: mtg-worker-.* }',
+          '    patch: |-',
+          '      - op: add',
+          '        path: /spec/template/spec/volumes/-',
+          '        value: { name: upstreams, configMap: { name: mtg-upstreams } }',
+          '      - op: add',
+          '        path: /spec/template/spec/containers/0/volumeMounts/-',
+          '        value: { name: upstreams, mountPath: /etc/mtg/upstreams, readOnly: true }',
+          '',
+        ].join('\n'),
+      );
+      try {
+        const out = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
+        const coverage = await queueCoverage(parseAllDocuments(out).map((d) => d.toJS() as Obj));
+        return coverage.queues.find((q) => q.name === upstreamQueue('ledger'));
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    };
+    expect(await withUpstream('external-idp')).toEqual({
+      name: 'upstream.ledger',
+      serving: ['mtg-worker-all'],
+      counting: ['mtg-worker-all'],
+    });
+    expect(await withUpstream('production')).toEqual({
+      name: 'upstream.ledger',
+      serving: ['mtg-worker-provision', 'mtg-worker-records', 'mtg-worker-reports'],
+      counting: [],
+    });
+  });
+
   describe.each(OVERLAYS)('overlay %s', (overlay) => {
     let objects: Obj[];
     beforeAll(() => {
       objects = render(overlay);
     });
     const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
+    const workers = () => workersOf(objects);
+    const scalersOf = (w: Obj) => scalersOfIn(objects, w);
     const workloads = () =>
       objects.filter((o) => ['Deployment', 'Job', 'CronJob'].includes(o.kind));
 
@@ -192,9 +331,8 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       expect(config.data.ALLOWED_HOSTS).toBeUndefined();
     });
 
-    test('the gateway has several replicas, an HPA on CPU, a PodDisruptionBudget and a Service', () => {
+    test('the gateway has several replicas (by its HPA), an HPA on CPU, a PodDisruptionBudget and a Service', () => {
       const gateway = ofKind('Deployment').find((d) => d.metadata.name === 'mtg-gateway')!;
-      expect(gateway.spec.replicas).toBeGreaterThan(1);
       const hpa = ofKind('HorizontalPodAutoscaler').find(
         (h) => h.spec.scaleTargetRef.name === 'mtg-gateway',
       )!;
@@ -207,42 +345,43 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       expect(ofKind('Service').some((s) => matches(s.spec.selector, labels))).toBe(true);
     });
 
-    test("each worker pool has a PodDisruptionBudget and a KEDA ScaledObject counting its own tools' queues", async () => {
-      const registry = await loadToolRegistry({
-        packs: ['@mtg/demo-tools'],
-        env: {},
-      });
-      for (const w of ofKind('Deployment').filter((d) =>
-        d.metadata.name.startsWith('mtg-worker'),
-      )) {
+    test('each worker pool has a PodDisruptionBudget and a KEDA ScaledObject on its own queues', () => {
+      for (const w of workers()) {
         const labels = podTemplate(w).metadata.labels;
         const pdbs = ofKind('PodDisruptionBudget').filter((p) =>
           matches(p.spec.selector.matchLabels, labels),
         );
         expect([w.metadata.name, pdbs.length]).toEqual([w.metadata.name, 1]);
-        const scaled = ofKind('ScaledObject').filter(
-          (s) => s.spec.scaleTargetRef.name === w.metadata.name,
-        );
+        const scaled = scalersOf(w);
         expect([w.metadata.name, scaled.length]).toEqual([w.metadata.name, 1]);
         const trigger = scaled[0]!.spec.triggers[0];
         expect(trigger.type).toBe('postgresql');
-        const env = envOf(podTemplate(w).spec.containers[0], objects);
-        const tools = env.WORKER_TOOLS ? env.WORKER_TOOLS.split(',') : [...registry.long.keys()];
-        const patterns = [...trigger.metadata.query.matchAll(/name LIKE '([^']+)'/g)].map(
-          (m) => m[1],
-        );
-        const like = (p: string) => new RegExp(`^${p.replace(/\./g, '\\.').replace(/%/g, '.*')}$`);
-        // Every queue the pool serves is counted, and no other tool's queue is.
-        for (const [name, tool] of registry.long) {
-          const queue = registry.entry(name)!.queue!;
-          const counted = patterns.some((p) => like(p).test(queue));
-          expect([w.metadata.name, tool.name, counted]).toEqual([
-            w.metadata.name,
-            tool.name,
-            tools.includes(name) || !env.WORKER_TOOLS,
-          ]);
-        }
         expect(trigger.metadata.query).toContain("state IN ('created', 'retry')");
+      }
+    });
+
+    test('every queue of the configured packs and upstreams is served by exactly one pool, and counted by that pool’s scaler alone', async () => {
+      const coverage = await queueCoverage(objects);
+      expect(coverage.queues.length).toBeGreaterThan(0);
+      for (const q of coverage.queues) {
+        expect([q.name, q.serving.length, q.counting]).toEqual([q.name, 1, q.serving]);
+      }
+      // A pool of every tool takes the upstreams' queues too once UPSTREAMS_FILE is set, so its
+      // scaler counts them before any is configured.
+      for (const p of coverage.pools.filter((p) => p.takesUpstreams)) {
+        expect([p.name, p.counts(upstreamQueue('any'))]).toEqual([p.name, true]);
+      }
+    });
+
+    test('no Deployment an autoscaler owns pins its replicas (an apply would reset the count)', () => {
+      const scaled = [
+        ...ofKind('HorizontalPodAutoscaler').map((h) => h.spec.scaleTargetRef),
+        ...ofKind('ScaledObject').map((s) => s.spec.scaleTargetRef),
+      ].map((ref) => `${ref.kind}/${ref.name}`);
+      expect(scaled).toContain('Deployment/mtg-gateway');
+      for (const d of ofKind('Deployment')) {
+        if (!scaled.includes(`Deployment/${d.metadata.name}`)) continue;
+        expect([d.metadata.name, d.spec.replicas]).toEqual([d.metadata.name, undefined]);
       }
     });
 
@@ -360,6 +499,8 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       expect(command('mtg-audit-checkpoint')).toContain(
         'scripts/audit-verify.ts --from-checkpoint latest --record',
       );
+      // A chain the signer refused (exit 1) is still verified and recorded: that raises the alert.
+      expect(command('mtg-audit-checkpoint')).not.toMatch(/audit-checkpoint\.ts\s*&&/);
       expect(command('mtg-audit-archive')).toContain('scripts/audit-archive.ts --out /archive');
       expect(jobs['mtg-audit-archive']!.spec.concurrencyPolicy).toBe('Forbid');
     });

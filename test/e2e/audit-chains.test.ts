@@ -232,17 +232,122 @@ test("a checkpoint signs every chain's head; one chain's tail cut after it is ca
   expect(outside.stdout).toMatch(/^audit chain BROKEN at event 4 \(truncated\)/);
 });
 
-test('the signer refuses to sign when one chain fell below the head a checkpoint attests', async () => {
+test('one chain fell below the head a checkpoint attests: it alone is refused, the intact chains are still signed', async () => {
   db = await createTestDatabase();
   await appendRound(db.url, ['acme', 'globex'], 4);
   expect(await checkpointScript([], env())).toMatchObject({ code: 0 });
   const globex = await chainOf('globex');
+  const acme = await chainOf('acme');
   await tamper(db.url, [`DELETE FROM audit.events WHERE chain_id = ${globex} AND seq = 4`]);
+  await appendRound(db.url, ['acme'], 2);
   const refused = await checkpointScript([], env());
   expect(refused.code).toBe(1);
   expect(refused.stderr).toMatch(
     new RegExp(`refusing to sign: chain ${globex} \\(tenant "globex"\\): .*event 4`),
   );
+  expect(refused.stderr).toMatch(
+    new RegExp(
+      `error: signed 1 intact chain\\(s\\); refused 1: chain ${globex} \\(tenant "globex"\\)`,
+    ),
+  );
+  // acme's new head is signed; globex keeps only what the first checkpoint attested.
+  const signed = JSON.parse(refused.stdout);
+  const acmeHead = await sql(
+    db.url,
+    'SELECT chain_id::int AS chain, seq::int, hash FROM audit.chain_heads WHERE chain_id = $1',
+    [acme],
+  );
+  expect(signed.heads).toEqual(acmeHead);
+  expect(acmeHead[0].seq).toBe(6);
+});
+
+test("one tenant's tampered chain does not leave the other tenants without a checkpoint: their bundles still verify", async () => {
+  db = await createTestDatabase();
+  await appendRound(db.url, ['acme', 'globex', undefined], 3);
+  expect(await checkpointScript([], env())).toMatchObject({ code: 0 });
+  const acme = await chainOf('acme');
+  const globex = await chainOf('globex');
+  await appendRound(db.url, ['acme', 'globex', undefined], 2);
+  await tamper(db.url, [
+    `UPDATE audit.events SET body = replace(body, '"data":{', '"data":{"x":1,') WHERE chain_id = ${acme} AND seq = 4`,
+  ]);
+
+  const run = await checkpointScript([], env());
+  expect(run.code).toBe(1);
+  expect(run.stderr).toMatch(
+    new RegExp(`refusing to sign: chain ${acme} \\(tenant "acme"\\): event 4 was modified`),
+  );
+  expect(run.stderr).not.toMatch(/globex|system/);
+  const line = JSON.parse(run.stdout);
+  expect(line.heads.map((h: { chain: number }) => h.chain)).toEqual([0, globex]);
+  expect(line.heads.find((h: { chain: number }) => h.chain === globex).seq).toBe(5);
+  expect(await sql(db.url, 'SELECT count(*)::int AS n FROM audit.checkpoints')).toEqual([{ n: 2 }]);
+
+  // globex's evidence up to its current head is covered by the new checkpoint.
+  const file = path.join(dir, 'globex.json');
+  const exported = await runScript(
+    'scripts/audit.ts',
+    [
+      'bundle',
+      '--from',
+      '2000-01-01T00:00Z',
+      '--to',
+      '2100-01-01T00:00Z',
+      '--tenant',
+      'globex',
+      '--out',
+      file,
+    ],
+    env(),
+  );
+  expect(exported).toMatchObject({ code: 0 });
+  const keys = path.join(dir, 'data', 'audit', 'jwks.json');
+  const offline = await verifyScript(['--bundle', file, '--keys', keys], {});
+  expect(offline.stdout).toMatch(new RegExp(`verified: events 1\\.\\.5 of chain ${globex}`));
+  expect(offline.code).toBe(0);
+
+  // The refused chain stays refused on later runs, which keep signing the others.
+  await appendRound(db.url, ['globex'], 1);
+  const again = await checkpointScript([], env());
+  expect(again.code).toBe(1);
+  expect(
+    JSON.parse(again.stdout).heads.find((h: { chain: number }) => h.chain === globex).seq,
+  ).toBe(6);
+  // And verification still names the broken chain (the alarm the checkpoint job records).
+  const verified = await verifyScript(['--from-checkpoint', 'latest'], env());
+  expect(verified.code).toBe(1);
+  expect(verified.stdout).toMatch(
+    new RegExp(`BROKEN at event 4 \\(modified\\) in chain ${acme} \\(tenant "acme"\\)`),
+  );
+});
+
+test('--every goes on signing the intact chains past a refused one, and exits 1 on SIGTERM after a refusal', async () => {
+  db = await createTestDatabase();
+  await appendRound(db.url, ['acme', 'globex'], 3);
+  expect(await checkpointScript([], env())).toMatchObject({ code: 0 });
+  const acme = await chainOf('acme');
+  const globex = await chainOf('globex');
+  await tamper(db.url, [`DELETE FROM audit.events WHERE chain_id = ${acme} AND seq = 3`]);
+  const lines: string[] = [];
+  const stop = new AbortController();
+  let appended = false;
+  const result = await runScript('scripts/audit-checkpoint.ts', ['--every', '0.2'], env(), {
+    signal: stop.signal,
+    onStdout: (chunk) => {
+      lines.push(...chunk.split('\n').filter(Boolean));
+      if (lines.length === 1 && !appended) {
+        appended = true;
+        void appendRound(db.url, ['globex'], 2);
+      }
+      if (lines.length === 2) stop.abort();
+    },
+  });
+  expect(result.code).toBe(1);
+  expect(lines.map((l) => JSON.parse(l).heads)).toEqual([
+    [expect.objectContaining({ chain: globex, seq: 3 })],
+    [expect.objectContaining({ chain: globex, seq: 5 })],
+  ]);
+  expect(result.stderr.match(/refused 1: chain \d+ \(tenant "acme"\)/g)).toHaveLength(2);
 });
 
 test("a tenant's export carries its own chain and the checkpoint's heads, and verifies offline on its own", async () => {
@@ -396,4 +501,14 @@ test('a single-chain database is carried forward: the legacy segment and its che
   const moved = await verifyScript(['--keys', keys], env());
   expect(moved.code).toBe(1);
   expect(moved.stdout).toMatch(/in chain 0 \(system\): chain 0's legacy segment ends at event 14/);
+  // The signer refuses chain 0 for it and signs the tenants' chains under the signed boundary.
+  await appendRound(db.url, ['acme'], 1);
+  const signer = await checkpointScript([], env());
+  expect(signer.code).toBe(1);
+  expect(signer.stderr).toMatch(
+    /refusing to sign: chain 0 \(system\): chain 0's legacy segment ends at event 14 by audit\.chains, but a checkpoint signed event 12/,
+  );
+  const partial = JSON.parse(signer.stdout);
+  expect(partial.heads.map((h: { chain: number }) => h.chain)).toEqual([1, 2]);
+  expect(partial.legacyUntil).toBe(12);
 });

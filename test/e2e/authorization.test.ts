@@ -218,3 +218,50 @@ test('an administrator cancels another user’s task in their own tenant, not in
     'cross_tenant',
   );
 });
+
+test('an administrator’s cancel of another user’s task is no denial: exactly the admin cancel; a stranger’s cancel is one', async () => {
+  const wire = jobToolsWire(stack.mcpUrl);
+  const start = async (who: string) =>
+    wire.start(await stack.token(who, 'acme'), 'bulk_update_records', {
+      collection: `adm-${who}`,
+      count: 3000,
+      patch: { b: 1 },
+    });
+  const eventsOf = (taskId: string) =>
+    sql<{ type: string; reason: string | null; subject: string }>(
+      stack.db.url,
+      `SELECT type, reason, subject FROM audit.events WHERE task_id = $1 ORDER BY seq`,
+      [taskId],
+    );
+
+  const davesTask = await start('dave');
+  const admin = await stack.token('operator-7', 'acme', { scope: 'tasks:admin records:write' });
+  expect(await wire.cancel(admin, davesTask)).toMatchObject({
+    ok: true,
+    value: { status: 'cancelled' },
+  });
+  const adminEvents = await eventsOf(davesTask);
+  expect(adminEvents.filter((e) => e.type === 'task.denied')).toEqual([]);
+  expect(adminEvents.filter((e) => e.type === 'task.admin_cancelled')).toHaveLength(1);
+  expect(adminEvents.filter((e) => e.type === 'task.cancelled')).toEqual([]);
+
+  // As the console does it: tasks/cancel over MCP with an operator's token of tasks:admin only.
+  const gretasTask = await start('greta');
+  const operator = await stack.token('operator-8', 'acme', { scope: 'tasks:admin' });
+  expect(await coreWire(stack.mcpUrl).cancel(operator, gretasTask)).toMatchObject({ ok: true });
+  const operatorEvents = await eventsOf(gretasTask);
+  expect(operatorEvents.filter((e) => e.type === 'task.denied')).toEqual([]);
+  expect(operatorEvents.filter((e) => e.type === 'task.admin_cancelled')).toHaveLength(1);
+
+  // Without the administrator scope it is a refusal: audited, and answered as a missing task.
+  const ericsTask = await start('eric');
+  const stranger = await stack.token('frank', 'acme');
+  const refused = await wire.cancel(stranger, ericsTask);
+  expect(refused.ok).toBe(false);
+  expect(refused).toEqual(await wire.cancel(stranger, randomId()));
+  const strangerEvents = await eventsOf(ericsTask);
+  expect(
+    strangerEvents.filter((e) => e.type === 'task.denied').map((e) => [e.subject, e.reason]),
+  ).toEqual([['frank', 'other_subject']]);
+  expect(strangerEvents.map((e) => e.type)).not.toContain('task.admin_cancelled');
+});

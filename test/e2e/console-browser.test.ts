@@ -232,6 +232,12 @@ test('an operator cancels a running task: it stops, and the cancel is in its tim
     [longTask],
   );
   expect(cancel.length).toBeGreaterThan(0);
+  // The operator's cancel is the admin path, not a refusal: no denial against the task.
+  const types = await sql(stack.db.url, 'SELECT type FROM audit.events WHERE task_id = $1', [
+    longTask,
+  ]);
+  expect(types.filter((e) => e.type === 'task.denied')).toEqual([]);
+  expect(types.filter((e) => e.type === 'task.admin_cancelled')).toHaveLength(1);
   expect(await page.locator('table').last().innerText()).toContain('olga');
   const before = (await stack.writes(longTask)).length;
   await new Promise((r) => setTimeout(r, 600));

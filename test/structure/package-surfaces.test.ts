@@ -77,6 +77,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'HashedFields',
       'MonthBounds',
       'ReadChainOptions',
+      'RefusedChain',
       'RequestOrigin',
       'SignedCheckpoint',
       'SigningKey',

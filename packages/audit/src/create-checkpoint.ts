@@ -34,10 +34,26 @@ export interface CreateCheckpointOptions {
   now: () => Date;
 }
 
+/** A chain left out of a checkpoint because it does not verify. */
+export interface RefusedChain {
+  chain: number;
+  /** The chain's tenant; null for chain 0 (system events). */
+  tenant: string | null;
+  failure: ChainFailure;
+  /** `refusing to sign: chain 3 (tenant "acme"): event 14 was modified` */
+  message: string;
+}
+
 export type CreateCheckpointResult =
   | {
       ok: true;
+      /** Covers every chain that verified; those that did not are in `refused`. */
       checkpoint: SignedCheckpoint & { id: number };
+      /**
+       * Chains that did not verify and so were left out of the checkpoint (empty when every
+       * chain was signed). Not empty is an alarm: a chain was tampered with or cut.
+       */
+      refused: RefusedChain[];
       /** Events verified before signing (those after the previous checkpoint, every chain). */
       verifiedEvents: number;
       /** The newest checkpoint verification started from, if any. */
@@ -46,7 +62,16 @@ export type CreateCheckpointResult =
       skipped: number;
     }
   | { ok: false; code: 'empty'; message: string }
-  | { ok: false; code: 'chain_broken'; message: string; failure: ChainFailure; chain: number }
+  | {
+      ok: false;
+      /** Every chain with events was refused: nothing signed. */
+      code: 'chain_broken';
+      message: string;
+      /** The first refused chain's failure (as `refused[0]`). */
+      failure: ChainFailure;
+      chain: number;
+      refused: RefusedChain[];
+    }
   | { ok: false; code: 'bad_checkpoint'; message: string };
 
 type Trusted = SignedCheckpoint & { id: string };
@@ -55,9 +80,12 @@ type Trusted = SignedCheckpoint & { id: string };
  * Signs a checkpoint of every chain head (or of each chain's last event before `before`) and
  * stores it in audit.checkpoints. It signs only what it has verified: for each chain, the
  * events from the latest trusted checkpoint's head of that chain (or its start) to the head
- * it signs, read in one snapshot; a broken chain, or a stored checkpoint with a bad
- * signature, is refused, and so is a head below one a checkpoint already signed (a cut
- * tail). Periodic runs so verify only the events since the previous run.
+ * it signs, read in one snapshot; a broken chain is refused, and so is a head below one a
+ * checkpoint already signed (a cut tail). A refused chain is left out and named in
+ * `refused`; the other chains are still signed, so one tenant's broken chain does not leave
+ * every tenant's evidence without a checkpoint. A stored checkpoint with a bad signature
+ * refuses the whole run (no chain's starting point can be trusted). Periodic runs so verify
+ * only the events since the previous run.
  */
 export async function createCheckpoint(
   client: pg.ClientBase,
@@ -77,6 +105,7 @@ export async function createCheckpoint(
   let since: Trusted | undefined;
   let verifiedEvents = 0;
   let skipped = 0;
+  const refused: RefusedChain[] = [];
   try {
     await readChainSession(client);
     const stored = await client.query<{ id: string; jws: string; heads: string | null }>({
@@ -101,35 +130,36 @@ export async function createCheckpoint(
     const chains = await listChains(client, trusted);
     legacyUntil = chains.find((c) => c.chain === 0)?.legacyUntil ?? 0;
     const signedBoundary = trusted.find((t) => t.legacyUntil !== undefined)?.legacyUntil;
+    const refuse = (record: ChainRecord, failure: ChainFailure) =>
+      refused.push({
+        chain: record.chain,
+        tenant: record.tenant,
+        failure,
+        message: `refusing to sign: chain ${describeChain(record)}: ${failure.message}`,
+      });
+    let boundaryMoved: ChainFailure | undefined;
     if (signedBoundary !== undefined && signedBoundary !== legacyUntil) {
-      await client.query('ROLLBACK');
-      const failure: ChainFailure = {
+      boundaryMoved = {
         code: 'checkpoint_mismatch',
         seq: Math.min(signedBoundary, legacyUntil) + 1,
         message: `chain 0's legacy segment ends at event ${legacyUntil} by audit.chains, but a checkpoint signed event ${signedBoundary}: the boundary was moved`,
       };
-      return {
-        ok: false,
-        code: 'chain_broken',
-        message: `refusing to sign: ${failure.message}`,
-        failure,
-        chain: 0,
-      };
+      // Chain 0 is refused; the others are signed with the boundary as it was signed, so
+      // no checkpoint ever attests the moved one.
+      legacyUntil = signedBoundary;
     }
     const targets = options.before ? await headsBefore(client, options.before) : undefined;
 
     for (const record of chains) {
+      if (record.chain === 0 && boundaryMoved) {
+        refuse(record, boundaryMoved);
+        continue;
+      }
       const target = targets ? targets.get(record.chain) : headOfRecord(record);
       const checked = await checkChain(client, record, target, trusted);
       if ('failure' in checked) {
-        await client.query('ROLLBACK');
-        return {
-          ok: false,
-          code: 'chain_broken',
-          message: `refusing to sign: chain ${describeChain(record)}: ${checked.failure.message}`,
-          failure: checked.failure,
-          chain: record.chain,
-        };
+        refuse(record, checked.failure);
+        continue;
       }
       verifiedEvents += checked.verifiedEvents;
       if (checked.since && (!since || checked.since.signedAt > since.signedAt))
@@ -140,6 +170,16 @@ export async function createCheckpoint(
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});
     throw error;
+  }
+  if (heads.length === 0 && refused[0]) {
+    return {
+      ok: false,
+      code: 'chain_broken',
+      message: refused.map((r) => r.message).join('\n'),
+      failure: refused[0].failure,
+      chain: refused[0].chain,
+      refused,
+    };
   }
   if (heads.length === 0) {
     return { ok: false, code: 'empty', message: 'the audit trail is empty: nothing to sign' };
@@ -157,6 +197,7 @@ export async function createCheckpoint(
   return {
     ok: true,
     checkpoint: { ...signed, id },
+    refused,
     verifiedEvents,
     ...(since ? { since: withoutId(since) } : {}),
     skipped,

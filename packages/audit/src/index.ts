@@ -64,6 +64,7 @@ export {
   createCheckpoint,
   type CreateCheckpointOptions,
   type CreateCheckpointResult,
+  type RefusedChain,
 } from './create-checkpoint.ts';
 export { ensurePartitions } from './ensure-partitions.ts';
 export {

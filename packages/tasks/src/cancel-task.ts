@@ -1,6 +1,6 @@
 import { authorizeTask, deny, type DenyDeps, type VerbContext } from './authorize-task.ts';
 import { CHANNELS } from './channels.ts';
-import { NOT_FOUND, taskError, type TaskOutcome } from './errors.ts';
+import { taskError, type TaskOutcome } from './errors.ts';
 import type { TaskEvents } from './task-events.ts';
 import { TASK_ID } from './task-id.ts';
 import { isTerminal, TASK_SELECT, toView, type TaskRow, type TaskView } from './task-row.ts';
@@ -38,24 +38,16 @@ export async function cancelTask(
   const p = ctx.principal;
   let task: TaskRow;
   let path: 'owner' | 'admin' = 'owner';
-  const own = await authorizeTask(deps, taskId, 'cancel', ctx, scopeOf);
-  if (own.ok) {
-    task = own.task;
-  } else if (
-    own.code === 'task_not_found' &&
-    p.scopes.includes(ADMIN_SCOPE) &&
-    TASK_ID.test(taskId)
-  ) {
-    // Administrators cancel other users' work in their own tenant only.
-    const r = await deps.pool.query<TaskRow>(
-      `SELECT * FROM app.tasks WHERE id = $1 AND tenant = $2 AND ${RETAINED}`,
-      [taskId, p.tenant],
-    );
-    if (!r.rows[0]) return NOT_FOUND;
-    task = r.rows[0];
+  // The administrator path is decided before the owner check: an operator cancelling someone
+  // else's task is not refused anything, so the owner check must not audit a denial for it.
+  const foreign = await foreignTaskForAdmin(deps, taskId, ctx);
+  if (foreign) {
+    task = foreign;
     path = 'admin';
   } else {
-    return own;
+    const own = await authorizeTask(deps, taskId, 'cancel', ctx, scopeOf);
+    if (!own.ok) return own;
+    task = own.task;
   }
   if (isTerminal(task.status)) {
     return taskError('task_terminal', `Task already ${task.status}; it cannot be cancelled`);
@@ -87,6 +79,26 @@ export async function cancelTask(
     settled ??
     (await deps.pool.query<TaskRow>('SELECT * FROM app.tasks WHERE id = $1', [taskId])).rows[0]!;
   return { ok: true, task: toView(finalRow) };
+}
+
+/**
+ * For a caller holding the administrator scope: the retained task of their own tenant that
+ * is not their own (another subject or client), or undefined — then the owner check decides,
+ * and a refusal there is a real one (another tenant, unknown id), audited as a denial.
+ */
+async function foreignTaskForAdmin(
+  deps: CancelDeps,
+  taskId: string,
+  ctx: VerbContext,
+): Promise<TaskRow | undefined> {
+  const p = ctx.principal;
+  if (!p.scopes.includes(ADMIN_SCOPE) || !TASK_ID.test(taskId)) return undefined;
+  const r = await deps.pool.query<TaskRow>(
+    `SELECT ${TASK_SELECT} FROM app.tasks
+      WHERE id = $1 AND tenant = $2 AND NOT (subject = $3 AND client = $4) AND ${RETAINED}`,
+    [taskId, p.tenant, p.subject, p.client],
+  );
+  return r.rows[0];
 }
 
 async function awaitStop(

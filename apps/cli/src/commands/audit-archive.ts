@@ -82,9 +82,12 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         ...(before !== undefined ? { before } : {}),
         now: () => new Date(),
       });
-      if (!r.ok && r.code !== 'empty') {
-        await record(client, false, null, r.message);
-        throw new ArchiveFailed(`cannot sign a checkpoint: ${r.message}`);
+      // A month is archived only under a checkpoint of every chain: a broken one stops it
+      // (the intact chains' checkpoint is still stored, as audit:checkpoint stores it).
+      const refusal = !r.ok && r.code !== 'empty' ? r.message : r.ok && r.refused[0]?.message;
+      if (refusal) {
+        await record(client, false, null, refusal);
+        throw new ArchiveFailed(`cannot sign a checkpoint: ${refusal}`);
       }
       return r.ok ? r.checkpoint : undefined;
     };

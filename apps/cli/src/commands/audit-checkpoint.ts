@@ -9,6 +9,7 @@ import {
   generateSigningJwk,
   publicJwkOf,
   type CreateCheckpointResult,
+  type RefusedChain,
 } from '@mtg/audit';
 import { parseConfig, postgresUrl } from '@mtg/config';
 import type { JSONWebKeySet } from 'jose';
@@ -41,8 +42,11 @@ outside production, a dev key generated in <DATA_DIR>/audit/ (its public key in
 trusted as the starting point. Database: DATABASE_URL, else the running embedded
 PostgreSQL; role DATABASE_ROLE (default mtg_audit_signer).
 
-Exit status: 0 signed (or nothing to sign); 1 the chain is broken, nothing signed; 2 usage
-or configuration; 3 could not run.`;
+Exit status: 0 every chain signed (or nothing to sign); 1 a chain is broken: it is named on
+stderr and left out, every intact chain is still signed (nothing signed when none is intact,
+or when a stored checkpoint's signature is bad); 2 usage or configuration; 3 could not run.
+With --every a broken chain does not stop the loop; the exit status after SIGTERM is 1 when
+the last run refused a chain.`;
 
 const schema = z.object({
   DATABASE_URL: postgresUrl().optional(),
@@ -109,7 +113,8 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     };
     const report = async (result: CreateCheckpointResult): Promise<number> => {
       if (!result.ok) {
-        process.stderr.write(`audit:checkpoint: ${result.message}\n`);
+        if (result.code === 'chain_broken') refusedLines(result.refused);
+        else process.stderr.write(`audit:checkpoint: ${result.message}\n`);
         return result.code === 'empty' ? 0 : 1;
       }
       const line = checkpointLine(result.checkpoint);
@@ -120,7 +125,14 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
           `audit:checkpoint: ${result.skipped} earlier checkpoint(s) signed by keys not in AUDIT_JWKS_FILE were not used as the starting point\n`,
         );
       }
-      return 0;
+      if (result.refused.length === 0) return 0;
+      // The intact chains are signed (above); the broken ones are an alarm, not a reason to
+      // leave every other tenant without a checkpoint.
+      refusedLines(result.refused);
+      process.stderr.write(
+        `audit:checkpoint: error: signed ${result.checkpoint.heads.length} intact chain(s); refused ${result.refused.length}: ${result.refused.map(chainName).join(', ')}\n`,
+      );
+      return 1;
     };
 
     if (every === undefined) return await report(await run(once, where));
@@ -139,6 +151,15 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   }
 }
 
+function refusedLines(refused: readonly RefusedChain[]): void {
+  for (const r of refused) process.stderr.write(`audit:checkpoint: ${r.message}\n`);
+}
+
+const chainName = (r: RefusedChain) =>
+  r.tenant === null
+    ? `chain ${r.chain} (system)`
+    : `chain ${r.chain} (tenant ${JSON.stringify(r.tenant)})`;
+
 async function run<T>(fn: () => Promise<T>, where: string): Promise<T> {
   try {
     return await fn();
@@ -148,7 +169,11 @@ async function run<T>(fn: () => Promise<T>, where: string): Promise<T> {
   }
 }
 
-/** --every: sign whenever the head has moved, until SIGINT/SIGTERM (exit 0) or a broken chain. */
+/**
+ * --every: sign whenever a head has moved, until SIGINT/SIGTERM. A broken chain is reported
+ * on every run and does not stop the loop (the intact chains go on being signed); a bad
+ * stored checkpoint does (exit 1), since no run can sign anything until it is dealt with.
+ */
 async function loop(
   seconds: number,
   once: () => Promise<CreateCheckpointResult>,
@@ -165,13 +190,14 @@ async function loop(
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   let last: string | undefined;
+  let status = 0;
   while (!stopping) {
     const now = await run(heads, where);
     if (now !== last) {
       const result = await run(once, where);
-      const code = await report(result);
-      if (code !== 0) return code;
-      if (result.ok || result.code === 'empty') last = now;
+      status = await report(result);
+      if (!result.ok && result.code === 'bad_checkpoint') return status;
+      last = now;
     }
     if (stopping) break;
     await new Promise<void>((resolve) => {
@@ -179,7 +205,7 @@ async function loop(
       setTimeout(resolve, seconds * 1000).unref();
     });
   }
-  return 0;
+  return status;
 }
 
 async function newKey(file: string, jwksFile: string | undefined): Promise<number> {
