@@ -6,18 +6,20 @@
 // must verify, and no worker may run a task created under a schema it does not serve: the
 // pack's staged_echo changes its input schema between the two (test/fixtures/packs).
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { dropLoginRoles } from '../../packages/db/src/index.ts';
-import { startProcessStack, type ProcessStack } from '../../scripts/bench/lib/process-stack.ts';
-import { DATABASE_SERVICES, generateDatabasePasswords } from '../../scripts/lib/dev-secrets.ts';
 import {
-  loginRoleName,
-  provisionDatabaseLogins,
-} from '../../scripts/lib/launcher/database-logins.ts';
+  dropLoginRoles,
+  loginUrl,
+  provisionLoginRoles,
+  ROLES,
+  type LoginRole,
+} from '../../packages/db/src/index.ts';
+import { startProcessStack, type ProcessStack } from '../../scripts/bench/lib/process-stack.ts';
 import { batchesOf, chainProblems, checkIntegrity } from '../chaos/support/integrity.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { pollUntil } from '../support/poll.ts';
@@ -54,7 +56,7 @@ interface Started {
 describeWithGit(`rolling upgrade from ${PREVIOUS_RELEASE.tag}`, () => {
   let previous: PreviousRelease;
   let db: TestDatabase;
-  let loginPrefix: string;
+  let logins: LoginRole[] = [];
   let stack: ProcessStack;
   let tmp: string;
   const timings: Record<string, number> = {};
@@ -77,13 +79,20 @@ describeWithGit(`rolling upgrade from ${PREVIOUS_RELEASE.tag}`, () => {
       cwd: previous.root,
       env: { PATH: process.env.PATH, DATABASE_URL: db.url, TOOL_PACKS, ...oldEnv() },
     });
-    loginPrefix = db.name;
-    const logins = await provisionDatabaseLogins(db.url, loginPrefix, generateDatabasePasswords());
+    // A login per process, named after this database (roles are cluster-wide).
+    const services = ['gateway', 'worker', 'downstream'] as const;
+    logins = services.map((s) => ({
+      name: `${db.name}_${s}`,
+      password: randomBytes(18).toString('base64url'),
+      group: ROLES[s],
+    }));
+    await provisionLoginRoles(db.url, logins);
+    const [gateway, worker, downstream] = logins.map((l) => loginUrl(db.url, l));
 
     // One dev IdP and downstream (this tree's) for both releases.
     stack = await startProcessStack({
       databaseUrl: db.url,
-      databaseUrls: logins,
+      databaseUrls: { gateway: gateway!, worker: worker!, downstream: downstream! },
       gateways: 0,
       gatewaySlots: 1,
       workers: 0,
@@ -104,10 +113,10 @@ describeWithGit(`rolling upgrade from ${PREVIOUS_RELEASE.tag}`, () => {
   afterAll(async () => {
     await stack?.stop();
     await db?.drop();
-    if (loginPrefix) {
+    if (logins.length) {
       await dropLoginRoles(
         process.env.TEST_ADMIN_DATABASE_URL!,
-        DATABASE_SERVICES.map((s) => loginRoleName(loginPrefix, s)),
+        logins.map((l) => l.name),
       );
     }
     await previous?.remove();
