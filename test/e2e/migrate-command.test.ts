@@ -16,11 +16,15 @@ afterAll(async () => {
   await db?.drop();
 });
 
-function migrateCli(...args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+function runScript(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['scripts/migrate.ts', ...args], {
+    const child = spawn(process.execPath, [script, ...args], {
       cwd: root,
-      env: { PATH: process.env.PATH, DATABASE_URL: db.url },
+      env: { PATH: process.env.PATH, DATABASE_URL: db.url, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -30,6 +34,7 @@ function migrateCli(...args: string[]): Promise<{ code: number | null; out: stri
     child.on('exit', (code) => resolve({ code, out, err }));
   });
 }
+const migrateCli = (...args: string[]) => runScript('scripts/migrate.ts', args);
 
 test('the dry run prints the SQL of every pending migration and applies nothing', async () => {
   const { code, out } = await migrateCli('--dry-run');
@@ -70,6 +75,13 @@ test('an applied migration whose file no longer matches: status exits 1, migrate
   expect(run.code).toBe(2);
   expect(run.err).toContain('migration 002_tasks.sql changed since it was applied');
   expect((await migrateCli('--dry-run')).code).toBe(2);
+
+  // The init container does not wait for what waiting cannot mend.
+  const wait = await runScript('scripts/wait-for-migrations.ts', [], {
+    WAIT_TIMEOUT_SECONDS: '5',
+  });
+  expect(wait.code).toBe(2);
+  expect(wait.err).toContain('wait-for-migrations: migration 002_tasks.sql changed');
 
   for (const app of ['gateway', 'worker'] as const) {
     const started = await runMain(app, { DATABASE_URL: db.url });
