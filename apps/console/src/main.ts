@@ -9,6 +9,7 @@ import {
   checkSchemaVersion,
   createPool,
   createReadPreferringPool,
+  MigrationChangedError,
   SchemaNotMigratedError,
 } from '@mtg/db';
 import { createLogger } from '@mtg/log';
@@ -113,7 +114,11 @@ async function main() {
 }
 
 main().catch((error) => {
-  if (error instanceof ApplicationLoginError || error instanceof SchemaNotMigratedError) {
+  if (
+    error instanceof ApplicationLoginError ||
+    error instanceof SchemaNotMigratedError ||
+    error instanceof MigrationChangedError
+  ) {
     process.stderr.write(`console: ${error.message}\n`);
     process.exit(2);
   }

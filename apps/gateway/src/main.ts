@@ -1,5 +1,10 @@
 import { ConfigError, parseConfig } from '@mtg/config';
-import { ApplicationLoginError, checkSchemaVersion, SchemaNotMigratedError } from '@mtg/db';
+import {
+  ApplicationLoginError,
+  checkSchemaVersion,
+  MigrationChangedError,
+  SchemaNotMigratedError,
+} from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { PolicyFileError } from '@mtg/policy';
 import { startTracingFromEnv } from '@mtg/telemetry';
@@ -52,6 +57,7 @@ main().catch((error) => {
     error instanceof RegistryError ||
     error instanceof ApplicationLoginError ||
     error instanceof SchemaNotMigratedError ||
+    error instanceof MigrationChangedError ||
     error instanceof UpstreamConfigError
   ) {
     // Found while reading the files and packs the config names (TLS, policy, TOOL_PACKS) or

@@ -4,6 +4,7 @@ import {
   checkApplicationLogin,
   checkSchemaVersion,
   createPool,
+  MigrationChangedError,
   SchemaNotMigratedError,
 } from '@mtg/db';
 import { createLogger } from '@mtg/log';
@@ -56,7 +57,7 @@ async function main() {
   try {
     await checkSchemaVersion(config.DATABASE_URL);
   } catch (error) {
-    if (error instanceof SchemaNotMigratedError) {
+    if (error instanceof SchemaNotMigratedError || error instanceof MigrationChangedError) {
       process.stderr.write(`worker: ${error.message}\n`);
       process.exit(2);
     }

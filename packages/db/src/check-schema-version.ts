@@ -1,11 +1,11 @@
-import { readdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { readAppliedMigrations, type AppliedMigration } from './applied-migrations.ts';
+import { changedMigrations, MigrationChangedError } from './migration-changed-error.ts';
+import { readMigrationFiles } from './migration-files.ts';
 
 /** The migrations this release ships (this package's migrations folder, shipped with it). */
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations', import.meta.url));
-
-const FILE = /^(\d{3,})[-_][\w-]+\.sql$/;
 
 /** The database lacks migrations this release needs; `missing` names them. */
 export class SchemaNotMigratedError extends Error {
@@ -22,32 +22,32 @@ export class SchemaNotMigratedError extends Error {
 }
 
 /**
- * Refuses to go on when a migration of `dir` has not been applied. Reads
+ * Refuses to go on when a migration of `dir` has not been applied (SchemaNotMigratedError) or
+ * was applied from another text than this release's file (MigrationChangedError). Reads
  * public.schema_migrations as the login user, before any SET ROLE (the roles themselves come
  * from the migrations). A database a newer release migrated further is fine: migrations are
- * additive, and running processes keep working across them.
+ * additive, and running processes keep working across them. A row without a checksum (applied
+ * before checksums existed) passes: the next migrate run records it.
  */
 export async function checkSchemaVersion(
   connectionString: string,
   dir: string = MIGRATIONS_DIR,
 ): Promise<void> {
-  const expected = (await readdir(dir)).filter((f) => FILE.test(f)).sort();
+  const files = await readMigrationFiles(dir);
   const client = new pg.Client({ connectionString, application_name: 'schema-check' });
   await client.connect();
-  let applied: Set<string>;
+  let applied: Map<string, AppliedMigration>;
   try {
-    const { rows } = await client.query<{ version: string }>(
-      'SELECT version FROM public.schema_migrations',
-    );
-    applied = new Set(rows.map((r) => r.version));
+    applied = await readAppliedMigrations(client);
   } catch (error) {
-    // 42P01: no table yet (never migrated); 42501: not readable (before migration 045).
-    const code = (error as { code?: string }).code;
-    if (code === '42P01' || code === '42501') applied = new Set();
+    // 42501: not readable (before migration 045).
+    if ((error as { code?: string }).code === '42501') applied = new Map();
     else throw error;
   } finally {
     await client.end().catch(() => {});
   }
-  const missing = expected.filter((f) => !applied.has(f));
+  const changed = changedMigrations(files, applied);
+  if (changed.length) throw new MigrationChangedError(changed);
+  const missing = files.filter((f) => !applied.has(f.version)).map((f) => f.version);
   if (missing.length) throw new SchemaNotMigratedError(missing);
 }

@@ -1,5 +1,12 @@
 export { createPool, type Pool, type PoolOptions } from './create-pool.ts';
 export { migrate, type MigrateResult } from './migrate.ts';
+export {
+  migrationStatus,
+  pendingMigrations,
+  type MigrationStatusEntry,
+} from './migration-status.ts';
+export { MigrationChangedError } from './migration-changed-error.ts';
+export type { MigrationFile } from './migration-files.ts';
 export { withTransaction, type Queryable } from './with-transaction.ts';
 export {
   databaseFailureOf,

@@ -67,6 +67,8 @@ export function spawnProc(
   env: NodeJS.ProcessEnv,
   logFile: string,
   readyTimeoutMs = 60_000,
+  /** Working directory (default this process's): relative TOOL_PACKS resolve against it. */
+  cwd?: string,
 ): Proc {
   installExitHook();
   const fd = openSync(logFile, 'a');
@@ -77,6 +79,7 @@ export function spawnProc(
       : [],
     env,
     stdio: ['ignore', fd, fd, 'ipc'],
+    ...(cwd ? { cwd } : {}),
   });
   closeSync(fd);
   if (child.pid === undefined) throw new Error(`${name}: could not start`);
@@ -185,10 +188,14 @@ export interface ProcessStack {
     tenant: string,
     options?: { client?: string; scope?: string; ttl?: number },
   ): Promise<string>;
-  /** Starts (or restarts) worker `id` and waits for it to be ready. */
-  startWorker(id: string, env?: Record<string, string>): Promise<Proc>;
+  /**
+   * Starts (or restarts) worker `id` and waits for it to be ready. `root`: the checkout whose
+   * apps/worker/src/main.ts runs, in that directory (default this one; another release's
+   * checkout for upgrade tests).
+   */
+  startWorker(id: string, env?: Record<string, string>, root?: string): Promise<Proc>;
   /** Starts gateway replica `index` (again) on its port and waits for it to be ready. */
-  startGateway(index: number, env?: Record<string, string>): Promise<Proc>;
+  startGateway(index: number, env?: Record<string, string>, root?: string): Promise<Proc>;
   stop(): Promise<void>;
 }
 
@@ -220,7 +227,7 @@ export async function startProcessStack(o: ProcessStackOptions): Promise<Process
       base,
       ...(workerId ? { workerId } : {}),
     });
-  const moduleOf = (s: Service) => path.join(REPO_ROOT, 'apps', s, 'src', 'main.ts');
+  const moduleOf = (s: Service, root = REPO_ROOT) => path.join(root, 'apps', s, 'src', 'main.ts');
   const logOf = (name: string) => path.join(dataDir, 'logs', `${name}.log`);
 
   const idp = spawnProc('idp', 'idp', moduleOf('idp'), envFor('idp'), logOf('idp'));
@@ -235,7 +242,11 @@ export async function startProcessStack(o: ProcessStackOptions): Promise<Process
   await downstream.ready;
 
   const gateways: Proc[] = [];
-  const startGateway = async (index: number, extra: Record<string, string> = {}) => {
+  const startGateway = async (
+    index: number,
+    extra: Record<string, string> = {},
+    root = REPO_ROOT,
+  ) => {
     // Every replica serves the same resource (the audience of the tokens), on its own port.
     const env = {
       ...envFor('gateway'),
@@ -246,9 +257,11 @@ export async function startProcessStack(o: ProcessStackOptions): Promise<Process
     const p = spawnProc(
       `gateway-${index + 1}`,
       'gateway',
-      moduleOf('gateway'),
+      moduleOf('gateway', root),
       env,
       logOf(`gateway-${index + 1}`),
+      undefined,
+      root,
     );
     gateways[index] = p;
     await p.ready;
@@ -257,9 +270,13 @@ export async function startProcessStack(o: ProcessStackOptions): Promise<Process
   const workers = new Map<string, Proc>();
   const crashes: ProcessStack['crashes'] = [];
   let stopping = false;
-  const startWorker = async (id: string, extra: Record<string, string> = {}): Promise<Proc> => {
+  const startWorker = async (
+    id: string,
+    extra: Record<string, string> = {},
+    root = REPO_ROOT,
+  ): Promise<Proc> => {
     const env = { ...envFor('worker', id), ...o.workerEnv, ...extra };
-    const p = spawnProc(id, 'worker', moduleOf('worker'), env, logOf(id));
+    const p = spawnProc(id, 'worker', moduleOf('worker', root), env, logOf(id), undefined, root);
     workers.set(id, p);
     let asked = false;
     const stop = p.stop.bind(p);
@@ -271,7 +288,7 @@ export async function startProcessStack(o: ProcessStackOptions): Promise<Process
       if (!o.superviseWorkers || asked || stopping) return;
       crashes.push({ worker: id, exit, at: Date.now(), logTail: tail(p.logFile, 40) });
       setTimeout(() => {
-        if (!stopping) startWorker(id, extra).catch(() => {});
+        if (!stopping) startWorker(id, extra, root).catch(() => {});
       }, 1000);
     });
     await p.ready;

@@ -1,8 +1,19 @@
 // `npm run migrate`: prepares DATABASE_URL for the apps — packages/db/migrations, then the job
 // queue, then (given their passwords) the processes' login roles — and says what it did.
 // The compose `migrate` service runs it before the apps.
+//   `npm run migrate -- status`     each migration applied / pending, with its checksum state;
+//                                   exits 1 when an applied file changed
+//   `npm run migrate -- --dry-run`  prints the SQL migrate would apply; applies nothing
+// An applied migration whose file changed stops migrate (and every app start) with exit 2.
 import { ConfigError, parseConfig, postgresUrl } from '@mtg/config';
-import { provisionLoginRoles, ROLES } from '@mtg/db';
+import {
+  MigrationChangedError,
+  MIGRATIONS_DIR,
+  migrationStatus,
+  pendingMigrations,
+  provisionLoginRoles,
+  ROLES,
+} from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { z } from 'zod';
 import { describeDatabaseUrl } from '../launcher/check-database.ts';
@@ -46,6 +57,14 @@ const schema = z
   });
 
 async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const command = args.join(' ');
+  if (command !== '' && command !== 'status' && command !== '--dry-run') {
+    process.stderr.write(
+      `migrate: unknown arguments "${command}" (usage: migrate [status | --dry-run])\n`,
+    );
+    return 2;
+  }
   let config;
   try {
     config = parseConfig(schema, process.env);
@@ -57,6 +76,8 @@ async function main(): Promise<number> {
     throw error;
   }
   const where = describeDatabaseUrl(config.DATABASE_URL);
+  if (command === 'status') return status(config.DATABASE_URL, where);
+  if (command === '--dry-run') return dryRun(config.DATABASE_URL, where);
   let result;
   let logins: string[] = [];
   try {
@@ -78,14 +99,61 @@ async function main(): Promise<number> {
     }
   } catch (error) {
     process.stderr.write(`migrate: ${where}: ${messageOf(error)}\n`);
-    return 1;
+    return error instanceof MigrationChangedError ? 2 : 1;
   }
+  for (const file of result.checksumsRecorded)
+    process.stdout.write(`checksum recorded for ${file} (applied before checksums existed)\n`);
   for (const file of result.applied) process.stdout.write(`applied ${file}\n`);
   process.stdout.write(
     `${where}: ${result.applied.length} migration(s) applied, ` +
       `${result.alreadyApplied} already applied before; job queues installed: ${result.queues.join(', ')}\n`,
   );
   if (logins.length) process.stdout.write(`login roles ready: ${logins.join(', ')}\n`);
+  return 0;
+}
+
+/** One line per migration: state, when applied, checksum state. 1 when a file changed. */
+async function status(url: string, where: string): Promise<number> {
+  const entries = await migrationStatus(url, MIGRATIONS_DIR);
+  const width = Math.max(...entries.map((e) => e.version.length));
+  for (const e of entries) {
+    const at = e.appliedAt ? e.appliedAt.toISOString() : '-';
+    const sum = e.checksum ? `checksum ${e.checksum}` : '';
+    process.stdout.write(
+      `${e.version.padEnd(width)}  ${e.state.padEnd(14)}  ${at.padEnd(24)}  ${sum}`.trimEnd() +
+        '\n',
+    );
+  }
+  const count = (f: (e: (typeof entries)[number]) => boolean) => entries.filter(f).length;
+  const changed = entries.filter((e) => e.checksum === 'changed').map((e) => e.version);
+  process.stdout.write(
+    `${where}: ${count((e) => e.state === 'applied')} applied ` +
+      `(checksum ok ${count((e) => e.checksum === 'ok')}, changed ${changed.length}, ` +
+      `unrecorded ${count((e) => e.checksum === 'unrecorded')}), ${count((e) => e.state === 'pending')} pending` +
+      `${count((e) => e.state === 'not_in_release') ? `, ${count((e) => e.state === 'not_in_release')} not in this release` : ''}\n`,
+  );
+  if (!changed.length) return 0;
+  process.stderr.write(`migrate: ${new MigrationChangedError(changed).message}\n`);
+  return 1;
+}
+
+/** The SQL migrate would apply, file by file; nothing is applied. */
+async function dryRun(url: string, where: string): Promise<number> {
+  let pending;
+  try {
+    pending = await pendingMigrations(url, MIGRATIONS_DIR);
+  } catch (error) {
+    if (!(error instanceof MigrationChangedError)) throw error;
+    process.stderr.write(`migrate: ${where}: ${error.message}\n`);
+    return 2;
+  }
+  for (const file of pending) {
+    process.stdout.write(`-- ${file.version} (sha256 ${file.checksum})\n${file.sql.trimEnd()}\n\n`);
+  }
+  process.stdout.write(
+    `-- ${where}: dry run, nothing applied: ${pending.length} migration(s) pending` +
+      `${pending.length ? ` (${pending.map((f) => f.version).join(', ')})` : ''}\n`,
+  );
   return 0;
 }
 

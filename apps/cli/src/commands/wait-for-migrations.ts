@@ -3,7 +3,7 @@
 // start only after the migrations Job. Exits 1 after WAIT_TIMEOUT_SECONDS with the last
 // reason, 2 on invalid configuration.
 import { ConfigError, parseConfig, postgresUrl } from '@mtg/config';
-import { checkSchemaVersion } from '@mtg/db';
+import { checkSchemaVersion, MigrationChangedError } from '@mtg/db';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -31,6 +31,11 @@ async function main(): Promise<number> {
       process.stdout.write('wait-for-migrations: the database is migrated for this release\n');
       return 0;
     } catch (error) {
+      // Waiting does not mend an edited migration: say so at once.
+      if (error instanceof MigrationChangedError) {
+        process.stderr.write(`wait-for-migrations: ${error.message}\n`);
+        return 2;
+      }
       const reason = error instanceof Error ? error.message : String(error);
       if (reason !== last) process.stdout.write(`wait-for-migrations: waiting: ${reason}\n`);
       last = reason;

@@ -7,6 +7,9 @@ import { canonicalJson } from '@mtg/audit';
  * A tool's schema fingerprint: the hash of its input (and output) JSON Schema. Two processes
  * whose fingerprints for a tool agree accept the same arguments; a worker with another
  * fingerprint serves another queue and never sees the task.
+ * The computation must not change between releases: in a rolling upgrade the new release's
+ * workers take over tasks the old release created only when they compute the same value
+ * (test/upgrade/rolling-upgrade.test.ts fails otherwise).
  */
 export function toolFingerprint(tool: AnyTool): string {
   const schemas = {
