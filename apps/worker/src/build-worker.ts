@@ -168,7 +168,13 @@ export async function buildWorker(
   const observe =
     config.WORKER_METRICS_PORT > 0
       ? workerObservability(pool, boss, [...resilience.values()], config.workerId, queues, {
-          served: new Map([...served.keys()].map((name) => [name, registry.entry(name)!.queue!])),
+          // An upstream task tool is no registry entry: its queue is its upstream's.
+          served: new Map(
+            [...served.keys()].flatMap((name) => {
+              const queue = registry.entry(name)?.queue ?? upstreams?.queueOf(name);
+              return queue ? [[name, queue] as const] : [];
+            }),
+          ),
           slots: { busy: () => loop.running(), total: config.WORKER_CONCURRENCY },
           ...(upstreams ? { upstreamGuards: upstreams.guards } : {}),
         })

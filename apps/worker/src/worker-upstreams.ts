@@ -39,10 +39,11 @@ export async function startWorkerUpstreams(
       }),
     ]),
   );
-  const mine = new Set<string>();
+  // Each upstream task tool this worker serves, and the queue of its upstream.
+  const mine = new Map<string, string>();
   const load = async () => {
     const tools = await upstreamToolsFrom(pool, list, logger);
-    for (const name of mine) {
+    for (const name of mine.keys()) {
       if (!tools.long.has(name)) {
         served.delete(name);
         mine.delete(name);
@@ -51,7 +52,7 @@ export async function startWorkerUpstreams(
     for (const [name, e] of tools.long) {
       if (served.has(name) && !mine.has(name)) continue; // a pack's tool keeps its name
       served.set(name, { tool: e.tool, fingerprint: e.fingerprint });
-      mine.add(name);
+      mine.set(name, e.queue);
     }
   };
   await load();
@@ -65,6 +66,8 @@ export async function startWorkerUpstreams(
     configs,
     guards,
     queues: list.map((u) => upstreamQueue(u.name)),
+    /** The queue of an upstream task tool this worker serves (undefined: not one of them). */
+    queueOf: (tool: string) => mine.get(tool),
     stop: () => clearInterval(timer),
   };
 }
