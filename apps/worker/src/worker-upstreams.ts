@@ -3,13 +3,11 @@ import type { Logger } from '@mtg/log';
 import type { ServedTool } from '@mtg/runner';
 import {
   createUpstreamGuard,
-  loadUpstreams,
   upstreamQueue,
   upstreamToolsFrom,
   type UpstreamConfig,
   type UpstreamGuard,
 } from '@mtg/upstreams';
-import type { WorkerConfig } from './worker-config.ts';
 
 /** How often a worker re-reads the upstream catalogue the gateways keep. */
 const CATALOGUE_REFRESH_MS = 2000;
@@ -20,12 +18,11 @@ const CATALOGUE_REFRESH_MS = 2000;
  * gateway's), and are re-read every couple of seconds; one queue per upstream.
  */
 export async function startWorkerUpstreams(
-  config: WorkerConfig,
+  list: readonly UpstreamConfig[],
   pool: Pool,
   served: Map<string, ServedTool>,
   logger: Logger,
 ) {
-  const list = loadUpstreams(config.UPSTREAMS_FILE);
   if (!list.length) return undefined;
   const configs = new Map<string, UpstreamConfig>(list.map((u) => [u.name, u]));
   const guards = new Map<string, UpstreamGuard>(
