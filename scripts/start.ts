@@ -2,6 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { ConfigError, parseConfig } from '@mtg/config';
 import { createLogger } from '@mtg/log';
+import { RegistryError } from '@mtg/tools';
 import { dataDir, loadOrCreateDevSecrets } from './lib/dev-secrets.ts';
 import { launcherConfigSchema } from './lib/launcher/config.ts';
 import { createStack, StackStoppedError } from './lib/launcher/stack.ts';
@@ -70,7 +71,9 @@ async function main(): Promise<number> {
     if (!(error instanceof StackStoppedError)) {
       process.stderr.write(`start: ${error instanceof Error ? error.message : String(error)}\n`);
       logger.error('the stack failed to start; stopping');
-      void stack.stop(1);
+      // A pack the registry refuses (missing, built for another kit, misconfigured) is the
+      // operator's to fix, as in the gateway and the workers: exit 2.
+      void stack.stop(error instanceof RegistryError ? 2 : 1);
     }
   }
   return stack.done;
