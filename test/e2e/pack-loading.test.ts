@@ -31,6 +31,17 @@ describe.each(['gateway', 'worker'] as const)(
       expect(r.stderr).toContain('pack @acme/no-such-pack was not found');
     });
 
+    test('a pack built for a tool kit this process does not serve, naming both versions', async () => {
+      const r = await runMain(app, {
+        TOOL_PACKS: '@mtg/demo-tools,./test/fixtures/packs/kit-future',
+      });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(
+        /pack @fixture\/kit-future needs @mtg\/tool-kit \^9\.0\.0; this gateway serves \d+(\.\d+)?\.x \(\d+\.\d+\.\d+\)/,
+      );
+      expect(r.stderr).not.toContain('the code of a pack built for another kit ran');
+    });
+
     test("a value the pack's configuration schema refuses", async () => {
       const r = await runMain(app, {
         TOOL_PACKS: fixture('needs-config'),

@@ -30,6 +30,7 @@ async function main() {
     packs: config.TOOL_PACKS,
     env: process.env,
     limits: config.TOOL_LIMITS,
+    warn: (message) => logger.warn(message),
   });
   // Files before connections: a bad UPSTREAMS_FILE is named before the database is asked.
   loadUpstreams(config.UPSTREAMS_FILE);

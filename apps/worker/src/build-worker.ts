@@ -46,7 +46,7 @@ import { inSpan } from '@mtg/telemetry';
 import { createTaskTargets } from './task-targets.ts';
 import { serveHealth, type HealthServer } from './serve-health.ts';
 import { createTaskUpstreams } from './task-upstreams.ts';
-import type { UpstreamGuard } from '@mtg/upstreams';
+import { loadUpstreams, type UpstreamGuard } from '@mtg/upstreams';
 import { startWorkerUpstreams } from './worker-upstreams.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
 import type { WorkerConfig } from './worker-config.ts';
@@ -81,11 +81,19 @@ export async function buildWorker(
     downstreamUrl: config.DOWNSTREAM_URL,
     downstreamResource: config.downstreamResource,
   });
+  const upstreamList = loadUpstreams(config.UPSTREAMS_FILE);
   for (const { tool } of served.values()) {
     for (const name of tool.origin?.targets ?? []) {
       if (!targets.has(name)) {
         throw new WorkerSetupError(
           `pack ${tool.origin?.pack} needs target ${name} (for ${tool.name}), which TARGETS_FILE does not define`,
+        );
+      }
+    }
+    for (const name of tool.origin?.upstreams ?? []) {
+      if (!upstreamList.some((u) => u.name === name)) {
+        throw new WorkerSetupError(
+          `pack ${tool.origin?.pack} needs upstream ${name} (for ${tool.name}), which UPSTREAMS_FILE does not define`,
         );
       }
     }
@@ -99,7 +107,7 @@ export async function buildWorker(
     genericPlans: true,
   });
   // Upstream task tools (UPSTREAMS_FILE) join `served` from the stored catalogue.
-  const upstreams = await startWorkerUpstreams(config, pool, served, logger);
+  const upstreams = await startWorkerUpstreams(upstreamList, pool, served, logger);
   const queues = [
     ...new Set([
       ...[...served.keys()].flatMap((name) => registry.entry(name)?.queue ?? []),
@@ -168,7 +176,13 @@ export async function buildWorker(
   const observe =
     config.WORKER_METRICS_PORT > 0
       ? workerObservability(pool, boss, [...resilience.values()], config.workerId, queues, {
-          served: new Map([...served.keys()].map((name) => [name, registry.entry(name)!.queue!])),
+          // An upstream task tool is no registry entry: its queue is its upstream's.
+          served: new Map(
+            [...served.keys()].flatMap((name) => {
+              const queue = registry.entry(name)?.queue ?? upstreams?.queueOf(name);
+              return queue ? [[name, queue] as const] : [];
+            }),
+          ),
           slots: { busy: () => loop.running(), total: config.WORKER_CONCURRENCY },
           ...(upstreams ? { upstreamGuards: upstreams.guards } : {}),
         })

@@ -37,6 +37,7 @@ async function main() {
       packs: config.TOOL_PACKS,
       env: process.env,
       limits: config.TOOL_LIMITS,
+      warn: (message) => logger.warn(message),
     });
     servedTools(registry, config.WORKER_TOOLS);
     loadUpstreams(config.UPSTREAMS_FILE);

@@ -3,13 +3,11 @@ import type { Logger } from '@mtg/log';
 import type { ServedTool } from '@mtg/runner';
 import {
   createUpstreamGuard,
-  loadUpstreams,
   upstreamQueue,
   upstreamToolsFrom,
   type UpstreamConfig,
   type UpstreamGuard,
 } from '@mtg/upstreams';
-import type { WorkerConfig } from './worker-config.ts';
 
 /** How often a worker re-reads the upstream catalogue the gateways keep. */
 const CATALOGUE_REFRESH_MS = 2000;
@@ -20,12 +18,11 @@ const CATALOGUE_REFRESH_MS = 2000;
  * gateway's), and are re-read every couple of seconds; one queue per upstream.
  */
 export async function startWorkerUpstreams(
-  config: WorkerConfig,
+  list: readonly UpstreamConfig[],
   pool: Pool,
   served: Map<string, ServedTool>,
   logger: Logger,
 ) {
-  const list = loadUpstreams(config.UPSTREAMS_FILE);
   if (!list.length) return undefined;
   const configs = new Map<string, UpstreamConfig>(list.map((u) => [u.name, u]));
   const guards = new Map<string, UpstreamGuard>(
@@ -39,10 +36,11 @@ export async function startWorkerUpstreams(
       }),
     ]),
   );
-  const mine = new Set<string>();
+  // Each upstream task tool this worker serves, and the queue of its upstream.
+  const mine = new Map<string, string>();
   const load = async () => {
     const tools = await upstreamToolsFrom(pool, list, logger);
-    for (const name of mine) {
+    for (const name of mine.keys()) {
       if (!tools.long.has(name)) {
         served.delete(name);
         mine.delete(name);
@@ -51,7 +49,7 @@ export async function startWorkerUpstreams(
     for (const [name, e] of tools.long) {
       if (served.has(name) && !mine.has(name)) continue; // a pack's tool keeps its name
       served.set(name, { tool: e.tool, fingerprint: e.fingerprint });
-      mine.add(name);
+      mine.set(name, e.queue);
     }
   };
   await load();
@@ -65,6 +63,8 @@ export async function startWorkerUpstreams(
     configs,
     guards,
     queues: list.map((u) => upstreamQueue(u.name)),
+    /** The queue of an upstream task tool this worker serves (undefined: not one of them). */
+    queueOf: (tool: string) => mine.get(tool),
     stop: () => clearInterval(timer),
   };
 }

@@ -39,6 +39,7 @@ export function createTaskContext(
   const clients = new Map<string, TargetClient>();
   const upstreamClients = new Map<string, UpstreamTaskClient>();
   const declared = tool.origin?.targets ?? [];
+  const declaredUpstreams = tool.origin?.upstreams ?? [];
   const downstreamSystems = new Set<string>();
   // What the task waits for, as its row says at the claim (a resumed run may find it waiting).
   let awaiting: string | null =
@@ -113,6 +114,12 @@ export function createTaskContext(
       return client;
     },
     upstream(name) {
+      // As for targets: a pack acts as its users only where it said it would.
+      if (!declaredUpstreams.includes(name)) {
+        throw new TypeError(
+          `tool ${tool.name} asked for upstream ${JSON.stringify(name)}, which its pack does not declare (declared: ${declaredUpstreams.join(', ') || 'none'})`,
+        );
+      }
       let client = upstreamClients.get(name);
       if (!client) {
         if (!upstreams) throw new TypeError(`this worker has no upstreams (UPSTREAMS_FILE)`);

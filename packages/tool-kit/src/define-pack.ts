@@ -2,6 +2,8 @@ import type { z } from 'zod';
 import type { AnyTool } from './tool-types.ts';
 
 const TARGET_NAME = /^[a-z][a-z0-9-]{0,62}$/;
+/** As UPSTREAMS_FILE names them. */
+const UPSTREAM_NAME = /^[a-z][a-z0-9-]{0,30}$/;
 
 export interface PackSpec<C extends z.ZodType = z.ZodType<Record<string, never>>> {
   /** Usually the package name, e.g. `@acme/tools`. */
@@ -15,6 +17,12 @@ export interface PackSpec<C extends z.ZodType = z.ZodType<Record<string, never>>
   config?: C;
   /** Names of the targets (downstream systems) the pack's long tools call. */
   targets?: readonly string[];
+  /**
+   * Names of the upstream MCP servers (UPSTREAMS_FILE) the pack's long tools call with
+   * `ctx.upstream(name)`: the only names it accepts. A worker serving the pack refuses to
+   * start when one is not configured.
+   */
+  upstreams?: readonly string[];
   /** The tools, or a function of the parsed configuration that returns them. */
   tools: readonly AnyTool[] | ((config: z.infer<C>) => readonly AnyTool[]);
 }
@@ -26,6 +34,7 @@ export interface Pack {
   version: string;
   config?: z.ZodType;
   targets: readonly string[];
+  upstreams: readonly string[];
   tools(config: unknown): readonly AnyTool[];
 }
 
@@ -45,6 +54,14 @@ export function definePack<C extends z.ZodType = z.ZodType<Record<string, never>
       );
     }
   }
+  const upstreams = [...(spec.upstreams ?? [])];
+  for (const u of upstreams) {
+    if (!UPSTREAM_NAME.test(u)) {
+      throw new TypeError(
+        `pack ${spec.name}: upstream name ${JSON.stringify(u)} must match ${UPSTREAM_NAME}`,
+      );
+    }
+  }
   const tools = spec.tools;
   return Object.freeze({
     kind: 'pack' as const,
@@ -52,6 +69,7 @@ export function definePack<C extends z.ZodType = z.ZodType<Record<string, never>
     version: spec.version,
     ...(spec.config ? { config: spec.config } : {}),
     targets,
+    upstreams,
     tools: (config: unknown) => (typeof tools === 'function' ? tools(config as z.infer<C>) : tools),
   });
 }

@@ -152,7 +152,12 @@ export interface TaskContext {
   sleep(ms: number): Promise<void>;
   /** The client of a target the pack declared; a name it did not declare is a TypeError. */
   target(name: string): TargetClient;
-  /** An upstream MCP server (UPSTREAMS_FILE), for the tools the gateway makes of its tools. */
+  /**
+   * An upstream MCP server (UPSTREAMS_FILE) the pack declared (`definePack({ upstreams })`); a
+   * name it did not declare is a TypeError. Its token carries the scope the upstream's
+   * configuration requires, and only when the task's delegation holds it: otherwise the call
+   * is refused with the ToolError `upstream_scope_missing` (docs/tools.md, "Upstreams").
+   */
   upstream?(name: string): UpstreamTaskClient;
   logger: ToolLogger;
 }
@@ -197,6 +202,8 @@ export interface ToolOrigin {
   version: string;
   /** Targets the pack declared: the only names `ctx.target()` accepts. */
   targets: readonly string[];
+  /** Upstreams the pack declared: the only names `ctx.upstream()` accepts (absent: none). */
+  upstreams?: readonly string[];
 }
 
 /** An instant tool, as the registry and the gateway see it. */

@@ -43,7 +43,12 @@ test('TOOL_LIMITS may name only long tools of the loaded packs; it overrides the
 
 test('each tool carries its pack, version and targets; the fingerprint moves with schema and version', () => {
   const a = createRegistry([{ pack: pack('one', [long('sync')]), config: {} }]);
-  expect(a.long.get('sync')!.origin).toEqual({ pack: 'one', version: '1.0.0', targets: ['crm'] });
+  expect(a.long.get('sync')!.origin).toEqual({
+    pack: 'one',
+    version: '1.0.0',
+    targets: ['crm'],
+    upstreams: [],
+  });
   const schema = createRegistry([
     { pack: pack('one', [long('sync', z.object({ a: z.string(), b: z.number() }))]), config: {} },
   ]);
@@ -66,4 +71,19 @@ test("the gateway's catalogue refuses a pack tool that takes a gateway tool's na
   expect(() => createCatalogue([whoami, { ...whoami, run: shadow.run as never }])).toThrow(
     expect.objectContaining({ code: 'duplicate_tool' }),
   );
+});
+
+test('each tool carries the upstreams its pack declared (none when it declared none); a bad upstream name is refused', () => {
+  const r = createRegistry([
+    {
+      pack: definePack({ name: 'up', version: '1.0.0', upstreams: ['demo'], tools: [long('a')] }),
+      config: {},
+    },
+    { pack: pack('plain', [long('b')]), config: {} },
+  ]);
+  expect(r.long.get('a')!.origin!.upstreams).toEqual(['demo']);
+  expect(r.long.get('b')!.origin!.upstreams).toEqual([]);
+  expect(() =>
+    definePack({ name: 'bad', version: '1.0.0', upstreams: ['Demo.Upstream'], tools: [] }),
+  ).toThrow('pack bad: upstream name "Demo.Upstream" must match');
 });

@@ -30,6 +30,27 @@ test('a path resolves under the base path; a . or .. segment, plain or encoded, 
   );
 });
 
+test("a ';' in a segment and double encoding are refused too: '..;' and '%252e%252e' walk up on servers that strip parameters or decode twice", () => {
+  for (const [bad, says] of [
+    ['/collections/..;/records', "';'"],
+    ['/collections/..;jsessionid=x/records', "';'"],
+    ['/collections/a;b/records', "';'"],
+    ['/collections/%3B/records', "';'"],
+    ['/collections/%252e%252e/records', "'%25'"],
+    ['/collections/%252E%252E%252Fadmin/records', "'%25'"],
+    ['/collections/100%25/records', "'%25'"],
+  ] as const) {
+    expect(() => resolvePath(base, bad)).toThrow(
+      expect.objectContaining({
+        code: 'invalid_target_path',
+        message: expect.stringContaining(says),
+      }),
+    );
+  }
+  // The query is the target's: a ';' or an encoded '%' there is data.
+  expect(resolvePath(base, '/reports/source?q=a;b&p=100%25').search).toBe('?q=a;b&p=100%25');
+});
+
 test('the client sends the handed-out token and the idempotency key, refuses a write without one, and names a refusal by code', async () => {
   const seen: Array<{ method?: string; url?: string; auth?: string; key?: string }> = [];
   const server = http.createServer((req, res) => {

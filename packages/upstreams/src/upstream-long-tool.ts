@@ -63,6 +63,7 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
       pack: `upstream:${upstream.name}`,
       version: entry.fingerprint.slice(0, 12),
       targets: [],
+      upstreams: [upstream.name],
     },
     // The task's result is the upstream tool's own CallToolResult, not wrapped in ours.
     returnsToolResult: true,

@@ -1,6 +1,7 @@
 // `npm start`: the whole stack on one machine (docs/operations.md).
 import { ConfigError, parseConfig } from '@mtg/config';
 import { createLogger } from '@mtg/log';
+import { RegistryError } from '@mtg/tools';
 import { dataDir, loadOrCreateDevSecrets } from '@mtg/dev-secrets';
 import { launcherConfigSchema } from '../launcher/config.ts';
 import { projectPack } from '../launcher/project-pack.ts';
@@ -75,7 +76,9 @@ async function main(): Promise<number> {
     if (!(error instanceof StackStoppedError)) {
       process.stderr.write(`start: ${error instanceof Error ? error.message : String(error)}\n`);
       logger.error('the stack failed to start; stopping');
-      void stack.stop(1);
+      // A pack the registry refuses (missing, built for another kit, misconfigured) is the
+      // operator's to fix, as in the gateway and the workers: exit 2.
+      void stack.stop(error instanceof RegistryError ? 2 : 1);
     }
   }
   return stack.done;

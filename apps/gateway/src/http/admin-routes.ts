@@ -15,10 +15,13 @@ import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.ts';
 
 // Text PostgreSQL cannot store is the caller's mistake (400), not a driver error (500).
 const storable = (s: z.ZodString) => s.refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
+// A blank subject names nobody: revoking " " would record a principal no token carries.
+const notBlank = (s: z.ZodString) =>
+  s.refine((v) => v.trim().length > 0, 'must not be empty or only whitespace');
 const PrincipalBody = z
   .object({
-    subject: storable(z.string().min(1).max(256)),
-    reason: storable(z.string().min(1).max(500)).optional(),
+    subject: notBlank(storable(z.string().min(1).max(256))),
+    reason: notBlank(storable(z.string().min(1).max(500))).optional(),
   })
   .strict();
 

@@ -8,7 +8,6 @@ import {
   InitializeRequestSchema,
   ListTasksRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   PingRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { toView, type TaskError } from '@mtg/tasks';
@@ -18,6 +17,7 @@ import { refuseInvalidParams } from './refuse-invalid-params.ts';
 import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
 import { coreTask } from './task-shapes.ts';
+import { WireError } from './wire-error.ts';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const WIRE = 'core-2025';
@@ -62,7 +62,7 @@ export function createLegacyServer(
   });
   const fail = (e: TaskError): never => {
     const { code, message, data } = rpcErrorFor(e);
-    throw new McpError(code, message, data);
+    throw new WireError(code, message, data);
   };
 
   server.setRequestHandler(ListToolsRequestSchema, () => {
@@ -74,7 +74,7 @@ export function createLegacyServer(
     const task = rpc.params.task;
     if (task?.ttl !== undefined && !(Number.isInteger(task.ttl) && task.ttl > 0)) {
       // Refused before any token exchange or row: the store keeps whole positive milliseconds.
-      throw new McpError(
+      throw new WireError(
         -32602,
         'Invalid params: task.ttl must be a positive integer number of milliseconds',
       );
@@ -87,19 +87,19 @@ export function createLegacyServer(
       .tools.find((t) => t.name === rpc.params.name);
     if (task && listed && !listed.execution) {
       // Spec: a tool that does not support tasks, asked to run as one.
-      throw new McpError(-32601, `Tool ${rpc.params.name} does not support task-augmented calls`);
+      throw new WireError(-32601, `Tool ${rpc.params.name} does not support task-augmented calls`);
     }
     const outcome = await dispatch.callTool(rpc.params, mode, {
       ...ctx,
       wire: task ? WIRE : 'plain-2025',
     });
-    if (outcome.kind === 'error') throw new McpError(outcome.code, outcome.message, outcome.data);
+    if (outcome.kind === 'error') throw new WireError(outcome.code, outcome.message, outcome.data);
     if (outcome.kind === 'task') return { task: coreTask(toView(outcome.task)) } as never;
     if (task && outcome.result.isError) {
       // A task-augmented call must answer CreateTaskResult or a JSON-RPC error; invalid
       // arguments (nothing was created) are the latter.
       const text = outcome.result.content.map((c) => c.text).join(' ');
-      throw new McpError(-32602, text, outcome.result.structuredContent);
+      throw new WireError(-32602, text, outcome.result.structuredContent);
     }
     return outcome.result as never;
   });
@@ -122,7 +122,7 @@ export function createLegacyServer(
     );
     if (!r.ok) {
       if (r.code === 'result_not_ready') {
-        throw new McpError(
+        throw new WireError(
           -32603,
           `Task ${taskId} still running after ${options.resultWaitMs} ms; call tasks/result again`,
         );
@@ -136,7 +136,7 @@ export function createLegacyServer(
         _meta: { ...((stored as { _meta?: object })._meta ?? {}), [RELATED_TASK]: { taskId } },
       } as never;
     }
-    throw new McpError(
+    throw new WireError(
       -32603,
       `Task ${r.task.status}: ${r.task.statusMessage ?? r.task.outcome ?? ''}`,
       {

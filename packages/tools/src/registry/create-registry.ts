@@ -89,7 +89,13 @@ export function createRegistry(
         );
       }
       const fingerprint = toolFingerprint(tool);
-      const origin = { pack: pack.name, version: pack.version, targets: pack.targets };
+      const origin = {
+        pack: pack.name,
+        version: pack.version,
+        targets: pack.targets,
+        // A pack made with a kit before `upstreams` existed declares none.
+        upstreams: pack.upstreams ?? [],
+      };
       const withOrigin = { ...tool, origin } as AnyTool;
       entries.set(tool.name, {
         tool: withOrigin,

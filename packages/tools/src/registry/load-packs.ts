@@ -1,9 +1,15 @@
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isPack, type Pack } from '@mtg/tool-kit';
 import type { ToolLimitsOverrides } from '../tool-limits-config.ts';
 import { createRegistry, type LoadedPack, type ToolRegistry } from './create-registry.ts';
+import {
+  checkKitCompatibility,
+  hostKitVersion,
+  packageNameOf,
+  resolvePackageFile,
+} from './kit-compat.ts';
 import { RegistryError } from './registry-error.ts';
 
 /** The pack `npm start` and every process load when TOOL_PACKS is unset. */
@@ -19,22 +25,40 @@ export interface LoadOptions {
   limits?: ToolLimitsOverrides;
   /** The module loader; the default is the runtime's dynamic import. */
   importModule?: (specifier: string) => Promise<Record<string, unknown>>;
+  /** Where a pack loaded without a kit compatibility check is reported (default: a process warning). */
+  warn?: (message: string) => void;
 }
 
 /**
- * Loads each pack once and builds the registry. A pack that cannot be found or loaded, a
- * module that exports no pack, a configuration value its schema refuses and a tool name two
- * packs define all throw a RegistryError naming the pack (and the variable).
+ * Loads each pack once and builds the registry. A pack that cannot be found or loaded, one
+ * whose package.json asks for a tool kit this process does not serve (checked before its
+ * code runs), a module that exports no pack, a configuration value its schema refuses and a
+ * tool name two packs define all throw a RegistryError naming the pack (and the variable).
  */
 export async function loadToolRegistry(options: LoadOptions): Promise<ToolRegistry> {
   const importModule = options.importModule ?? ((s: string) => import(s));
   const baseDir = options.baseDir ?? process.cwd();
+  const warn = options.warn ?? ((message: string) => process.emitWarning(message));
+  const kit = options.packs.length ? hostKitVersion() : '';
   const loaded: LoadedPack[] = [];
   for (const spec of options.packs) {
+    checkPackKit(spec, baseDir, kit, warn);
     const pack = await importPack(spec, baseDir, importModule);
     loaded.push({ pack, config: parsePackConfig(pack, options.env) });
   }
   return createRegistry(loaded, options.limits ? { limits: options.limits } : {});
+}
+
+/** The kit check of one TOOL_PACKS entry; a package that does not resolve is left to the import to report. */
+function checkPackKit(spec: string, baseDir: string, kit: string, warn: (m: string) => void) {
+  if (isPath(spec)) {
+    const file = packEntry(path.resolve(baseDir, spec));
+    if (existsSync(file)) checkKitCompatibility({ spec, file }, kit, warn);
+    return;
+  }
+  const file = resolvePackageFile(spec);
+  if (!file) return;
+  checkKitCompatibility({ spec, file, packageName: packageNameOf(spec) }, kit, warn);
 }
 
 function isPath(spec: string): boolean {

@@ -3,6 +3,7 @@ export type RegistryErrorCode =
   | 'pack_not_found'
   | 'pack_failed'
   | 'not_a_pack'
+  | 'kit_incompatible'
   | 'pack_config'
   | 'duplicate_tool'
   | 'invalid_tool'

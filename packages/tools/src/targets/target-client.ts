@@ -12,11 +12,22 @@ export class DownstreamError extends Error {
   }
 }
 
-/** A path a tool asked for that would leave the target's base path (`.`/`..` segments). */
+const PATH_PROBLEMS = {
+  dot: "has a '.' or '..' segment",
+  parameter: "has a ';' in a segment (a path parameter some servers read or strip)",
+  double:
+    "is percent-encoded twice ('%25': a server that decodes again would see what was checked as something else)",
+} as const;
+
+/**
+ * A path a tool asked for that could leave the target's base path on some server: `.`/`..`
+ * segments (plain, encoded or encoded twice), `;` path parameters (`..;/` walks up on servers
+ * that strip them) and double encoding.
+ */
 export class TargetPathError extends TypeError {
   readonly code = 'invalid_target_path';
-  constructor(path: string) {
-    super(`target path ${JSON.stringify(path.slice(0, 200))} has a '.' or '..' segment`);
+  constructor(path: string, problem: keyof typeof PATH_PROBLEMS = 'dot') {
+    super(`target path ${JSON.stringify(path.slice(0, 200))} ${PATH_PROBLEMS[problem]}`);
     this.name = 'TargetPathError';
   }
 }
@@ -113,20 +124,22 @@ export function createTargetClient(options: TargetClientOptions): TargetClient {
 
 /**
  * Resolves a tool's path under the target's base URL. A `.` or `..` segment (also
- * percent-encoded) is refused: `/api/collections/${name}/records` with name `..` must not
- * become `/api/records`.
+ * percent-encoded, once or twice) is refused: `/api/collections/${name}/records` with name
+ * `..` must not become `/api/records`. So are a `;` in a segment (`..;` is `..` to a server
+ * that strips path parameters) and an encoded `%` (a server that decodes twice would see a
+ * path other than the one checked here). The query is the target's to read.
  */
 export function resolvePath(base: URL, path: string): URL {
   const [pathname] = path.split(/[?#]/, 1) as [string];
   for (const segment of pathname.split('/')) {
-    let decoded = segment;
-    try {
-      decoded = decodeURIComponent(segment);
-    } catch {
-      // a malformed escape is sent as is; the target answers it
-    }
-    if (decoded.split(/[/\\]/).some((part) => part === '.' || part === '..')) {
-      throw new TargetPathError(path);
+    const once = decoded(segment);
+    if (/%25/i.test(segment)) throw new TargetPathError(path, 'double');
+    if (once.includes(';')) throw new TargetPathError(path, 'parameter');
+    const twice = decoded(once);
+    for (const form of [once, twice]) {
+      if (form.split(/[/\\]/).some((part) => part === '.' || part === '..')) {
+        throw new TargetPathError(path);
+      }
     }
   }
   const relative = path.replace(/^\/+/, '');
@@ -135,6 +148,14 @@ export function resolvePath(base: URL, path: string): URL {
     throw new TargetPathError(path);
   }
   return url;
+}
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text; // a malformed escape is sent as is; the target answers it
+  }
 }
 
 /** fetch() says "fetch failed"; the reason (ECONNREFUSED, ECONNRESET…) is in its cause. */
