@@ -50,9 +50,9 @@ export function startChild(
   name: string,
   module: string,
   env: NodeJS.ProcessEnv,
-  options: { readyTimeoutMs: number },
+  options: { readyTimeoutMs: number; args?: string[] },
 ): Child {
-  const proc = fork(module, [], {
+  const proc = fork(module, options.args ?? [], {
     execPath: process.execPath,
     execArgv: [],
     env,

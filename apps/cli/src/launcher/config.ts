@@ -34,6 +34,14 @@ export const launcherConfigSchema = z
      * number for all would make the second worker fail to bind). Unset or 0: none.
      */
     WORKER_METRICS_PORT: port(0),
+    /**
+     * Seconds between the checkpoints the stack signs (`audit checkpoint --every`, with the dev
+     * keys in DATA_DIR/audit), as the CronJob does in Kubernetes; 0: none.
+     */
+    AUDIT_CHECKPOINT_EVERY: z.coerce
+      .number({ error: 'must be a number of seconds (0: no checkpoints)' })
+      .min(0, 'must be a number of seconds (0: no checkpoints)')
+      .default(15),
   })
   .superRefine((c, ctx) => {
     if (!c.WORKER_METRICS_PORT || c.WORKERS === 0) return;

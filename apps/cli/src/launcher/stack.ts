@@ -82,6 +82,8 @@ export function createStack(options: StackOptions) {
     console: new Set(),
   };
   const restartTimers = new Set<NodeJS.Timeout>();
+  /** Signs the audit chains' checkpoints on a schedule (not a service: nothing waits on it). */
+  let checkpoints: Child | undefined;
   const processes = recordProcesses(options.dataDir);
   let database: EmbeddedPostgres | undefined;
   // stop() waits for a start in progress, so that it can shut down what that start brings up.
@@ -240,6 +242,7 @@ export function createStack(options: StackOptions) {
     for (let n = 1; n <= config.WORKERS; n++) rest.push(launch('worker', n));
     const ready = await step(Promise.all(rest.map((c) => c.ready)));
     await step(launch('console').ready);
+    if (config.AUDIT_CHECKPOINT_EVERY > 0) signCheckpoints(config.AUDIT_CHECKPOINT_EVERY);
     // A worker's ready message carries its metrics endpoint, when it serves one.
     const workerMetrics = rest.slice(1).flatMap((child, i) => {
       const url = ready[i + 1]?.url;
@@ -260,12 +263,42 @@ export function createStack(options: StackOptions) {
     };
   }
 
+  /**
+   * `audit checkpoint --every`: the first checkpoint at once, then whenever a chain head moved,
+   * so the console shows a verified trail out of the box. Its exit is logged, never fatal: a
+   * broken chain is the auditors' alarm, not a reason to stop the stack.
+   */
+  function signCheckpoints(everySeconds: number): void {
+    const module = fileURLToPath(
+      new URL(`../commands/audit-checkpoint${path.extname(import.meta.filename)}`, import.meta.url),
+    );
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: options.dataDir };
+    if (config.DATABASE_URL) env.DATABASE_URL = config.DATABASE_URL;
+    else delete env.DATABASE_URL;
+    const child = startChild('checkpoints', module, env, {
+      readyTimeoutMs,
+      args: ['--every', String(everySeconds)],
+    });
+    child.ready.catch(() => {});
+    checkpoints = child;
+    processes.started(child.pid, module);
+    void child.exited.then((exit) => {
+      processes.exited(child.pid);
+      if (phase !== 'stopping') {
+        logger.warn('the checkpoint signer exited; no further checkpoints until a restart', {
+          exit: describeExit(exit),
+        });
+      }
+    });
+  }
+
   /** Stops everything in reverse start order, then settles `done` with `code`. Idempotent. */
   function stop(code: number): Promise<number> {
     stopping ??= (async () => {
       phase = 'stopping';
       abortStart(new StackStoppedError());
       for (const timer of restartTimers) clearTimeout(timer);
+      await checkpoints?.terminate(stopGraceMs);
       // Workers may still be finishing jobs that call the IdP and the downstream system.
       for (const tier of [
         ['console', 'gateway', 'worker'],
@@ -301,6 +334,7 @@ export function createStack(options: StackOptions) {
     phase = 'stopping';
     for (const timer of restartTimers) clearTimeout(timer);
     for (const tier of Object.values(tiers)) for (const child of tier) child.kill();
+    checkpoints?.kill();
     // Immediate shutdown: no checkpoint, crash recovery at the next start.
     if (database) {
       try {
@@ -314,6 +348,7 @@ export function createStack(options: StackOptions) {
   /** For process.on('exit'): do not leave children behind if the launcher dies abruptly. */
   function killAllSync(): void {
     for (const tier of Object.values(tiers)) for (const child of tier) child.kill('SIGTERM');
+    checkpoints?.kill('SIGTERM');
   }
 
   return { start, stop, force, killAllSync, done };
