@@ -243,6 +243,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'registerQueueDepthGauges',
       'registerSlotGauges',
       'registerUpstreamCallMetrics',
+      'registerUpstreamRefusalMetrics',
       'scrapeAllowed',
       'serveMetrics',
     ],
