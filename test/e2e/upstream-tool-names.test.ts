@@ -9,6 +9,7 @@ import path from 'node:path';
 import { ListToolsResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { readUpstreamRefusals } from '../../apps/console/src/queries/upstream-refusals.ts';
 import { createPool, ROLES } from '../../packages/db/src/index.ts';
+import { launchChromium, logIn, newContext } from '../support/browser.ts';
 import { connectV1 } from '../support/clients.ts';
 import { startConsole, type TestConsole } from '../support/console.ts';
 import { startFakeUpstream } from '../support/fake-upstream.ts';
@@ -139,6 +140,18 @@ test('an upstream tool named like a gateway tool is refused, only it: each gatew
       reason: 'reserved_name',
     }),
   ).toBeGreaterThanOrEqual(1);
+  // An operator sees them on the console's queues page.
+  const browser = await launchChromium();
+  try {
+    const context = await newContext(browser);
+    const page = await logIn(context, consoleApp.url, 'operator', { sub: 'olga', tenant: 'acme' });
+    await page.goto(`${consoleApp.url}/queues`);
+    const shown = await page.locator('#upstream-refused-tools').innerText();
+    expect(shown).toMatch(/who\s+ami\s+whoami\s+reserved_name/);
+    expect(shown).toMatch(/many\s+t259\s+many\.t259\s+over_cap/);
+  } finally {
+    await browser.close();
+  }
 });
 
 test('an upstream lists more than its maxTools: the first ones are served, the rest refused and counted', async () => {
