@@ -18,6 +18,7 @@ import { refuseInvalidParams } from './refuse-invalid-params.ts';
 import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
 import { coreTask } from './task-shapes.ts';
+import { WireError } from './wire-error.ts';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const WIRE = 'core-2025';
@@ -67,7 +68,7 @@ export function createLegacyServer(
 
   server.setRequestHandler(ListToolsRequestSchema, (rpc) => {
     const page = dispatch.listToolsPage(request.principal, request.workload, rpc.params?.cursor);
-    if (!page.ok) throw new McpError(-32602, page.message, { reason: page.code });
+    if (!page.ok) throw new WireError(-32602, page.message, { reason: page.code });
     return { tools: page.tools, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
   });
 
