@@ -262,6 +262,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'registerQueueDepthGauges',
       'registerSlotGauges',
       'registerUpstreamCallMetrics',
+      'registerUpstreamRefusalMetrics',
       'scrapeAllowed',
       'serveMetrics',
     ],

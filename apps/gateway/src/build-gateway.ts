@@ -27,6 +27,7 @@ import {
   registerClusterGauges,
   registerPoolGauges,
   registerUpstreamCallMetrics,
+  registerUpstreamRefusalMetrics,
   registerQueueDepthGauges,
 } from '@mtg/metrics';
 import {
@@ -98,6 +99,7 @@ export async function buildGateway(
     config,
     logger,
     tools,
+    ownTools.map((t) => t.name),
     deps.clock ? () => deps.clock!().getTime() : Date.now,
   );
   const toolNames = [
@@ -193,7 +195,10 @@ export async function buildGateway(
   // Read when scraped, or observed where the work happens: nothing on the request path waits.
   registerPoolGauges(registry, pool);
   registerAuditGauges(registry, { db: pool });
-  if (upstreams) registerUpstreamCallMetrics(registry, () => upstreams.guards);
+  if (upstreams) {
+    registerUpstreamCallMetrics(registry, () => upstreams.guards);
+    registerUpstreamRefusalMetrics(registry, () => upstreams.refusedCounts());
+  }
   registerQueueDepthGauges(registry, {
     queues: tools.queues(),
     depth: (queue) =>

@@ -23,6 +23,8 @@ export async function startGatewayUpstreams(
   config: GatewayConfig,
   logger: Logger,
   tools: ToolRegistry,
+  /** The gateway's own tools (whoami, the job tools): no upstream tool may take their names. */
+  ownToolNames: readonly string[],
   /** The gateway's clock (tests move it): when an exchanged token counts as expired. */
   now: () => number = Date.now,
 ): Promise<UpstreamHub | undefined> {
@@ -43,6 +45,7 @@ export async function startGatewayUpstreams(
     databaseRole: config.DATABASE_ROLE,
     logger,
     ownLong: tools.long,
+    reserved: [...ownToolNames, ...tools.names()],
     callsPerMinute: config.RATE_LIMIT_UPSTREAM_CALLS_PER_MINUTE,
     now,
     serviceToken(audience) {

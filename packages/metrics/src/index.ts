@@ -14,6 +14,7 @@ export {
   createExchangeMetrics,
   createTargetCallMetrics,
   registerUpstreamCallMetrics,
+  registerUpstreamRefusalMetrics,
   type ExchangeMetrics,
   type TargetCallMetrics,
   type PoolCounts,

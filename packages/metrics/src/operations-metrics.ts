@@ -241,6 +241,33 @@ export function registerSlotGauges(
 }
 
 /**
+ * Tools an upstream listed that the gateway refused to serve (`mtg_upstream_tools_refused_total`,
+ * by upstream and reason: reserved_name, over_cap, invalid_name, duplicate_name, name_taken),
+ * read when scraped from the counts the gateway's listings keep. Each listing that refuses a
+ * tool counts it again, so a steady rate means the upstream still lists it.
+ */
+export function registerUpstreamRefusalMetrics(
+  registry: Registry,
+  refused: () => Iterable<{ upstream: string; reason: string; count: number }>,
+): void {
+  const seen = new Map<string, number>();
+  new Counter({
+    name: 'mtg_upstream_tools_refused_total',
+    help: 'Tools an upstream listed that are not served, by upstream and reason (reserved_name, over_cap, invalid_name, duplicate_name, name_taken)',
+    labelNames: ['upstream', 'reason'],
+    registers: [registry],
+    collect() {
+      for (const { upstream, reason, count } of refused()) {
+        const key = `${upstream}\n${reason}`;
+        const delta = count - (seen.get(key) ?? 0);
+        if (delta > 0) this.inc({ upstream, reason }, delta);
+        seen.set(key, count);
+      }
+    },
+  });
+}
+
+/**
  * Calls to each upstream MCP server by outcome (`mtg_upstream_calls_total`), read when
  * scraped from the counts its guard keeps, and each upstream's circuit state.
  */

@@ -1,5 +1,9 @@
 import type { Pool } from 'pg';
 import { withTransaction } from '@mtg/db';
+import type { RefusedTool } from './refused-tool.ts';
+
+/** Refusals kept per upstream for the console (every one is logged and counted). */
+export const MAX_REFUSALS_KEPT = 200;
 
 /** One discovered upstream tool, as stored in app.upstream_tools. */
 export interface CatalogueEntry {
@@ -15,19 +19,55 @@ export interface CatalogueEntry {
 
 /**
  * Replaces what one upstream lists, in one transaction: a tool it no longer lists goes, the
- * others are upserted. Answers whether anything changed.
+ * others are upserted, and its refused tools replace the ones its last listing refused.
+ *
+ * A served name is unique across upstreams. A row of another upstream holding one of these
+ * names is `stale` when the current configuration no longer gives that upstream the name (it
+ * was removed, or its prefix changed): it is deleted, so a row nobody will relist never blocks
+ * a listing. A row the other upstream still owns is kept, and this upstream's tool of that
+ * name is refused (`name_taken`) — only that tool.
  */
 export async function replaceCatalogue(
   pool: Pool,
   upstream: string,
-  entries: CatalogueEntry[],
-): Promise<boolean> {
+  listed: CatalogueEntry[],
+  options: {
+    refused?: readonly RefusedTool[];
+    stale?: (row: { upstream: string; name: string }) => boolean;
+  } = {},
+): Promise<{ changed: boolean; refused: RefusedTool[] }> {
   return withTransaction(pool, async (c) => {
+    const refused = [...(options.refused ?? [])];
+    const held = await c.query<{ upstream: string; name: string }>(
+      `SELECT upstream, name FROM app.upstream_tools
+        WHERE upstream <> $1 AND name = ANY($2::text[]) FOR UPDATE`,
+      [upstream, listed.map((e) => e.name)],
+    );
+    const stale = held.rows.filter((r) => options.stale?.(r) ?? false);
+    if (stale.length) {
+      await c.query(
+        `DELETE FROM app.upstream_tools t USING unnest($1::text[], $2::text[]) AS s(upstream, name)
+          WHERE t.upstream = s.upstream AND t.name = s.name`,
+        [stale.map((r) => r.upstream), stale.map((r) => r.name)],
+      );
+    }
+    const taken = new Set(held.rows.filter((r) => !stale.includes(r)).map((r) => r.name));
+    const entries = listed.filter((e) => !taken.has(e.name));
+    for (const e of listed) {
+      if (taken.has(e.name)) {
+        refused.push({
+          upstream,
+          upstreamName: e.upstreamName,
+          name: e.name,
+          reason: 'name_taken',
+        });
+      }
+    }
     const removed = await c.query(
       `DELETE FROM app.upstream_tools WHERE upstream = $1 AND NOT (name = ANY($2::text[]))`,
       [upstream, entries.map((e) => e.name)],
     );
-    let changed = (removed.rowCount ?? 0) > 0;
+    let changed = (removed.rowCount ?? 0) > 0 || stale.length > 0;
     for (const e of entries) {
       const r = await c.query(
         `INSERT INTO app.upstream_tools
@@ -54,12 +94,28 @@ export async function replaceCatalogue(
       );
       if ((r.rowCount ?? 0) > 0) changed = true;
     }
+    await c.query(`DELETE FROM app.upstream_refused_tools WHERE upstream = $1`, [upstream]);
+    const kept = refused.slice(0, MAX_REFUSALS_KEPT);
+    if (kept.length) {
+      await c.query(
+        `INSERT INTO app.upstream_refused_tools (upstream, upstream_name, name, reason)
+         SELECT $1, s.upstream_name, s.name, s.reason
+           FROM unnest($2::text[], $3::text[], $4::text[]) AS s(upstream_name, name, reason)
+         ON CONFLICT (upstream, upstream_name) DO NOTHING`,
+        [
+          upstream,
+          kept.map((r) => r.upstreamName),
+          kept.map((r) => r.name),
+          kept.map((r) => r.reason),
+        ],
+      );
+    }
     await c.query(
       `INSERT INTO app.upstream_status (upstream, last_success_at) VALUES ($1, now())
        ON CONFLICT (upstream) DO UPDATE SET last_success_at = now()`,
       [upstream],
     );
-    return changed;
+    return { changed, refused };
   });
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from '@mtg/log';
 import type { CatalogueEntry } from './catalogue-store.ts';
+import type { RefusedTool } from './refused-tool.ts';
 import type { UpstreamConnection } from './connect-upstream.ts';
 import type { UpstreamConfig } from './upstream-config.ts';
 import { UpstreamError } from './upstream-error.ts';
@@ -7,13 +8,23 @@ import { admitted, catalogueFingerprint, servedName } from './upstream-tool-name
 
 const MAX_PAGES = 50;
 
-/** Lists an upstream's tools (every page) and turns them into catalogue entries. */
+/**
+ * Lists an upstream's tools (every page) and turns them into catalogue entries. A tool that
+ * cannot be served (a reserved name, past `maxTools`, an invalid or repeated name) is refused
+ * on its own: the listing goes on, and the refusal is answered for the hub to record.
+ */
 export async function discoverUpstream(
   connection: UpstreamConnection,
   upstream: UpstreamConfig,
   logger: Logger,
-): Promise<CatalogueEntry[]> {
+  /** Every gateway-owned tool name (job tools, whoami, the packs' tools). */
+  reserved: ReadonlySet<string> = new Set(),
+): Promise<{ entries: CatalogueEntry[]; refused: RefusedTool[] }> {
   const entries: CatalogueEntry[] = [];
+  const refused: RefusedTool[] = [];
+  const seen = new Set<string>();
+  const refuse = (upstreamName: string, name: string | null, reason: RefusedTool['reason']) =>
+    refused.push({ upstream: upstream.name, upstreamName, name, reason });
   let cursor: string | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
     const result = await connection.request('tools/list', cursor ? { cursor } : {}, {
@@ -32,10 +43,20 @@ export async function discoverUpstream(
       if (!upstreamName || !admitted(upstream, upstreamName)) continue;
       const name = servedName(upstream, upstreamName);
       if (!name) {
-        logger.warn('upstream tool skipped: its prefixed name is not a valid MCP tool name', {
-          upstream: upstream.name,
-          tool: upstreamName,
-        });
+        refuse(upstreamName, null, 'invalid_name');
+        continue;
+      }
+      if (reserved.has(name)) {
+        refuse(upstreamName, name, 'reserved_name');
+        continue;
+      }
+      if (seen.has(name)) {
+        refuse(upstreamName, name, 'duplicate_name');
+        continue;
+      }
+      seen.add(name);
+      if (entries.length >= upstream.maxTools) {
+        refuse(upstreamName, name, 'over_cap');
         continue;
       }
       const inputSchema =
@@ -65,5 +86,14 @@ export async function discoverUpstream(
     cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
     if (!cursor) break;
   }
-  return entries;
+  if (refused.length) {
+    logger.warn("upstream tools refused: not served, the upstream's other tools are", {
+      upstream: upstream.name,
+      refused: refused.length,
+      served: entries.length,
+      // The first few by name; the console and the table keep the rest.
+      tools: refused.slice(0, 20).map((r) => `${r.upstreamName} (${r.reason})`),
+    });
+  }
+  return { entries, refused };
 }

@@ -24,12 +24,24 @@ export async function upstreamToolsFrom(
   upstreams: readonly UpstreamConfig[],
   logger: Logger,
   instant?: (upstream: UpstreamConfig) => InstantProxyDeps,
+  /** Gateway-owned tool names: a stored row of that name is never served. */
+  reserved: ReadonlySet<string> = new Set(),
 ): Promise<UpstreamTools> {
   const byName = new Map(upstreams.map((u) => [u.name, u]));
   const out: UpstreamTools = { long: new Map(), instant: new Map(), entries: [] };
   for (const entry of await readCatalogue(pool)) {
     const upstream = byName.get(entry.upstream);
     if (!upstream) continue; // an upstream no longer configured
+    // Rows stored under an older configuration or by an older gateway (a former prefix, a
+    // name now reserved) are not served: stale rows must never shadow a gateway tool or stop
+    // a process from starting. The upstream's next listing replaces them.
+    if (!entry.name.startsWith(upstream.prefix) || reserved.has(entry.name)) {
+      logger.debug("stored upstream tool not served: its name is not the upstream's any more", {
+        upstream: entry.upstream,
+        tool: entry.name,
+      });
+      continue;
+    }
     out.entries.push(entry);
     try {
       if (resolveMode(upstream, entry) === 'task') {

@@ -11,6 +11,10 @@ import { z } from 'zod';
  *   `execution.taskSupport` for the tool, else instant.
  */
 
+/** The highest `maxTools` an upstream may be given, and the default. */
+export const MAX_TOOLS_LIMIT = 10_000;
+export const DEFAULT_MAX_TOOLS = 500;
+
 const positiveInt = () => z.number().int().positive();
 const SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
 
@@ -40,10 +44,16 @@ export const upstreamSchema = z
     url: z.url({ protocol: /^https?$/ }),
     /** The token audience (RFC 8693 resource or audience, per EXCHANGE_STYLE); default: url. */
     audience: z.string().min(1).optional(),
-    /** Prepended to every tool name; tool names stay within [A-Za-z0-9_.-]{1,64}. */
+    /**
+     * Prepended to every tool name; tool names stay within [A-Za-z0-9_.-]{1,64}. Never empty,
+     * and never the start of another upstream's prefix: names of two upstreams cannot collide.
+     */
     prefix: z
       .string()
-      .regex(/^[A-Za-z0-9_.-]{0,32}$/, 'letters, digits, _ . - (at most 32)')
+      .regex(
+        /^[A-Za-z0-9_.-]{1,32}$/,
+        'letters, digits, _ . - (1 to 32; an empty prefix is refused)',
+      )
       .optional(),
     /** Scope required for the upstream's tools unless a tool says otherwise. */
     scope: z.string().regex(SCOPE, 'must be one OAuth scope token'),
@@ -65,6 +75,8 @@ export const upstreamSchema = z
     maxSessions: z.number().int().min(0).max(10_000).optional(),
     /** A kept session unused this long is closed. */
     sessionIdleMs: z.number().int().min(1000).optional(),
+    /** Tools served from this upstream at most; the rest of a listing is refused (over_cap). */
+    maxTools: z.number().int().min(1).max(MAX_TOOLS_LIMIT).optional(),
   })
   .strict();
 
@@ -98,6 +110,7 @@ export interface UpstreamConfig {
   maxResponseBytes: number;
   maxSessions: number;
   sessionIdleMs: number;
+  maxTools: number;
 }
 
 export class UpstreamConfigError extends Error {
@@ -117,16 +130,8 @@ export function parseUpstreams(raw: unknown, file: string): UpstreamConfig[] {
       .join('; ');
     throw new UpstreamConfigError(`UPSTREAMS_FILE ${file}: ${problems}`);
   }
-  const prefixes = new Map<string, string>();
-  return Object.entries(parsed.data.upstreams).map(([name, u]) => {
+  const configs = Object.entries(parsed.data.upstreams).map(([name, u]) => {
     const prefix = u.prefix ?? `${name.replace(/-/g, '_')}.`;
-    const clash = prefixes.get(prefix);
-    if (clash !== undefined) {
-      throw new UpstreamConfigError(
-        `UPSTREAMS_FILE ${file}: upstreams.${name}.prefix: ${JSON.stringify(prefix)} is already the prefix of ${clash}`,
-      );
-    }
-    prefixes.set(prefix, name);
     return {
       name,
       url: u.url,
@@ -145,8 +150,33 @@ export function parseUpstreams(raw: unknown, file: string): UpstreamConfig[] {
       maxResponseBytes: u.maxResponseBytes ?? 4 * 1024 * 1024,
       maxSessions: u.maxSessions ?? 256,
       sessionIdleMs: u.sessionIdleMs ?? 60_000,
+      maxTools: u.maxTools ?? DEFAULT_MAX_TOOLS,
     };
   });
+  refuseOverlappingPrefixes(configs, file);
+  return configs;
+}
+
+/**
+ * No prefix may begin another (nor equal it): `a.` and `a.b.` would both claim `a.b.x`, and
+ * the catalogue keeps one row per served name, so one upstream's listing would block the
+ * other's. Refused at load, naming both upstreams.
+ */
+function refuseOverlappingPrefixes(configs: readonly UpstreamConfig[], file: string): void {
+  for (const a of configs) {
+    for (const b of configs) {
+      if (a === b || !b.prefix.startsWith(a.prefix)) continue;
+      // Report the later upstream of the file, as it is the one an operator just added.
+      const [first, second] = configs.indexOf(a) < configs.indexOf(b) ? [a, b] : [b, a];
+      const relation =
+        a.prefix === b.prefix ? 'is the same as' : second === b ? 'begins with' : 'is the start of';
+      throw new UpstreamConfigError(
+        `UPSTREAMS_FILE ${file}: upstreams.${second.name}.prefix: ${JSON.stringify(second.prefix)} ` +
+          `${relation} the prefix ${JSON.stringify(first.prefix)} of upstream ${first.name} ` +
+          `(no prefix may begin another: their tool names could collide)`,
+      );
+    }
+  }
 }
 
 /** Reads UPSTREAMS_FILE (YAML or JSON). Unset: no upstreams. */

@@ -6,6 +6,7 @@ import { createCatalogue } from '@mtg/tools';
 import { recordDiscoveryFailure, replaceCatalogue } from './catalogue-store.ts';
 import { connectUpstream, type UpstreamConnection } from './connect-upstream.ts';
 import { discoverUpstream } from './discover-upstream.ts';
+import type { RefusedTool } from './refused-tool.ts';
 import { upstreamQueue, type UpstreamConfig } from './upstream-config.ts';
 import { isUpstreamError, UpstreamError } from './upstream-error.ts';
 import { createUpstreamGuard, type UpstreamGuard } from './upstream-guard.ts';
@@ -37,6 +38,11 @@ export interface UpstreamHubOptions {
   callsPerMinute: number;
   /** Long tools that are not the upstreams' (the packs'). */
   ownLong: ReadonlyMap<string, LongTool>;
+  /**
+   * Every gateway-owned tool name (job tools, whoami, every pack tool): an upstream tool of
+   * one of these names is refused, never served in its place.
+   */
+  reserved: readonly string[];
   fetch?: typeof fetch;
 }
 
@@ -81,17 +87,48 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
   let current: UpstreamTools = { long: new Map(), instant: new Map(), entries: [] };
   let ownInstant: ToolDefinition[] = [];
   let catalogue = createCatalogue([]);
+  const reserved = new Set([...options.reserved, ...options.ownLong.keys()]);
+  // Tools refused by listings of this process, by upstream and reason (a Prometheus counter).
+  const refusedCounts = new Map<string, { upstream: string; reason: string; count: number }>();
+  const countRefused = (refused: readonly RefusedTool[]) => {
+    for (const r of refused) {
+      const key = `${r.upstream}\n${r.reason}`;
+      const c = refusedCounts.get(key) ?? { upstream: r.upstream, reason: r.reason, count: 0 };
+      c.count += 1;
+      refusedCounts.set(key, c);
+    }
+  };
+  // Never a name twice: a gateway tool given to serve() later than `reserved` still wins.
+  const catalogueOf = () => {
+    const own = new Set(ownInstant.map((t) => t.name));
+    return createCatalogue([
+      ...ownInstant,
+      ...[...current.instant.values()].filter((t) => !own.has(t.name)),
+    ]);
+  };
+  // Whether a stored row of another upstream is left over from an older configuration.
+  const configured = new Map(options.upstreams.map((u) => [u.name, u]));
+  const stale = (row: { upstream: string; name: string }) => {
+    const owner = configured.get(row.upstream);
+    return !owner || !row.name.startsWith(owner.prefix);
+  };
 
   const rebuild = async () => {
-    current = await upstreamToolsFrom(pool, options.upstreams, options.logger, (u) => ({
+    current = await upstreamToolsFrom(
       pool,
-      limit,
-      logger: options.logger,
-      guard: guards.get(u.name)!,
-      exchange: options.exchange,
-      sessions: sessions.get(u.name)!,
-    }));
-    catalogue = createCatalogue([...ownInstant, ...current.instant.values()]);
+      options.upstreams,
+      options.logger,
+      (u) => ({
+        pool,
+        limit,
+        logger: options.logger,
+        guard: guards.get(u.name)!,
+        exchange: options.exchange,
+        sessions: sessions.get(u.name)!,
+      }),
+      reserved,
+    );
+    catalogue = catalogueOf();
     for (const name of [...longTools.keys()]) {
       if (!options.ownLong.has(name)) longTools.delete(name);
     }
@@ -152,9 +189,9 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
           ...(options.fetch ? { fetch: options.fetch } : {}),
         }),
       );
-      let entries;
+      let listing;
       try {
-        entries = await discoverUpstream(connection, upstream, options.logger);
+        listing = await discoverUpstream(connection, upstream, options.logger, reserved);
       } catch (error) {
         await connection.close({ terminate: true });
         throw error;
@@ -164,10 +201,22 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
       watched.set(upstream.name, connection);
       await previous?.close({ terminate: true });
       if (closed) await connection.close({ terminate: true });
-      const changed = await replaceCatalogue(pool, upstream.name, entries);
+      const { changed, refused } = await replaceCatalogue(pool, upstream.name, listing.entries, {
+        refused: listing.refused,
+        stale,
+      });
+      countRefused(refused);
+      const taken = refused.filter((r) => r.reason === 'name_taken');
+      if (taken.length) {
+        options.logger.warn('upstream tools refused: another upstream serves their names', {
+          upstream: upstream.name,
+          tools: taken.slice(0, 20).map((r) => r.upstreamName),
+        });
+      }
       options.logger.info('upstream tools listed', {
         upstream: upstream.name,
-        tools: entries.length,
+        tools: listing.entries.length - taken.length,
+        refused: refused.length,
         changed,
       });
       return changed;
@@ -217,9 +266,11 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
     /** Pack and upstream long tools, kept current by each refresh. */
     longTools: longTools as ReadonlyMap<string, LongTool>,
     /** The gateway's instant tools and the upstreams', kept current by each refresh. */
+    /** Tools refused by this process's listings so far, by upstream and reason. */
+    refusedCounts: () => [...refusedCounts.values()],
     serve(own: ToolDefinition[]): Catalogue {
       ownInstant = own;
-      catalogue = createCatalogue([...ownInstant, ...current.instant.values()]);
+      catalogue = catalogueOf();
       return {
         visibleTo: (p) => catalogue.visibleTo(p),
         get: (n) => catalogue.get(n),

@@ -52,3 +52,62 @@ test('two upstreams may not share a prefix', () => {
     ),
   ).toThrow(/upstreams.b.prefix/);
 });
+
+test('an empty prefix is refused: an upstream could take every gateway tool name', () => {
+  expect(() =>
+    parseUpstreams(
+      { upstreams: { ev: { url: 'http://x/mcp', scope: 's', prefix: '' } } },
+      'f.yaml',
+    ),
+  ).toThrow(/upstreams\.ev\.prefix: .*empty prefix is refused/);
+});
+
+test.each([
+  ['ev', 'ev.'],
+  ['a.', 'a.b.'],
+  ['p.', 'p.'],
+  ['a.b.', 'a.'],
+  ['ci', 'ci_server.'],
+])('prefixes %j and %j overlap and are refused, naming both upstreams', (first, second) => {
+  const doc = {
+    upstreams: {
+      one: { url: 'http://x/mcp', scope: 's', prefix: first },
+      two: { url: 'http://y/mcp', scope: 's', prefix: second },
+    },
+  };
+  let message = '';
+  try {
+    parseUpstreams(doc, 'f.yaml');
+  } catch (error) {
+    expect(error).toBeInstanceOf(UpstreamConfigError);
+    message = (error as Error).message;
+  }
+  expect(message).toContain('UPSTREAMS_FILE f.yaml: upstreams.two.prefix');
+  expect(message).toContain(`upstream one`);
+  expect(message).toContain(JSON.stringify(second));
+  expect(message).toContain(JSON.stringify(first));
+});
+
+test('prefixes that share a start but neither begins the other are accepted', () => {
+  const list = parseUpstreams(
+    {
+      upstreams: {
+        a: { url: 'http://x/mcp', scope: 's', prefix: 'ab.' },
+        b: { url: 'http://y/mcp', scope: 's', prefix: 'ac.' },
+      },
+    },
+    'f.yaml',
+  );
+  expect(list.map((u) => u.prefix)).toEqual(['ab.', 'ac.']);
+});
+
+test('maxTools defaults to 500 and is bounded', () => {
+  const [u] = parseUpstreams({ upstreams: { a: { url: 'http://x/mcp', scope: 's' } } }, 'f.yaml');
+  expect(u!.maxTools).toBe(500);
+  expect(() =>
+    parseUpstreams(
+      { upstreams: { a: { url: 'http://x/mcp', scope: 's', maxTools: 0 } } },
+      'f.yaml',
+    ),
+  ).toThrow(/upstreams\.a\.maxTools/);
+});

@@ -13,6 +13,7 @@ import {
   type QueueDepth,
   type WorkerPool,
 } from '../queries/worker-pools.ts';
+import { readUpstreamRefusals } from '../queries/upstream-refusals.ts';
 import { exportLinks, layout } from '../pages/layout.ts';
 import { table } from '../pages/table.ts';
 
@@ -124,7 +125,10 @@ export function queueRoutes(deps: {
         { key: 'key' as const, label: 'State' },
         { key: 'value' as const, label: 'Count' },
       ];
-      const pools = await readWorkerPools(deps.pool, readings);
+      const [pools, refusals] = await Promise.all([
+        readWorkerPools(deps.pool, readings),
+        readUpstreamRefusals(deps.pool),
+      ]);
       const body = html`<p>Cluster-wide figures (every tenant).</p>
         <h2 id="pools">Worker pools</h2>
         <p>
@@ -169,6 +173,26 @@ export function queueRoutes(deps: {
           )}
         </div>
         ${exportLinks('/queues', {})}
+        <h2 id="upstream-refusals">Upstream tools not served</h2>
+        <p>
+          Tools an upstream's latest listing named that the gateway refused, each on its own (the
+          upstream's other tools are served): a name reserved for a gateway tool, past the
+          upstream's <code>maxTools</code>, an invalid or repeated name, or a name another upstream
+          serves.
+        </p>
+        <div id="upstream-refused-tools">
+          ${table(
+            [
+              { key: 'upstream', label: 'Upstream' },
+              { key: 'upstreamName', label: 'Upstream tool' },
+              { key: 'name', label: 'Would be served as' },
+              { key: 'reason', label: 'Reason' },
+              { key: 'refusedAt', label: 'Listed' },
+            ],
+            refusals,
+            'None: every listed tool is served.',
+          )}
+        </div>
         <h2>Processes</h2>
         <div id="processes">
           ${table(

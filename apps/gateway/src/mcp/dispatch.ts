@@ -11,6 +11,7 @@ import {
 import type { RequestContext } from '../http/request-context.ts';
 import { rpcErrorFor } from './task-errors.ts';
 import type { ToolPolicy } from './tool-policy.ts';
+import { pageOfTools, type ToolsPage } from './tools-page.ts';
 
 /** How the caller's wire wants a long tool started. */
 export type CallMode =
@@ -37,12 +38,18 @@ export type DispatchOutcome =
   | { kind: 'task'; task: TaskRow }
   | { kind: 'error'; code: number; message: string; data?: Record<string, unknown> };
 
+export type ListedTool = ToolListing & { execution?: { taskSupport: string } };
+
 /** Era-independent tools/list and tools/call; adapters only translate shapes. */
 export interface Dispatch {
-  listTools(
+  /** Every tool this caller may see (one list, unpaged: for the server's own checks). */
+  listTools(principal: Principal, workload?: Workload): { tools: ListedTool[] };
+  /** One page of tools/list (tools-page.ts); an unreadable cursor is `invalid_cursor`. */
+  listToolsPage(
     principal: Principal,
-    workload?: Workload,
-  ): { tools: Array<ToolListing & { execution?: { taskSupport: string } }> };
+    workload: Workload | undefined,
+    cursor: string | undefined,
+  ): ToolsPage<ListedTool>;
   callTool(
     params: { name: string; arguments?: unknown },
     mode: CallMode,
@@ -62,8 +69,11 @@ export function createDispatch(
     kind: 'result',
     result: { isError: true, content: [{ type: 'text', text: `Invalid arguments: ${detail}` }] },
   });
-  return {
+  const dispatch: Dispatch = {
     tasks,
+    listToolsPage(principal, workload, cursor) {
+      return pageOfTools(dispatch.listTools(principal, workload).tools, cursor);
+    },
     listTools(principal, workload) {
       const allowed = (t: { name: string }) =>
         !toolPolicy || toolPolicy.permits(principal, workload, t.name);
@@ -151,6 +161,7 @@ export function createDispatch(
       return { kind: 'task', task: started.task };
     },
   };
+  return dispatch;
 }
 
 /** What a client without task support gets at once from a long tool. */

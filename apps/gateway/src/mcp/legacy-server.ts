@@ -65,8 +65,10 @@ export function createLegacyServer(
     throw new WireError(code, message, data);
   };
 
-  server.setRequestHandler(ListToolsRequestSchema, () => {
-    return dispatch.listTools(request.principal, request.workload) as never;
+  server.setRequestHandler(ListToolsRequestSchema, (rpc) => {
+    const page = dispatch.listToolsPage(request.principal, request.workload, rpc.params?.cursor);
+    if (!page.ok) throw new WireError(-32602, page.message, { reason: page.code });
+    return { tools: page.tools, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
   });
 
   server.setRequestHandler(CallToolRequestSchema, async (rpc) => {

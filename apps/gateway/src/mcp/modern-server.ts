@@ -51,8 +51,13 @@ export function createModernServer(dispatch: Dispatch, request: RequestContext):
     throw new ProtocolError(code, message, data);
   };
 
-  server.setRequestHandler('tools/list', () => {
-    return dispatch.listTools(request.principal, request.workload) as never;
+  server.setRequestHandler('tools/list', (rpc) => {
+    const page = dispatch.listToolsPage(request.principal, request.workload, rpc.params?.cursor);
+    if (!page.ok) throw new ProtocolError(-32602, page.message, { reason: page.code });
+    return {
+      tools: page.tools,
+      ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+    } as never;
   });
 
   server.setRequestHandler('tools/call', async (rpc, ctx) => {
