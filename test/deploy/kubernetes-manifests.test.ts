@@ -390,7 +390,7 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       expect(console_.spec.replicas).toBeGreaterThan(1);
       const spec = podTemplate(console_).spec;
       const c = spec.containers[0];
-      expect(c.command).toEqual(['node', 'apps/console/src/main.ts']);
+      expect(c.command).toEqual(['mcp-task-gateway', 'console']);
       const secretOf = (name: string) =>
         (c.env as Array<Record<string, any>>).find((e) => e.name === name)?.valueFrom?.secretKeyRef;
       expect(secretOf('DATABASE_URL')).toMatchObject({ name: 'mtg-database', key: 'console-url' });
@@ -432,12 +432,15 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
 
     test('the migrations Job runs the migrations with the same ConfigMap (TOOL_PACKS) as the apps', () => {
       const [job] = ofKind('Job');
-      expect(job!.spec.template.spec.containers[0].command).toEqual(['node', 'scripts/migrate.ts']);
+      expect(job!.spec.template.spec.containers[0].command).toEqual([
+        'mcp-task-gateway',
+        'migrate',
+      ]);
       const config = job!.spec.template.spec.containers[0].envFrom[0].configMapRef.name;
       for (const d of ofKind('Deployment')) {
         const spec = podTemplate(d).spec;
         expect(spec.containers[0].envFrom[0].configMapRef.name).toBe(config);
-        expect(spec.initContainers[0].command).toEqual(['node', 'scripts/wait-for-migrations.ts']);
+        expect(spec.initContainers[0].command).toEqual(['mcp-task-gateway', 'wait-for-migrations']);
       }
     });
 
@@ -495,13 +498,15 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
       const jobs = Object.fromEntries(ofKind('CronJob').map((c) => [c.metadata.name, c]));
       const command = (name: string) =>
         jobs[name]!.spec.jobTemplate.spec.template.spec.containers[0].command.join(' ');
-      expect(command('mtg-audit-checkpoint')).toContain('scripts/audit-checkpoint.ts');
+      expect(command('mtg-audit-checkpoint')).toContain('mcp-task-gateway audit checkpoint');
       expect(command('mtg-audit-checkpoint')).toContain(
-        'scripts/audit-verify.ts --from-checkpoint latest --record',
+        'mcp-task-gateway audit verify --from-checkpoint latest --record',
       );
       // A chain the signer refused (exit 1) is still verified and recorded: that raises the alert.
-      expect(command('mtg-audit-checkpoint')).not.toMatch(/audit-checkpoint\.ts\s*&&/);
-      expect(command('mtg-audit-archive')).toContain('scripts/audit-archive.ts --out /archive');
+      expect(command('mtg-audit-checkpoint')).not.toMatch(/audit checkpoint\s*&&/);
+      expect(command('mtg-audit-archive')).toContain(
+        'mcp-task-gateway audit archive --out /archive',
+      );
       expect(jobs['mtg-audit-archive']!.spec.concurrencyPolicy).toBe('Forbid');
     });
 
