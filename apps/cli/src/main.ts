@@ -21,7 +21,13 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(usage(version));
     return;
   }
-  const found = findCommand(name, rest);
+  let found;
+  try {
+    found = findCommand(name, rest);
+  } catch (error) {
+    if (!missingDevPackage(error)) throw error;
+    return devPackagesMissing(argv, error);
+  }
   if (!found) {
     process.stderr.write(
       `mcp-task-gateway: unknown command "${argv.join(' ')}"\n\n${usage(version)}`,
@@ -32,7 +38,31 @@ async function main(argv: string[]): Promise<void> {
   // Each command is an entry module that reads process.argv and exits with its own code:
   // it sees the arguments after its name, as it would run on its own.
   process.argv = [process.argv[0]!, found.module, ...found.args];
-  await import(found.module);
+  try {
+    await import(found.module);
+  } catch (error) {
+    if (!missingDevPackage(error)) throw error;
+    devPackagesMissing(argv, error);
+  }
+}
+
+/** The development-only packages are optional dependencies: a production install omits them. */
+const DEV_PACKAGES = ['@mtg/dev-postgres', '@mtg/app-idp', '@mtg/demo-tools'];
+
+function missingDevPackage(error: unknown): error is Error {
+  return (
+    (error as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND' &&
+    DEV_PACKAGES.some((p) => (error as Error).message.includes(p))
+  );
+}
+
+function devPackagesMissing(argv: string[], error: Error): void {
+  process.stderr.write(
+    `mcp-task-gateway ${argv[0]}: this install has no development packages ` +
+      `(${DEV_PACKAGES.join(', ')}; optional dependencies of @mtg/cli, which a production ` +
+      `install omits): install them with \`npm install --include=optional @mtg/cli\`\n  (${error.message.split('\n')[0]})\n`,
+  );
+  process.exitCode = 2;
 }
 
 await main(process.argv.slice(2));

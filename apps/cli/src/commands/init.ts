@@ -40,11 +40,11 @@ async function main(argv: string[]): Promise<number> {
   if (!directory || positionals.length > 1) throw new CliError('name one directory');
   const target = path.resolve(directory);
   const name = values.name ?? path.basename(target);
-  if (!PACKAGE_NAME.test(name)) {
-    throw new CliError(`"${name}" is not a valid npm package name: pass --name <package-name>`);
-  }
   if (existsSync(target) && (await readdir(target)).length > 0) {
     throw new CliError(`${directory} exists and is not empty`);
+  }
+  if (!PACKAGE_NAME.test(name)) {
+    throw new CliError(`"${name}" is not a valid npm package name: pass --name <package-name>`);
   }
   const versions = await readVersions();
   await mkdir(target, { recursive: true });
