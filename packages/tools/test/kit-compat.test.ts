@@ -99,3 +99,25 @@ test('a bare module with no kit dependency loads, with a warning that says so', 
     ),
   ]);
 });
+
+test('a pack directory with conditional exports loads its built module, not the development sources', async () => {
+  // As the scaffold writes it: `development` names the sources `dev` runs, `default` the build.
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mtg-conditional-pack-'));
+  await writeFile(
+    path.join(dir, 'package.json'),
+    JSON.stringify({
+      name: '@fixture/conditional',
+      type: 'module',
+      exports: {
+        '.': { development: './missing-sources.ts', types: './x.d.ts', default: './built.ts' },
+      },
+      peerDependencies: { '@mtg/tool-kit': `^${host}` },
+    }),
+  );
+  await writeFile(
+    path.join(dir, 'built.ts'),
+    `export { default } from ${JSON.stringify(path.join(root, 'test/fixtures/packs/versioned.ts'))};\n`,
+  );
+  const registry = await loadToolRegistry({ packs: [dir], env: {}, baseDir: root, warn: () => {} });
+  expect(registry.names()).toEqual(['versioned_echo']);
+});

@@ -106,6 +106,17 @@ async function importPack(
   return candidate;
 }
 
+/**
+ * The file a conditional export gives a running process (`import`, else `default`): the built
+ * module, not the `development` sources a scaffolded pack also names.
+ */
+function runtimeEntry(exported: unknown): string | undefined {
+  if (typeof exported === 'string') return exported;
+  if (!exported || typeof exported !== 'object') return undefined;
+  const conditions = exported as Record<string, unknown>;
+  return runtimeEntry(conditions.import) ?? runtimeEntry(conditions.default);
+}
+
 /** A pack given as a directory loads the module its package.json names (exports or main). */
 function packEntry(file: string): string {
   let isDirectory = false;
@@ -124,7 +135,7 @@ function packEntry(file: string): string {
       typeof manifest.exports === 'string'
         ? manifest.exports
         : (manifest.exports as Record<string, unknown> | undefined)?.['.'];
-    const entry = typeof exported === 'string' ? exported : manifest.main;
+    const entry = runtimeEntry(exported) ?? manifest.main;
     if (typeof entry === 'string') return path.join(file, entry);
   } catch {
     // no package.json: fall through to index.ts
