@@ -129,6 +129,36 @@ test(
     // Its published types work: the pack type-checks against the installed kit and harness.
     await npm(pack, ['run', 'typecheck']);
 
+    // The packages import on Node 22 as on 24, with type stripping off: they ship JavaScript.
+    const node22 = path.join(work, 'node22');
+    await timed('node22-install', () =>
+      npm(work, ['install', '--prefix', node22, '--no-audit', '--no-fund', 'node@22']),
+    );
+    for (const node of [path.join(node22, 'node_modules/.bin/node'), process.execPath]) {
+      const imported = await run(
+        node,
+        [
+          '--no-experimental-strip-types',
+          '--input-type=module',
+          '-e',
+          "await import('@mtg/tool-kit'); await import('@mtg/tool-harness'); await import('@mtg/cli'); console.log(process.version)",
+        ],
+        { cwd: pack, env: teamEnv() },
+      ).catch((e: { stderr: string }) => ({ stdout: '', stderr: e.stderr }));
+      expect([node, imported.stderr]).toEqual([node, '']);
+      expect(imported.stdout).toMatch(/^v2[24]\./);
+      const version = await run(
+        node,
+        [
+          '--no-experimental-strip-types',
+          path.join(pack, 'node_modules/@mtg/cli/dist/main.js'),
+          '--version',
+        ],
+        { cwd: pack, env: teamEnv() },
+      );
+      expect(version.stdout.trim()).toBe('0.2.0');
+    }
+
     // The container's install (deploy/container/install-runtime.sh, the Dockerfile's runtime
     // stage) with the team's pack added, and every entry point refusing a missing database.
     const packed = (await npm(pack, ['pack', '--silent'])).stdout.trim().split('\n').pop()!;
