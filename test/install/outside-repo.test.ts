@@ -4,7 +4,6 @@
 // running it, and see the task resume without repeating a finished step.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +16,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../support/clients.ts';
 import { pollUntil } from '../support/poll.ts';
+import { freePort } from '../support/stack.ts';
 import { startScopeRegistry, type ScopeRegistry } from '../support/scope-registry.ts';
 
 const run = promisify(execFile);
@@ -36,14 +36,6 @@ async function timed<T>(name: string, fn: () => Promise<T>): Promise<T> {
   } finally {
     timings[name] = Date.now() - started;
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** The environment of a team's shell: its own npm config (the scope's registry), no repo paths. */

@@ -2,7 +2,6 @@
 // and the console has their public keys, so a new user's task page says its trail is verified.
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,19 +11,12 @@ import { recreateDatabase } from '@mtg/db';
 import { connectV1 } from '../support/clients.ts';
 import { logInOverHttp, send } from '../support/console-http.ts';
 import { pollUntil } from '../support/poll.ts';
+import { freePort } from '../support/stack.ts';
 
 const run = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../apps/cli/src/main.ts', import.meta.url));
 let stack: ChildProcess | undefined;
 let dataDir: string;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 afterAll(async () => {
   if (stack && stack.exitCode === null && stack.signalCode === null) {
