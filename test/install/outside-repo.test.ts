@@ -133,7 +133,7 @@ test(
           '--no-experimental-strip-types',
           '--input-type=module',
           '-e',
-          "await import('@mtg/tool-kit'); await import('@mtg/tool-harness'); await import('@mtg/cli'); console.log(process.version)",
+          "await import('@mtg/tool-kit'); await import('@mtg/tool-harness'); await import('@mtg/tasks'); console.log(process.version)",
         ],
         { cwd: pack, env: teamEnv() },
       ).catch((e: { stderr: string }) => ({ stdout: '', stderr: e.stderr }));
