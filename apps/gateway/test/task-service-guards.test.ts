@@ -38,6 +38,7 @@ const CALLS: Record<TaskVerb, unknown[]> = {
   result: [TASK, ctx],
   awaitResult: [TASK, ctx, 10],
   cancel: [TASK, ctx, {}],
+  answer: [TASK, ctx, { response: { action: 'decline' } }],
   list: [ctx, {}],
 };
 const call = (service: TaskService, verb: TaskVerb) =>
@@ -188,6 +189,7 @@ test('every verb on one task gets the tool policy in its context; start and list
     result: false,
     awaitResult: false,
     cancel: false,
+    answer: false,
     list: 'exempt', // the caller's own tasks' metadata only
   });
 });

@@ -2,8 +2,11 @@ import { inSpan } from '@mtg/telemetry';
 import type { Logger } from '@mtg/log';
 import {
   journalStep,
+  formSchemaProblem,
   markInputRequired,
+  parkForInput,
   takeStageGrant,
+  type FormSchema,
   aboutTask,
   type Lease,
   type TaskRow,
@@ -41,6 +44,8 @@ export function createTaskContext(
   const declared = tool.origin?.targets ?? [];
   const downstreamSystems = new Set<string>();
   // What the task waits for, as its row says at the claim (a resumed run may find it waiting).
+  // Questions are named in the order the tool asks them, as the journal names them.
+  let asks = 0;
   let awaiting: string | null =
     task.status === 'input_required' ? (task.status_message ?? '') : null;
 
@@ -149,6 +154,27 @@ export function createTaskContext(
       });
       if (!moved) throw new StopRun('lease_lost');
       awaiting = said;
+    },
+    async ask(question) {
+      const key = `ask:${++asks}`;
+      if (journal.has(key)) return journal.get(key) as never;
+      const problem = formSchemaProblem(question.schema);
+      if (problem) throw new TypeError(`tool ${tool.name} asked with an invalid form: ${problem}`);
+      if (typeof question.message !== 'string' || question.message.length === 0)
+        throw new TypeError(`tool ${tool.name} asked without a message`);
+      // Nothing of this run may still be running once the lease is given back.
+      await run.quiesce();
+      await run.check(true, true);
+      const parked = await parkForInput(deps.pool, {
+        task,
+        lease,
+        workerId: deps.workerId,
+        key,
+        message: question.message,
+        schema: question.schema as FormSchema,
+        keepAnswer: question.keepAnswerInAudit === true,
+      });
+      throw new StopRun(parked ? 'awaiting_input' : 'lease_lost');
     },
     step(name, fn) {
       if (journal.has(name)) return Promise.resolve(journal.get(name) as never);

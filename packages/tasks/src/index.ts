@@ -28,6 +28,8 @@ export {
   lateTasks,
   markInputRequired,
   noteWaitingForWorker,
+  parkForInput,
+  type PendingInput,
   pauseTask,
   purgeExpired,
   reapExpiredLeases,
@@ -57,6 +59,12 @@ export {
   type TaskOutcome,
 } from './errors.ts';
 export { newTaskId } from './task-id.ts';
+export {
+  formSchemaProblem,
+  type FormField,
+  type FormSchema,
+  type InputResponse,
+} from './input-schema.ts';
 export { toView, type TaskRow, type TaskStatus, type TaskView } from './task-row.ts';
 export type { StoredResult } from './read-result.ts';
 export type { TaskPage } from './list-tasks.ts';

@@ -28,7 +28,7 @@ import {
   type ToolRegistry,
   type ToolResult,
 } from '@mtg/tools';
-import type { LongTool, Pack, TaskContext, ToolCaller } from '@mtg/tool-kit';
+import type { AskAnswer, LongTool, Pack, TaskContext, ToolCaller } from '@mtg/tool-kit';
 import type { RecordingTarget } from './recording-target.ts';
 import { scratchServer } from './scratch-postgres.ts';
 
@@ -85,6 +85,16 @@ export interface ToolHarness {
    * the next `run` resumes from the journal under a new lease epoch.
    */
   run(taskId: string, options?: { crashAfterSteps?: number }): Promise<HarnessRunResult>;
+  /**
+   * Answers the question a task is parked on (`ctx.ask`) as its owner would from any wire:
+   * validated against the question's form (a refusal says why; the task keeps waiting),
+   * journaled, and the task is working again; `run` it to go on. `task(id).input` shows the
+   * question that waits.
+   */
+  answer(
+    taskId: string,
+    response: AskAnswer | Record<string, unknown>,
+  ): Promise<{ ok: true; task: TaskView } | { ok: false; code: string; message: string }>;
   /** Cancels as the owner does; a run in flight stops at once and this resolves when it has. */
   cancel(taskId: string): Promise<TaskView>;
   /** The task as its owner sees it, with its result and journal. */
@@ -293,6 +303,12 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
       } finally {
         stops.delete(taskId);
       }
+    },
+    async answer(taskId, response) {
+      const outcome = await service.answer(taskId, verb(), { response });
+      return outcome.ok
+        ? { ok: true, task: outcome.task }
+        : { ok: false, code: outcome.code, message: outcome.message };
     },
     async cancel(taskId) {
       const outcome = await service.cancel(taskId, verb());

@@ -148,6 +148,16 @@ export interface TaskContext {
    * stop it as usual. Each change of status is audited; a repeat refreshes the message.
    */
   inputRequired?(message: string | null, downstream: string): Promise<void>;
+  /**
+   * Asks the task's caller a question (MCP form-mode elicitation: a flat schema of string,
+   * number, integer and boolean fields) and returns the answer. The task shows
+   * `input_required` on every wire and is parked meanwhile: no worker slot or lease is held
+   * while a person thinks, and the run resumes (from its journal) once the owner answered; the
+   * deadline still applies. The answer is journaled like a step: asked again after a crash,
+   * the same question returns the recorded answer without asking. Free-text answers are kept
+   * out of the audit trail unless `keepAnswerInAudit` is set.
+   */
+  ask(question: AskQuestion): Promise<AskAnswer>;
   /** Waits `ms`, rejecting at once when the task is stopped. */
   sleep(ms: number): Promise<void>;
   /** The client of a target the pack declared; a name it did not declare is a TypeError. */
@@ -156,6 +166,27 @@ export interface TaskContext {
   upstream?(name: string): UpstreamTaskClient;
   logger: ToolLogger;
 }
+
+/** A question for `ctx.ask`: the message shown and the form the answer fills. */
+export interface AskQuestion {
+  message: string;
+  schema: {
+    type: 'object';
+    properties: Record<
+      string,
+      Record<string, unknown> & { type: 'string' | 'number' | 'integer' | 'boolean' }
+    >;
+    required?: string[];
+  };
+  /** The answer's free text may be written to the audit trail (default: only its length). */
+  keepAnswerInAudit?: boolean;
+}
+
+/** The caller's answer (the protocol's ElicitResult). */
+export type AskAnswer =
+  | { action: 'accept'; content: Record<string, string | number | boolean> }
+  | { action: 'decline' }
+  | { action: 'cancel' };
 
 export interface LongToolLimits {
   /** Deadline when the caller asks for none. */

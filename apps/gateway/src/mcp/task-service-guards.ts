@@ -34,6 +34,7 @@ export const TASK_VERBS = [
   'result',
   'awaitResult',
   'cancel',
+  'answer',
   'list',
 ] as const satisfies readonly TaskVerb[];
 type Unlisted = Exclude<TaskVerb, (typeof TASK_VERBS)[number]>;
@@ -68,6 +69,7 @@ const SHAPE: Record<TaskVerb, { ctx: number; taskId?: number; audited: string }>
   result: { ctx: 1, taskId: 0, audited: 'result' },
   awaitResult: { ctx: 1, taskId: 0, audited: 'result' },
   cancel: { ctx: 1, taskId: 0, audited: 'cancel' },
+  answer: { ctx: 1, taskId: 0, audited: 'answer' },
   list: { ctx: 0, audited: 'list' },
 };
 
@@ -148,6 +150,8 @@ const BUCKET: Record<TaskVerb, 'start' | 'poll' | 'control'> = {
   awaitResult: 'poll',
   // Each refused cancel or list of a random id was an audit event of its own before.
   cancel: 'control',
+  // An answer is a control like a cancel: a few per task, never a poll loop.
+  answer: 'control',
   list: 'control',
 };
 
@@ -243,6 +247,7 @@ const POLICY_GATED: Record<TaskVerb, boolean> = {
   result: true,
   awaitResult: true,
   cancel: true,
+  answer: true,
   list: false,
 };
 
