@@ -1,3 +1,4 @@
+import type { FormSchema } from './input-schema.ts';
 /** A row of app.tasks as the verbs read it. */
 export interface TaskRow {
   id: string;
@@ -108,7 +109,7 @@ export interface TaskView {
    */
   inputFrom?: 'owner' | 'downstream' | 'caller';
   /** inputFrom `caller`: the question, with the form its answer must fill. */
-  input?: { key: string; message: string; requestedSchema: Record<string, unknown> };
+  input?: { key: string; message: string; requestedSchema: FormSchema };
   progress?: { current: number; total: number };
   createdAt: string;
   lastUpdatedAt: string;

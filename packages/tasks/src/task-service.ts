@@ -111,7 +111,8 @@ export interface TaskService {
     taskId: string,
     ctx: VerbContext,
     waitMs: number,
-    options?: { untilInput?: boolean },
+    /** `asked`: questions already put to this caller on this wait (not returned again). */
+    options?: { untilInput?: boolean; asked?: readonly string[] },
   ): Promise<ResultOutcome>;
   /**
    * The owner answers the question the task is parked on (ctx.ask): validated against its
@@ -215,7 +216,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
           reading.task.input = {
             key: q.key,
             message: q.message,
-            requestedSchema: q.requestedSchema as never,
+            requestedSchema: q.requestedSchema,
           };
       }
       // Asked for the result of an ended task: always audited, as result() is.
@@ -273,7 +274,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       // On the primary: the settle that wakes the wait is there at once, perhaps not yet on
       // the replica (and a blocking wait is far rarer than a poll).
       for (;;) {
-        const outcome = await resultOf(taskId, ctx, undefined, options?.untilInput);
+        const outcome = await resultOf(taskId, ctx, undefined, options);
         if (outcome.ok || outcome.code !== 'result_not_ready' || Date.now() >= until)
           return outcome;
         // A question is no settle: while one may come, look again each second.
@@ -316,14 +317,15 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     taskId: string,
     ctx: VerbContext,
     reads: ReadRouter | undefined,
-    untilInput?: boolean,
+    input?: { untilInput?: boolean; asked?: readonly string[] },
   ): Promise<ResultOutcome> {
     const auth = await authorizeTask(deps, taskId, 'result', ctx, scopeOf, reads);
     if (!auth.ok) return auth;
     const task = auth.task;
-    if (untilInput && task.status === 'input_required' && !task.needs_live_user) {
-      const input = await pendingInput(deps.pool, task.id);
-      if (input?.kind === 'input') return { ok: true, task: toView(task), row: task, input };
+    if (input?.untilInput && task.status === 'input_required' && !task.needs_live_user) {
+      const q = await pendingInput(deps.pool, task.id);
+      if (q?.kind === 'input' && !input.asked?.includes(q.key))
+        return { ok: true, task: toView(task), row: task, input: q };
     }
     if (!isTerminal(task.status)) {
       return taskError('result_not_ready', `Task is ${task.status}; its result is not ready yet`);
