@@ -342,6 +342,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'missingQueues',
       'newTaskId',
       'noteWaitingForWorker',
+      'parkForApproval',
       'parkForInput',
       'pauseTask',
       'purgeExpired',
@@ -361,6 +362,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'unclaimedQueues',
     ],
     types: [
+      'ApprovalView',
       'Boundary',
       'CancelledBy',
       'ClaimOutcome',
@@ -427,6 +429,8 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
     ],
     types: [
       'AnyTool',
+      'ApprovalGranted',
+      'ApprovalRequest',
       'AskAnswer',
       'AskQuestion',
       'InstantTool',

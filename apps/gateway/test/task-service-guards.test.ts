@@ -39,6 +39,8 @@ const CALLS: Record<TaskVerb, unknown[]> = {
   awaitResult: [TASK, ctx, 10],
   cancel: [TASK, ctx, {}],
   answer: [TASK, ctx, { response: { action: 'decline' } }],
+  approvals: [ctx],
+  decide: [TASK, ctx, { approved: true }],
   list: [ctx, {}],
 };
 const call = (service: TaskService, verb: TaskVerb) =>
@@ -178,7 +180,9 @@ test('every verb on one task gets the tool policy in its context; start and list
   for (const verb of TASK_VERBS) await call(guarded, verb);
   const gated = Object.fromEntries(
     calls.map(({ verb, args }) => {
-      const c = (verb === 'start' || verb === 'list' ? args[0] : args[1]) as VerbContext;
+      const c = (
+        verb === 'start' || verb === 'list' || verb === 'approvals' ? args[0] : args[1]
+      ) as VerbContext;
       return [verb, c.admitTool?.('generate_report') ?? 'exempt'];
     }),
   );
@@ -190,6 +194,8 @@ test('every verb on one task gets the tool policy in its context; start and list
     awaitResult: false,
     cancel: false,
     answer: false,
+    approvals: 'exempt', // the approver's own list, filtered by their scopes
+    decide: false,
     list: 'exempt', // the caller's own tasks' metadata only
   });
 });

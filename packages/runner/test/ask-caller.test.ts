@@ -120,3 +120,93 @@ test('a declined question reaches the tool as decline', async () => {
     answer: 'decline',
   });
 });
+
+// ctx.approval: four eyes, through the harness's decide (the service verb approve_task uses).
+const approvals = definePack({
+  name: 'approval-probes',
+  version: '0.0.1',
+  targets: [],
+  tools: [
+    defineLongTool({
+      name: 'probe_grant',
+      title: 'Grant',
+      description: 'Asks a second person before a bulk permission change.',
+      input: z.object({ users: z.number().int() }),
+      scope: 'probe:run',
+      summarize: (a) => ({ users: a.users }),
+      async execute(ctx, { users }) {
+        const ok = await ctx.approval({
+          scope: 'probe:approve',
+          reason: `Grant admin to ${users} users`,
+          summary: { users },
+        });
+        return await ctx.step('grant', async () => ({ granted: users, by: ok.approver.subject }));
+      },
+    }),
+  ],
+});
+
+describe('four-eyes approval', () => {
+  let h: ToolHarness;
+  beforeAll(async () => {
+    h = await createToolHarness({
+      pack: approvals,
+      owner: { scopes: ['probe:run', 'probe:approve'] },
+    });
+  });
+  afterAll(() => h.close());
+
+  test('a second person approves; the owner cannot approve their own task', async () => {
+    const { id } = await h.start('probe_grant', { users: 40 });
+    expect(await h.run(id)).toBe('paused');
+    expect((await h.task(id)).inputFrom).toBe('approver');
+    const self = await h.decide(id, { approved: true }, { subject: 'alice', client: 'other-app' });
+    expect(self).toMatchObject({ ok: false, code: 'approval_refused' });
+    const noScope = await h.decide(id, { approved: true }, { scopes: ['probe:run'] });
+    const missing = await h.decide('f'.repeat(32), { approved: true });
+    expect(noScope).toEqual(missing);
+    expect(missing).toMatchObject({ ok: false, code: 'task_not_found' });
+    const otherTenant = await h.decide(id, { approved: true }, { tenant: 'globex' });
+    expect(otherTenant).toEqual(missing);
+    expect(await h.decide(id, { approved: true })).toEqual({ ok: true });
+    expect(await h.run(id)).toBe('settled');
+    expect((await h.task(id)).result?.structuredContent).toEqual({ granted: 40, by: 'bob' });
+    const trail = await sql(
+      h.databaseUrl,
+      `SELECT type, actor_subject FROM audit.events WHERE task_id = $1 ORDER BY seq`,
+      [id],
+    );
+    expect(trail).toEqual(
+      expect.arrayContaining([
+        { type: 'task.approval_requested', actor_subject: expect.any(String) },
+        { type: 'task.approved', actor_subject: 'bob' },
+      ]),
+    );
+  });
+
+  test('a rejection ends the task with the reason, and nothing is written', async () => {
+    const { id } = await h.start('probe_grant', { users: 2 });
+    await h.run(id);
+    expect(await h.decide(id, { approved: false, reason: 'not this quarter' })).toEqual({
+      ok: true,
+    });
+    await h.run(id);
+    const t = await h.task(id);
+    expect(t.status).toBe('completed');
+    expect(t.result?.isError).toBe(true);
+    expect(t.result?.content[0]?.text).toMatch(/Rejected by bob: not this quarter/);
+    expect(h.stepRuns(id).grant).toBeUndefined();
+  });
+
+  test('revoking the approver before their decision is recorded voids it', async () => {
+    const { id } = await h.start('probe_grant', { users: 3 });
+    await h.run(id);
+    await sql(
+      h.databaseUrl,
+      `INSERT INTO app.principals (tenant, subject, revoked, revoked_at) VALUES ('acme', 'carol', true, now())`,
+    );
+    const r = await h.decide(id, { approved: true }, { subject: 'carol' });
+    expect(r).toMatchObject({ ok: false, code: 'principal_revoked' });
+    expect((await h.task(id)).status).toBe('input_required');
+  });
+});

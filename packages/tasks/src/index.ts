@@ -28,6 +28,7 @@ export {
   lateTasks,
   markInputRequired,
   noteWaitingForWorker,
+  parkForApproval,
   parkForInput,
   type PendingInput,
   pauseTask,
@@ -50,6 +51,7 @@ export {
   type ToolPlacement,
 } from './task-state/index.ts';
 export type { VerbContext } from './authorize-task.ts';
+export type { ApprovalView } from './approvals.ts';
 export { stepUpScope } from './step-up-scope.ts';
 export {
   RESULT_GONE,

@@ -105,11 +105,14 @@ export interface TaskView {
    * resumes it by polling with a fresh token. `downstream`: a system the task follows (an
    * upstream MCP task) waits for input the gateway does not relay; the task goes on by itself
    * once that input arrives there. `caller`: the tool asked its caller a question (`input`)
-   * and the task is parked until the owner answers it.
+   * and the task is parked until the owner answers it. `approver`: the tool asked for a
+   * second person's approval (`approval`), which only another principal may give.
    */
-  inputFrom?: 'owner' | 'downstream' | 'caller';
+  inputFrom?: 'owner' | 'downstream' | 'caller' | 'approver';
   /** inputFrom `caller`: the question, with the form its answer must fill. */
   input?: { key: string; message: string; requestedSchema: FormSchema };
+  /** inputFrom `approver`: the scope an approver must hold and the reason asked with. */
+  approval?: { key: string; scope: string; reason: string };
   progress?: { current: number; total: number };
   createdAt: string;
   lastUpdatedAt: string;

@@ -21,6 +21,7 @@ import { createDenialFold } from './fold-denials.ts';
 import { resumeIfPaused } from './task-state/resume-task.ts';
 import { pendingInput, recordAnswer, type PendingInput } from './task-state/ask-input.ts';
 import { answerProblem, answerSummary, type InputResponse } from './input-schema.ts';
+import { decideApproval, listApprovals, type ApprovalView } from './approvals.ts';
 import type { OnTaskEnded } from './task-state/settle-task.ts';
 import { isReadableCursor, listTasks, type TaskPage } from './list-tasks.ts';
 import { readKeptResult, readResult, type StoredResult } from './read-result.ts';
@@ -130,6 +131,14 @@ export interface TaskService {
     options?: CancelOptions,
   ): Promise<TaskOutcome<{ task: TaskView }>>;
   list(ctx: VerbContext, page: { cursor?: string; limit?: number }): Promise<TaskOutcome<TaskPage>>;
+  /** The open approvals of other subjects of the caller's tenant, for scopes its token holds. */
+  approvals(ctx: VerbContext): Promise<TaskOutcome<{ approvals: ApprovalView[] }>>;
+  /** A second principal approves or rejects a task waiting for approval (approvals.ts). */
+  decide(
+    taskId: string,
+    ctx: VerbContext,
+    decision: { approved: boolean; reason?: string },
+  ): Promise<TaskOutcome<{ approval: ApprovalView }>>;
   toolScope(tool: string): string | undefined;
 }
 
@@ -212,6 +221,10 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       const reading: TaskReading = { task: await viewOf(row), row };
       if (reading.task.inputFrom === 'caller') {
         const q = await pendingInput(deps.pool, row.id);
+        if (q?.kind === 'approval') {
+          reading.task.inputFrom = 'approver';
+          reading.task.approval = { key: q.key, scope: q.scope ?? '', reason: q.message };
+        }
         if (q?.kind === 'input')
           reading.task.input = {
             key: q.key,
@@ -290,6 +303,16 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       const outcome = await cancelTask(deps, scopeOf, taskId, ctx, options ?? {});
       // Whatever the outcome, the row may have changed on the primary (a settle, a flag).
       if (TASK_ID.test(taskId)) await deps.reads?.wrote(readKeys(ctx.principal, taskId));
+      return outcome;
+    },
+
+    async approvals(ctx) {
+      return { ok: true, approvals: await listApprovals(deps.pool, ctx.principal) };
+    },
+
+    async decide(taskId, ctx, decision) {
+      const outcome = await decideApproval(deps, taskId, ctx, decision);
+      if (TASK_ID.test(taskId)) await deps.reads?.wrote([taskReadKey(taskId)]);
       return outcome;
     },
 

@@ -95,6 +95,16 @@ export interface ToolHarness {
     taskId: string,
     response: AskAnswer | Record<string, unknown>,
   ): Promise<{ ok: true; task: TaskView } | { ok: false; code: string; message: string }>;
+  /**
+   * Approves or rejects a task waiting on `ctx.approval`, as `approver` (a principal of the
+   * owner's tenant; default bob, with every scope of the pack), exactly as approve_task /
+   * reject_task do: the owner deciding their own task is refused.
+   */
+  decide(
+    taskId: string,
+    decision: { approved: boolean; reason?: string },
+    approver?: Partial<ToolCaller>,
+  ): Promise<{ ok: true } | { ok: false; code: string; message: string }>;
   /** Cancels as the owner does; a run in flight stops at once and this resolves when it has. */
   cancel(taskId: string): Promise<TaskView>;
   /** The task as its owner sees it, with its result and journal. */
@@ -308,6 +318,13 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
       const outcome = await service.answer(taskId, verb(), { response });
       return outcome.ok
         ? { ok: true, task: outcome.task }
+        : { ok: false, code: outcome.code, message: outcome.message };
+    },
+    async decide(taskId, decision, approver) {
+      const p = { ...principal, subject: 'bob', client: 'tool-harness', ...approver };
+      const outcome = await service.decide(taskId, { ...verb(), principal: p }, decision);
+      return outcome.ok
+        ? { ok: true }
         : { ok: false, code: outcome.code, message: outcome.message };
     },
     async cancel(taskId) {

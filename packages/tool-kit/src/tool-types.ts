@@ -158,6 +158,14 @@ export interface TaskContext {
    * out of the audit trail unless `keepAnswerInAudit` is set.
    */
   ask(question: AskQuestion): Promise<AskAnswer>;
+  /**
+   * Four-eyes approval: the task waits, parked as for `ask`, until a different principal of
+   * the same tenant holding `scope` approves or rejects it (the requester never can, through
+   * no client). Approvers see the tool, the owner, the argument summary, `reason` and
+   * `summary`. Resolves once approved; a rejection ends the task with the approver's reason
+   * (the run does not go on). Journaled like a step: a resumed run does not ask again.
+   */
+  approval(request: ApprovalRequest): Promise<ApprovalGranted>;
   /** Waits `ms`, rejecting at once when the task is stopped. */
   sleep(ms: number): Promise<void>;
   /** The client of a target the pack declared; a name it did not declare is a TypeError. */
@@ -180,6 +188,19 @@ export interface AskQuestion {
   };
   /** The answer's free text may be written to the audit trail (default: only its length). */
   keepAnswerInAudit?: boolean;
+}
+
+/** What `ctx.approval` asks for: the approver's scope, why, and what is to be approved. */
+export interface ApprovalRequest {
+  scope: string;
+  reason: string;
+  /** A small, redacted view of what is to be approved (shown to approvers, audited). */
+  summary: Record<string, unknown>;
+}
+
+export interface ApprovalGranted {
+  approved: true;
+  approver: { subject: string; client: string };
 }
 
 /** The caller's answer (the protocol's ElicitResult). */

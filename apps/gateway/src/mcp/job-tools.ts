@@ -45,11 +45,13 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
             ? ` Poll again in ${Math.ceil(t.pollIntervalMs / 1000)}s.`
             : t.status === 'input_required' && t.input
               ? ` The job asks you: ${t.input.message} Answer with answer_job {"jobId":"${t.taskId}","response":{"action":"accept","content":{…}}} filling the form in structuredContent.input.requestedSchema, or {"action":"decline"}.`
-              : t.status === 'input_required' && t.inputFrom === 'owner'
-                ? ' The job waits for you: call get_job_status again with a fresh token to resume.'
-                : t.status === 'input_required'
-                  ? ` It waits for input its downstream system asks for (not relayed here); it goes on by itself once given. Poll again in ${Math.ceil(t.pollIntervalMs / 1000)}s.`
-                  : '';
+              : t.status === 'input_required' && t.approval
+                ? ` It waits for approval by another person holding ${t.approval.scope} (list_approvals / approve_task); poll again later.`
+                : t.status === 'input_required' && t.inputFrom === 'owner'
+                  ? ' The job waits for you: call get_job_status again with a fresh token to resume.'
+                  : t.status === 'input_required'
+                    ? ` It waits for input its downstream system asks for (not relayed here); it goes on by itself once given. Poll again in ${Math.ceil(t.pollIntervalMs / 1000)}s.`
+                    : '';
       return view(t, `Job ${t.taskId} is ${t.status}${progress}: ${t.statusMessage ?? ''}.${next}`);
     },
   };

@@ -35,6 +35,8 @@ export const TASK_VERBS = [
   'awaitResult',
   'cancel',
   'answer',
+  'approvals',
+  'decide',
   'list',
 ] as const satisfies readonly TaskVerb[];
 type Unlisted = Exclude<TaskVerb, (typeof TASK_VERBS)[number]>;
@@ -70,6 +72,8 @@ const SHAPE: Record<TaskVerb, { ctx: number; taskId?: number; audited: string }>
   awaitResult: { ctx: 1, taskId: 0, audited: 'result' },
   cancel: { ctx: 1, taskId: 0, audited: 'cancel' },
   answer: { ctx: 1, taskId: 0, audited: 'answer' },
+  approvals: { ctx: 0, audited: 'approvals' },
+  decide: { ctx: 1, taskId: 0, audited: 'decide' },
   list: { ctx: 0, audited: 'list' },
 };
 
@@ -152,6 +156,8 @@ const BUCKET: Record<TaskVerb, 'start' | 'poll' | 'control'> = {
   cancel: 'control',
   // An answer is a control like a cancel: a few per task, never a poll loop.
   answer: 'control',
+  approvals: 'control',
+  decide: 'control',
   list: 'control',
 };
 
@@ -218,6 +224,7 @@ const DENIALS = new Set<TaskErrorCode>([
   'delegation_refused',
   'rate_limited',
   'result_wait_limit',
+  'approval_refused',
 ]);
 
 /** Counts every denied task verb by its reason code (for mtg_denials_total). */
@@ -248,6 +255,9 @@ const POLICY_GATED: Record<TaskVerb, boolean> = {
   awaitResult: true,
   cancel: true,
   answer: true,
+  // The approver's own list, filtered by their scopes; a decision is gated on the task's tool.
+  approvals: false,
+  decide: true,
   list: false,
 };
 

@@ -13,7 +13,15 @@ const VERBS = new Set([
   'list',
 ]);
 // Verbs about one existing task: their span links to the trace that started it.
-const ABOUT_A_TASK = new Set(['get', 'read', 'result', 'awaitResult', 'cancel', 'answer']);
+const ABOUT_A_TASK = new Set([
+  'get',
+  'read',
+  'result',
+  'awaitResult',
+  'cancel',
+  'answer',
+  'decide',
+]);
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /**

@@ -18,6 +18,8 @@ export interface PendingInput {
   message: string;
   requestedSchema: FormSchema;
   keepAnswer: boolean;
+  /** approval: the scope an approver must hold. */
+  scope?: string;
   requestedAt: string;
 }
 
@@ -83,9 +85,10 @@ export async function pendingInput(
     message: string;
     schema: FormSchema;
     keep_answer: boolean;
+    scope: string | null;
     requested_at: Date;
   }>(
-    `SELECT key, kind, message, schema, keep_answer, requested_at FROM app.task_inputs
+    `SELECT key, kind, message, schema, keep_answer, scope, requested_at FROM app.task_inputs
       WHERE task_id = $1 AND answered_at IS NULL ORDER BY requested_at LIMIT 1`,
     [taskId],
   );
@@ -97,6 +100,7 @@ export async function pendingInput(
         message: q.message,
         requestedSchema: q.schema,
         keepAnswer: q.keep_answer,
+        ...(q.scope ? { scope: q.scope } : {}),
         requestedAt: q.requested_at.toISOString(),
       }
     : undefined;
