@@ -198,8 +198,10 @@ export function createTaskContext(
           `Rejected by ${d.approver.subject}${d.reason ? `: ${d.reason}` : ''}`,
         );
       }
-      if (typeof request.scope !== 'string' || !request.scope || !request.reason)
-        throw new TypeError(`tool ${tool.name} asked for approval without a scope or reason`);
+      if (!tool.approvalScopes?.includes(request.scope) || !request.reason)
+        throw new TypeError(
+          `tool ${tool.name} asked for approval with scope ${JSON.stringify(request.scope)}, which it does not declare in approvalScopes (or without a reason)`,
+        );
       return park(() =>
         parkForApproval(deps.pool, {
           task,

@@ -133,6 +133,7 @@ const approvals = definePack({
       description: 'Asks a second person before a bulk permission change.',
       input: z.object({ users: z.number().int() }),
       scope: 'probe:run',
+      approvalScopes: ['probe:approve'],
       summarize: (a) => ({ users: a.users }),
       async execute(ctx, { users }) {
         const ok = await ctx.approval({
@@ -149,10 +150,7 @@ const approvals = definePack({
 describe('four-eyes approval', () => {
   let h: ToolHarness;
   beforeAll(async () => {
-    h = await createToolHarness({
-      pack: approvals,
-      owner: { scopes: ['probe:run', 'probe:approve'] },
-    });
+    h = await createToolHarness({ pack: approvals });
   });
   afterAll(() => h.close());
 

@@ -273,6 +273,8 @@ export interface LongTool<I = any> {
   inputSchema: z.ZodType<I>;
   outputSchema?: z.ZodType;
   scope: string;
+  /** The scopes `ctx.approval` may name (see LongToolSpec). */
+  approvalScopes?: readonly string[];
   limits: LongToolLimits;
   origin?: ToolOrigin;
   /** A redacted view of the arguments for audit and listings (no secrets, bounded size). */
