@@ -80,8 +80,9 @@ export interface ToolHarness {
   /**
    * Runs (or resumes) a task with the real runner, as a worker would. `crashAfterSteps: n`
    * simulates the worker dying once n steps have been journaled in this run: the attempt dies
-   * at the tool's next `ctx.step` call (work the tool does between steps has happened, as it
-   * would before a real crash), the runner gives the lease back as for any failed attempt, and
+   * at the tool's next `ctx.step`, `ctx.ask` or `ctx.approval` call (work the tool does
+   * between steps has happened, as it would before a real crash; `crashAfterSteps: 0` after
+   * an answer is a worker that dies as it resumes with the answer), the runner gives the lease back as for any failed attempt, and
    * the next `run` resumes from the journal under a new lease epoch.
    */
   run(taskId: string, options?: { crashAfterSteps?: number }): Promise<HarnessRunResult>;
@@ -237,17 +238,29 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
     const runs = stepRuns.get(taskId) ?? {};
     stepRuns.set(taskId, runs);
     let journaled = 0;
+    const crashHere = () => {
+      if (crashAfter !== undefined && journaled >= crashAfter) {
+        crashed.value = true;
+        throw new SimulatedCrash();
+      }
+    };
     return {
       ...tool,
       execute: (ctx: TaskContext, args: unknown) =>
         tool.execute(
           {
             ...ctx,
+            // A worker may die right after it got an answer, before it used it.
+            ask: async (question) => {
+              crashHere();
+              return ctx.ask(question);
+            },
+            approval: async (request) => {
+              crashHere();
+              return ctx.approval(request);
+            },
             step: async (stepName, fn) => {
-              if (crashAfter !== undefined && journaled >= crashAfter) {
-                crashed.value = true;
-                throw new SimulatedCrash();
-              }
+              crashHere();
               const out = await ctx.step(stepName, (signal) => {
                 runs[stepName] = (runs[stepName] ?? 0) + 1;
                 return fn(signal);
