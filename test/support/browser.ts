@@ -28,7 +28,7 @@ export function newContext(browser: Browser): Promise<BrowserContext> {
 export async function logIn(
   context: BrowserContext,
   consoleUrl: string,
-  role: 'auditor' | 'operator' | 'user',
+  role: 'auditor' | 'operator' | 'user' | 'approver',
   user: { sub: string; tenant: string },
 ): Promise<Page> {
   const page = await context.newPage();

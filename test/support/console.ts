@@ -60,6 +60,7 @@ export async function startConsole(
     issuer: stack.issuer,
     clientId: 'mcp-console',
     gatewayResource: stack.mcpUrl,
+    approvalScopes: ['records:approve'],
     sessionKeys: { keys: { k1: sessionKey }, current: 'k1' },
     ...(options.sessionIdleSeconds ? { sessionIdleSeconds: options.sessionIdleSeconds } : {}),
     ...(options.metricsEndpoints ? { metricsEndpoints: options.metricsEndpoints } : {}),

@@ -60,6 +60,11 @@ export const consoleConfigSchema = z
         return out;
       })
       .optional(),
+    /**
+     * The approval scopes (space-separated) an "approver" login asks for, so a second person
+     * can decide four-eyes approvals on the approvals page; empty: no such login.
+     */
+    CONSOLE_APPROVAL_SCOPES: z.string().default('records:approve'),
     /** Bearer token those endpoints require (their METRICS_TOKEN); unset: loopback scrapes. */
     METRICS_TOKEN: z.string().min(1).optional(),
     /** Public keys of the checkpoint signing keys (JWKS file), for chain status. */

@@ -11,6 +11,7 @@ import { createOidcClient } from './auth/oidc-client.ts';
 import { requireSession, type RevocationCheck } from './http/guards.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { createSessionStore } from './http/session-store.ts';
+import { approvalRoutes } from './routes/approval-routes.ts';
 import { auditRoutes } from './routes/audit-routes.ts';
 import { authRoutes } from './routes/auth-routes.ts';
 import { queueRoutes } from './routes/queue-routes.ts';
@@ -36,6 +37,8 @@ export interface ConsoleOptions {
   clientSecret?: string;
   /** The gateway's MCP endpoint: the tokens' audience and where actions go. */
   gatewayResource: string;
+  /** What an approver login asks for (CONSOLE_APPROVAL_SCOPES); none: no approver login. */
+  approvalScopes?: readonly string[];
   /** The checkpoint signing keys' public JWKS, read when a page needs it. */
   checkpointKeys: () => Promise<JSONWebKeySet | undefined>;
   /** The IdP's token keys; default: its jwks_uri from discovery. */
@@ -116,6 +119,7 @@ export function createConsole(options: ConsoleOptions) {
       keys: tokenKeys,
       issuer: options.issuer,
       audience: options.gatewayResource,
+      approvalScopes: options.approvalScopes ?? [],
       baseUrl: options.baseUrl,
       revoked,
       logger,
@@ -124,6 +128,7 @@ export function createConsole(options: ConsoleOptions) {
   app.use(requireSession(sessions, revoked, logger));
   app.get('/', (_req, res) => res.redirect(303, '/tasks'));
   app.use(taskRoutes({ pool: reads, logger, actions, keys: options.checkpointKeys, sessions }));
+  app.use(approvalRoutes({ logger, actions, sessions }));
   app.use(
     auditRoutes({ pool: reads, logger, actions, keys: options.checkpointKeys, now, sessions }),
   );

@@ -89,6 +89,7 @@ async function main() {
     clientId: config.CONSOLE_CLIENT_ID,
     ...(config.CONSOLE_CLIENT_SECRET ? { clientSecret: config.CONSOLE_CLIENT_SECRET } : {}),
     gatewayResource: config.gatewayResource,
+    approvalScopes: config.CONSOLE_APPROVAL_SCOPES.split(/\s+/).filter(Boolean),
     checkpointKeys,
     sessionKeys: config.sessionKeys,
     sessionIdleSeconds: config.CONSOLE_SESSION_IDLE_SECONDS,

@@ -53,6 +53,7 @@ import type { GatewayConfig } from './config.ts';
 import { createApp } from './create-app.ts';
 
 import { createRateLimits } from './http/rate-limit.ts';
+import { approvalTools } from './mcp/approval-tools.ts';
 import { jobTools } from './mcp/job-tools.ts';
 import { guardTaskService, taskServiceGuards } from './mcp/task-service-guards.ts';
 import { createToolPolicy } from './mcp/tool-policy.ts';
@@ -93,7 +94,7 @@ export async function buildGateway(
     }));
   // Files first: a bad policy or certificate stops the gateway before it connects anywhere.
   // (jobTools only builds definitions here; the task service is not touched for names.)
-  const ownTools = [whoami, ...jobTools(null as never)];
+  const ownTools = [whoami, ...jobTools(null as never), ...approvalTools(null as never)];
   // Upstream MCP servers (UPSTREAMS_FILE): listed now, so the policy can name their tools.
   const upstreams = await startGatewayUpstreams(
     config,
@@ -316,11 +317,13 @@ export async function buildGateway(
       ? upstreams.serve([
           whoami,
           ...jobTools(tasks),
+          ...approvalTools(tasks),
           ...tools.instant.map((t) => serveInstantTool(t, logger)),
         ])
       : createCatalogue([
           whoami,
           ...jobTools(tasks),
+          ...approvalTools(tasks),
           ...tools.instant.map((t) => serveInstantTool(t, logger)),
         ]),
     longTools,

@@ -38,6 +38,9 @@ const CALLS: Record<TaskVerb, unknown[]> = {
   result: [TASK, ctx],
   awaitResult: [TASK, ctx, 10],
   cancel: [TASK, ctx, {}],
+  answer: [TASK, ctx, { response: { action: 'decline' } }],
+  approvals: [ctx],
+  decide: [TASK, ctx, { approved: true }],
   list: [ctx, {}],
 };
 const call = (service: TaskService, verb: TaskVerb) =>
@@ -177,7 +180,9 @@ test('every verb on one task gets the tool policy in its context; start and list
   for (const verb of TASK_VERBS) await call(guarded, verb);
   const gated = Object.fromEntries(
     calls.map(({ verb, args }) => {
-      const c = (verb === 'start' || verb === 'list' ? args[0] : args[1]) as VerbContext;
+      const c = (
+        verb === 'start' || verb === 'list' || verb === 'approvals' ? args[0] : args[1]
+      ) as VerbContext;
       return [verb, c.admitTool?.('generate_report') ?? 'exempt'];
     }),
   );
@@ -188,6 +193,9 @@ test('every verb on one task gets the tool policy in its context; start and list
     result: false,
     awaitResult: false,
     cancel: false,
+    answer: false,
+    approvals: 'exempt', // the approver's own list, filtered by their scopes
+    decide: false,
     list: 'exempt', // the caller's own tasks' metadata only
   });
 });

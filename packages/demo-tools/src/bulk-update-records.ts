@@ -18,7 +18,8 @@ const input = z
   })
   .strict();
 /**
- * Writes `count` records in batches of 500; each batch is a step, so cancellation stops it
+ * Writes `count` records in batches of 500 (more than DEMO_APPROVAL_ABOVE only once a second
+ * person approved); each batch is a step, so cancellation stops it
  * between batches and a resumed run continues with the first unwritten batch.
  */
 export const bulkUpdateRecords = (config: DemoConfig) =>
@@ -28,6 +29,7 @@ export const bulkUpdateRecords = (config: DemoConfig) =>
     description: `Applies a patch to count records of a collection in batches of ${BATCH_SIZE}; cancellable between batches.`,
     input,
     scope: 'records:write',
+    approvalScopes: ['records:approve'],
     // Patch values may be sensitive: audit and listings see only which fields change.
     summarize: (a) => ({
       collection: a.collection,
@@ -35,6 +37,18 @@ export const bulkUpdateRecords = (config: DemoConfig) =>
       patchFields: Object.keys(a.patch).slice(0, 50),
     }),
     async execute(ctx, args) {
+      // docs/tools.md excerpts this block: four-eyes approval of a large change.
+      if (args.count > config.DEMO_APPROVAL_ABOVE) {
+        await ctx.approval({
+          scope: 'records:approve',
+          reason: `Changes ${args.count} records of ${args.collection} (more than ${config.DEMO_APPROVAL_ABOVE})`,
+          summary: {
+            collection: args.collection,
+            count: args.count,
+            patchFields: Object.keys(args.patch).slice(0, 50),
+          },
+        });
+      }
       const batches = Math.ceil(args.count / BATCH_SIZE);
       let updated = 0;
       for (let i = 0; i < batches; i++) {

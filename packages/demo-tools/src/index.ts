@@ -8,6 +8,11 @@ import { provisionTestEnvironment } from './provision-test-environment.ts';
 export const demoConfig = z.object({
   /** Duration of each demo step and batch, so tests and benchmarks can run them fast. */
   DEMO_STEP_MS: z.coerce.number().int().min(0).default(1500),
+  /**
+   * bulk_update_records changing more records than this waits for a second person's approval
+   * (scope records:approve) before its first batch.
+   */
+  DEMO_APPROVAL_ABOVE: z.coerce.number().int().min(0).default(50_000),
 });
 export type DemoConfig = z.infer<typeof demoConfig>;
 

@@ -100,6 +100,7 @@ export async function stopped(
     await pauseTask(deps.pool, { task: h.task, lease: h.lease, workerId: deps.workerId });
     return 'paused';
   }
+  if (reason === 'awaiting_input') return 'paused';
   if (reason === 'shutdown') return release(deps, h, 'released');
   // A notification can arrive before our own boundary read: read the row's truth.
   const b = await renewLease(deps.pool, h.task.id, h.lease, deps.leaseMs).catch(() => run.last);

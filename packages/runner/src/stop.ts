@@ -1,5 +1,13 @@
 /** Why a run stops before its tool finished. */
-export type StopReason = 'cancel' | 'deadline' | 'lease_lost' | 'shutdown' | 'revoked' | 'paused';
+export type StopReason =
+  | 'cancel'
+  | 'deadline'
+  | 'lease_lost'
+  | 'shutdown'
+  | 'revoked'
+  | 'paused'
+  // Parked on a question (ctx.ask): the transition was written; the job is done.
+  | 'awaiting_input';
 
 /** Thrown at a boundary (or from an aborted wait) to unwind the tool's code. */
 export class StopRun extends Error {

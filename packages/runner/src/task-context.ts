@@ -2,13 +2,17 @@ import { inSpan } from '@mtg/telemetry';
 import type { Logger } from '@mtg/log';
 import {
   journalStep,
+  formSchemaProblem,
   markInputRequired,
+  parkForApproval,
+  parkForInput,
   takeStageGrant,
+  type FormSchema,
   aboutTask,
   type Lease,
   type TaskRow,
 } from '@mtg/tasks';
-import type { TargetClient, UpstreamTaskClient } from '@mtg/tool-kit';
+import { ToolError, type TargetClient, type UpstreamTaskClient } from '@mtg/tool-kit';
 import type { LongToolDefinition, TaskContext } from '@mtg/tools';
 import type { RunBoundary } from './run-boundary.ts';
 import { toStop } from './run-boundary.ts';
@@ -42,6 +46,16 @@ export function createTaskContext(
   const declaredUpstreams = tool.origin?.upstreams ?? [];
   const downstreamSystems = new Set<string>();
   // What the task waits for, as its row says at the claim (a resumed run may find it waiting).
+  // Questions are named in the order the tool asks them, as the journal names them.
+  let asks = 0;
+  let approvals = 0;
+  /** Parks the run on a question (the transition written) and unwinds it. */
+  const park = async (write: () => Promise<boolean>): Promise<never> => {
+    // Nothing of this run may still be running once the lease is given back.
+    await run.quiesce();
+    await run.check(true, true);
+    throw new StopRun((await write()) ? 'awaiting_input' : 'lease_lost');
+  };
   let awaiting: string | null =
     task.status === 'input_required' ? (task.status_message ?? '') : null;
 
@@ -156,6 +170,56 @@ export function createTaskContext(
       });
       if (!moved) throw new StopRun('lease_lost');
       awaiting = said;
+    },
+    async ask(question) {
+      const key = `ask:${++asks}`;
+      if (journal.has(key)) return journal.get(key) as never;
+      const problem = formSchemaProblem(question.schema);
+      if (problem) throw new TypeError(`tool ${tool.name} asked with an invalid form: ${problem}`);
+      if (typeof question.message !== 'string' || question.message.length === 0)
+        throw new TypeError(`tool ${tool.name} asked without a message`);
+      return park(() =>
+        parkForInput(deps.pool, {
+          task,
+          lease,
+          workerId: deps.workerId,
+          key,
+          message: question.message,
+          schema: question.schema as FormSchema,
+          keepAnswer: question.keepAnswerInAudit === true,
+        }),
+      );
+    },
+    async approval(request) {
+      const key = `approval:${++approvals}`;
+      if (journal.has(key)) {
+        const d = journal.get(key) as {
+          approved: boolean;
+          approver: { subject: string; client: string };
+          reason?: string;
+        };
+        if (d.approved) return { approved: true, approver: d.approver };
+        // Not retryable: the task ends with the approver's reason as its tool error.
+        throw new ToolError(
+          'approval_rejected',
+          `Rejected by ${d.approver.subject}${d.reason ? `: ${d.reason}` : ''}`,
+        );
+      }
+      if (!tool.approvalScopes?.includes(request.scope) || !request.reason)
+        throw new TypeError(
+          `tool ${tool.name} asked for approval with scope ${JSON.stringify(request.scope)}, which it does not declare in approvalScopes (or without a reason)`,
+        );
+      return park(() =>
+        parkForApproval(deps.pool, {
+          task,
+          lease,
+          workerId: deps.workerId,
+          key,
+          scope: request.scope,
+          reason: request.reason,
+          summary: request.summary ?? {},
+        }),
+      );
     },
     step(name, fn) {
       if (journal.has(name)) return Promise.resolve(journal.get(name) as never);

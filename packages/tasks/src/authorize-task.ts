@@ -122,7 +122,7 @@ async function whyNotFound(pool: Pool, taskId: string, p: Principal): Promise<st
  * second event, in chain 0 (no tenant, so no tenant's view or bundle selects it), records
  * `cross_tenant` with the caller (`data.callerTenant`) and the task id.
  */
-async function denyNotFound(
+export async function denyNotFound(
   deps: DenyDeps,
   ctx: VerbContext,
   verb: string,

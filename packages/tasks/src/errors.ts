@@ -14,6 +14,7 @@ export type TaskErrorCode =
   | 'rate_limited' // the caller's start or poll rate is over its limit (gateway)
   | 'result_wait_limit' // the caller already holds its cap of blocking result reads (gateway)
   | 'unavailable' // PostgreSQL cannot be reached right now: nothing was done, retry
+  | 'approval_refused' // the requester may not decide their own task's approval
   | 'invalid_params'; // a verb's input is malformed (e.g. a forged list cursor): nothing was done
 
 export interface TaskError {

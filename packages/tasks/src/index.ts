@@ -28,6 +28,9 @@ export {
   lateTasks,
   markInputRequired,
   noteWaitingForWorker,
+  parkForApproval,
+  parkForInput,
+  type PendingInput,
   pauseTask,
   purgeExpired,
   reapExpiredLeases,
@@ -48,6 +51,7 @@ export {
   type ToolPlacement,
 } from './task-state/index.ts';
 export type { VerbContext } from './authorize-task.ts';
+export type { ApprovalView } from './approvals.ts';
 export { stepUpScope } from './step-up-scope.ts';
 export {
   RESULT_GONE,
@@ -57,6 +61,12 @@ export {
   type TaskOutcome,
 } from './errors.ts';
 export { newTaskId } from './task-id.ts';
+export {
+  formSchemaProblem,
+  type FormField,
+  type FormSchema,
+  type InputResponse,
+} from './input-schema.ts';
 export { toView, type TaskRow, type TaskStatus, type TaskView } from './task-row.ts';
 export type { StoredResult } from './read-result.ts';
 export type { TaskPage } from './list-tasks.ts';

@@ -1,3 +1,4 @@
+import type { FormSchema } from './input-schema.ts';
 /** A row of app.tasks as the verbs read it. */
 export interface TaskRow {
   id: string;
@@ -103,9 +104,15 @@ export interface TaskView {
    * input_required only: who the input is waited for. `owner`: checkpoint mode, the owner
    * resumes it by polling with a fresh token. `downstream`: a system the task follows (an
    * upstream MCP task) waits for input the gateway does not relay; the task goes on by itself
-   * once that input arrives there.
+   * once that input arrives there. `caller`: the tool asked its caller a question (`input`)
+   * and the task is parked until the owner answers it. `approver`: the tool asked for a
+   * second person's approval (`approval`), which only another principal may give.
    */
-  inputFrom?: 'owner' | 'downstream';
+  inputFrom?: 'owner' | 'downstream' | 'caller' | 'approver';
+  /** inputFrom `caller`: the question, with the form its answer must fill. */
+  input?: { key: string; message: string; requestedSchema: FormSchema };
+  /** inputFrom `approver`: the scope an approver must hold and the reason asked with. */
+  approval?: { key: string; scope: string; reason: string };
   progress?: { current: number; total: number };
   createdAt: string;
   lastUpdatedAt: string;
@@ -124,7 +131,14 @@ export function toView(row: TaskRow): TaskView {
     status: row.status,
     ...(row.status_message ? { statusMessage: row.status_message } : {}),
     ...(row.status === 'input_required'
-      ? { inputFrom: row.needs_live_user ? ('owner' as const) : ('downstream' as const) }
+      ? {
+          inputFrom: row.needs_live_user
+            ? ('owner' as const)
+            : // Parked with no lease: a question waits (a mirrored downstream keeps its lease).
+              row.lease_owner === null
+              ? ('caller' as const)
+              : ('downstream' as const),
+        }
       : {}),
     ...(row.progress ? { progress: row.progress } : {}),
     createdAt: row.created_at.toISOString(),

@@ -19,6 +19,9 @@ import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
 import { createDenialFold } from './fold-denials.ts';
 import { resumeIfPaused } from './task-state/resume-task.ts';
+import { pendingInput, recordAnswer, type PendingInput } from './task-state/ask-input.ts';
+import { answerProblem, answerSummary, type InputResponse } from './input-schema.ts';
+import { decideApproval, listApprovals, type ApprovalView } from './approvals.ts';
 import type { OnTaskEnded } from './task-state/settle-task.ts';
 import { isReadableCursor, listTasks, type TaskPage } from './list-tasks.ts';
 import { readKeptResult, readResult, type StoredResult } from './read-result.ts';
@@ -63,7 +66,13 @@ export interface TaskServiceDeps {
   logger: Pick<Logger, 'warn'>;
 }
 
-export type ResultOutcome = TaskOutcome<{ task: TaskView; row: TaskRow; result?: StoredResult }>;
+export type ResultOutcome = TaskOutcome<{
+  task: TaskView;
+  row: TaskRow;
+  result?: StoredResult;
+  /** awaitResult with `untilInput`: the task is parked on this question (no result yet). */
+  input?: PendingInput;
+}>;
 
 /**
  * A task as its owner may see it now. With `withResult`, a completed task also brings its
@@ -95,14 +104,41 @@ export interface TaskService {
   ): Promise<TaskOutcome<TaskReading>>;
   /** The stored result of a terminal task; `result_not_ready` while it runs. */
   result(taskId: string, ctx: VerbContext): Promise<ResultOutcome>;
-  /** Like result(), but waits (up to waitMs) for the task to end first. */
-  awaitResult(taskId: string, ctx: VerbContext, waitMs: number): Promise<ResultOutcome>;
+  /**
+   * Like result(), but waits (up to waitMs) for the task to end first; with `untilInput`,
+   * also returns (with `input`) once the task is parked on a question to its caller.
+   */
+  awaitResult(
+    taskId: string,
+    ctx: VerbContext,
+    waitMs: number,
+    /** `asked`: questions already put to this caller on this wait (not returned again). */
+    options?: { untilInput?: boolean; asked?: readonly string[] },
+  ): Promise<ResultOutcome>;
+  /**
+   * The owner answers the question the task is parked on (ctx.ask): validated against its
+   * form, journaled as the step it is and audited (`task.input_received`, redacted), and the
+   * task resumes. `key` names the question answered (a stale one is refused).
+   */
+  answer(
+    taskId: string,
+    ctx: VerbContext,
+    answer: { key?: string; response: unknown },
+  ): Promise<TaskOutcome<{ task: TaskView }>>;
   cancel(
     taskId: string,
     ctx: VerbContext,
     options?: CancelOptions,
   ): Promise<TaskOutcome<{ task: TaskView }>>;
   list(ctx: VerbContext, page: { cursor?: string; limit?: number }): Promise<TaskOutcome<TaskPage>>;
+  /** The open approvals of other subjects of the caller's tenant, for scopes its token holds. */
+  approvals(ctx: VerbContext): Promise<TaskOutcome<{ approvals: ApprovalView[] }>>;
+  /** A second principal approves or rejects a task waiting for approval (approvals.ts). */
+  decide(
+    taskId: string,
+    ctx: VerbContext,
+    decision: { approved: boolean; reason?: string },
+  ): Promise<TaskOutcome<{ approval: ApprovalView }>>;
   toolScope(tool: string): string | undefined;
 }
 
@@ -183,6 +219,19 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
         });
       }
       const reading: TaskReading = { task: await viewOf(row), row };
+      if (reading.task.inputFrom === 'caller') {
+        const q = await pendingInput(deps.pool, row.id);
+        if (q?.kind === 'approval') {
+          reading.task.inputFrom = 'approver';
+          reading.task.approval = { key: q.key, scope: q.scope ?? '', reason: q.message };
+        }
+        if (q?.kind === 'input')
+          reading.task.input = {
+            key: q.key,
+            message: q.message,
+            requestedSchema: q.requestedSchema,
+          };
+      }
       // Asked for the result of an ended task: always audited, as result() is.
       if (options.withResult && row.status === 'completed')
         reading.result = (await takeResult(row, ctx, 'get', deps.reads)) ?? 'gone';
@@ -193,17 +242,58 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
 
     result: (taskId, ctx) => resultOf(taskId, ctx, deps.reads),
 
-    async awaitResult(taskId, ctx, waitMs) {
+    async answer(taskId, ctx, answer) {
+      const auth = await authorizeTask(deps, taskId, 'answer', ctx, scopeOf);
+      if (!auth.ok) return auth;
+      const row = auth.task;
+      const q = row.status === 'input_required' ? await pendingInput(deps.pool, row.id) : undefined;
+      const notWaiting = taskError(
+        'invalid_params',
+        `Task ${taskId} is not waiting for an answer${answer.key ? ` to ${answer.key}` : ''} (it is ${row.status})`,
+      );
+      if (!q || q.kind !== 'input' || (answer.key !== undefined && answer.key !== q.key))
+        return notWaiting;
+      const problem = answerProblem(q.requestedSchema, answer.response);
+      if (problem)
+        return taskError(
+          'invalid_params',
+          `Invalid answer: ${problem}; the task still waits for it`,
+        );
+      const response = answer.response as InputResponse;
+      const recorded = await recordAnswer(deps, {
+        task: row,
+        key: q.key,
+        response,
+        summary: answerSummary(q.requestedSchema, response, q.keepAnswer),
+        by: { subject: ctx.principal.subject, client: ctx.principal.client },
+        correlationId: ctx.correlationId,
+        wire: ctx.wire,
+      });
+      if (!recorded) return notWaiting;
+      await deps.reads?.wrote(readKeys(ctx.principal, taskId));
+      return {
+        ok: true,
+        task: toView({
+          ...row,
+          status: 'working',
+          status_message: 'Answer received',
+          updated_at: new Date(),
+        }),
+      };
+    },
+
+    async awaitResult(taskId, ctx, waitMs, options) {
       const until = Date.now() + waitMs;
       // On the primary: the settle that wakes the wait is there at once, perhaps not yet on
       // the replica (and a blocking wait is far rarer than a poll).
       for (;;) {
-        const outcome = await resultOf(taskId, ctx, undefined);
+        const outcome = await resultOf(taskId, ctx, undefined, options);
         if (outcome.ok || outcome.code !== 'result_not_ready' || Date.now() >= until)
           return outcome;
+        // A question is no settle: while one may come, look again each second.
         await deps.events.waitForSettled(
           taskId,
-          Math.min(until - Date.now(), 5000),
+          Math.min(until - Date.now(), options?.untilInput ? 1000 : 5000),
           CHANNELS.settled,
         );
       }
@@ -213,6 +303,16 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       const outcome = await cancelTask(deps, scopeOf, taskId, ctx, options ?? {});
       // Whatever the outcome, the row may have changed on the primary (a settle, a flag).
       if (TASK_ID.test(taskId)) await deps.reads?.wrote(readKeys(ctx.principal, taskId));
+      return outcome;
+    },
+
+    async approvals(ctx) {
+      return { ok: true, approvals: await listApprovals(deps.pool, ctx.principal) };
+    },
+
+    async decide(taskId, ctx, decision) {
+      const outcome = await decideApproval(deps, taskId, ctx, decision);
+      if (TASK_ID.test(taskId)) await deps.reads?.wrote([taskReadKey(taskId)]);
       return outcome;
     },
 
@@ -240,10 +340,16 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     taskId: string,
     ctx: VerbContext,
     reads: ReadRouter | undefined,
+    input?: { untilInput?: boolean; asked?: readonly string[] },
   ): Promise<ResultOutcome> {
     const auth = await authorizeTask(deps, taskId, 'result', ctx, scopeOf, reads);
     if (!auth.ok) return auth;
     const task = auth.task;
+    if (input?.untilInput && task.status === 'input_required' && !task.needs_live_user) {
+      const q = await pendingInput(deps.pool, task.id);
+      if (q?.kind === 'input' && !input.asked?.includes(q.key))
+        return { ok: true, task: toView(task), row: task, input: q };
+    }
     if (!isTerminal(task.status)) {
       return taskError('result_not_ready', `Task is ${task.status}; its result is not ready yet`);
     }

@@ -28,7 +28,7 @@ import {
   type ToolRegistry,
   type ToolResult,
 } from '@mtg/tools';
-import type { LongTool, Pack, TaskContext, ToolCaller } from '@mtg/tool-kit';
+import type { AskAnswer, LongTool, Pack, TaskContext, ToolCaller } from '@mtg/tool-kit';
 import type { RecordingTarget } from './recording-target.ts';
 import { scratchServer } from './scratch-postgres.ts';
 
@@ -80,11 +80,32 @@ export interface ToolHarness {
   /**
    * Runs (or resumes) a task with the real runner, as a worker would. `crashAfterSteps: n`
    * simulates the worker dying once n steps have been journaled in this run: the attempt dies
-   * at the tool's next `ctx.step` call (work the tool does between steps has happened, as it
-   * would before a real crash), the runner gives the lease back as for any failed attempt, and
+   * at the tool's next `ctx.step`, `ctx.ask` or `ctx.approval` call (work the tool does
+   * between steps has happened, as it would before a real crash; `crashAfterSteps: 0` after
+   * an answer is a worker that dies as it resumes with the answer), the runner gives the lease back as for any failed attempt, and
    * the next `run` resumes from the journal under a new lease epoch.
    */
   run(taskId: string, options?: { crashAfterSteps?: number }): Promise<HarnessRunResult>;
+  /**
+   * Answers the question a task is parked on (`ctx.ask`) as its owner would from any wire:
+   * validated against the question's form (a refusal says why; the task keeps waiting),
+   * journaled, and the task is working again; `run` it to go on. `task(id).input` shows the
+   * question that waits.
+   */
+  answer(
+    taskId: string,
+    response: AskAnswer | Record<string, unknown>,
+  ): Promise<{ ok: true; task: TaskView } | { ok: false; code: string; message: string }>;
+  /**
+   * Approves or rejects a task waiting on `ctx.approval`, as `approver` (a principal of the
+   * owner's tenant; default bob, with every scope of the pack), exactly as approve_task /
+   * reject_task do: the owner deciding their own task is refused.
+   */
+  decide(
+    taskId: string,
+    decision: { approved: boolean; reason?: string },
+    approver?: Partial<ToolCaller>,
+  ): Promise<{ ok: true } | { ok: false; code: string; message: string }>;
   /** Cancels as the owner does; a run in flight stops at once and this resolves when it has. */
   cancel(taskId: string): Promise<TaskView>;
   /** The task as its owner sees it, with its result and journal. */
@@ -217,17 +238,29 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
     const runs = stepRuns.get(taskId) ?? {};
     stepRuns.set(taskId, runs);
     let journaled = 0;
+    const crashHere = () => {
+      if (crashAfter !== undefined && journaled >= crashAfter) {
+        crashed.value = true;
+        throw new SimulatedCrash();
+      }
+    };
     return {
       ...tool,
       execute: (ctx: TaskContext, args: unknown) =>
         tool.execute(
           {
             ...ctx,
+            // A worker may die right after it got an answer, before it used it.
+            ask: async (question) => {
+              crashHere();
+              return ctx.ask(question);
+            },
+            approval: async (request) => {
+              crashHere();
+              return ctx.approval(request);
+            },
             step: async (stepName, fn) => {
-              if (crashAfter !== undefined && journaled >= crashAfter) {
-                crashed.value = true;
-                throw new SimulatedCrash();
-              }
+              crashHere();
               const out = await ctx.step(stepName, (signal) => {
                 runs[stepName] = (runs[stepName] ?? 0) + 1;
                 return fn(signal);
@@ -293,6 +326,19 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
       } finally {
         stops.delete(taskId);
       }
+    },
+    async answer(taskId, response) {
+      const outcome = await service.answer(taskId, verb(), { response });
+      return outcome.ok
+        ? { ok: true, task: outcome.task }
+        : { ok: false, code: outcome.code, message: outcome.message };
+    },
+    async decide(taskId, decision, approver) {
+      const p = { ...principal, subject: 'bob', client: 'tool-harness', ...approver };
+      const outcome = await service.decide(taskId, { ...verb(), principal: p }, decision);
+      return outcome.ok
+        ? { ok: true }
+        : { ok: false, code: outcome.code, message: outcome.message };
     },
     async cancel(taskId) {
       const outcome = await service.cancel(taskId, verb());

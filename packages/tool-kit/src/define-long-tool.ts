@@ -21,6 +21,11 @@ export interface LongToolSpec<S extends z.ZodType> {
   output?: z.ZodType;
   /** OAuth scope a caller must hold; also the scope of the task's delegated credentials. */
   scope: string;
+  /**
+   * The scopes `ctx.approval` may ask an approver to hold: declared, so the authorization
+   * server knows to issue them and a typo fails at load, not at the first approval.
+   */
+  approvalScopes?: readonly string[];
   limits?: Partial<LongToolLimits>;
   /**
    * A redacted view of the arguments for the audit trail and listings: no secrets. The
@@ -34,6 +39,7 @@ export interface LongToolSpec<S extends z.ZodType> {
 export function defineLongTool<S extends z.ZodType>(spec: LongToolSpec<S>): LongTool<z.infer<S>> {
   assertToolName(spec.name);
   assertScope(spec.scope, spec.name);
+  for (const s of spec.approvalScopes ?? []) assertScope(s, spec.name);
   const limits = { ...DEFAULT_LIMITS, ...spec.limits };
   if (limits.defaultDeadlineMs > limits.maxDeadlineMs) {
     throw new TypeError(`tool ${spec.name}: defaultDeadlineMs exceeds maxDeadlineMs`);
@@ -46,6 +52,7 @@ export function defineLongTool<S extends z.ZodType>(spec: LongToolSpec<S>): Long
     inputSchema: spec.input as z.ZodType<z.infer<S>>,
     ...(spec.output ? { outputSchema: spec.output } : {}),
     scope: spec.scope,
+    ...(spec.approvalScopes?.length ? { approvalScopes: [...spec.approvalScopes] } : {}),
     limits,
     summarize: spec.summarize,
     execute: spec.execute,

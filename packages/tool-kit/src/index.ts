@@ -5,6 +5,10 @@ export { ToolError, isToolError, TOOL_ERROR_CODE } from './tool-error.ts';
 export { TOOL_NAME } from './tool-names.ts';
 export type {
   AnyTool,
+  ApprovalGranted,
+  ApprovalRequest,
+  AskAnswer,
+  AskQuestion,
   InstantTool,
   InstantToolContext,
   Json,

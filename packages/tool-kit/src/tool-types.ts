@@ -148,6 +148,24 @@ export interface TaskContext {
    * stop it as usual. Each change of status is audited; a repeat refreshes the message.
    */
   inputRequired?(message: string | null, downstream: string): Promise<void>;
+  /**
+   * Asks the task's caller a question (MCP form-mode elicitation: a flat schema of string,
+   * number, integer and boolean fields) and returns the answer. The task shows
+   * `input_required` on every wire and is parked meanwhile: no worker slot or lease is held
+   * while a person thinks, and the run resumes (from its journal) once the owner answered; the
+   * deadline still applies. The answer is journaled like a step: asked again after a crash,
+   * the same question returns the recorded answer without asking. Free-text answers are kept
+   * out of the audit trail unless `keepAnswerInAudit` is set.
+   */
+  ask(question: AskQuestion): Promise<AskAnswer>;
+  /**
+   * Four-eyes approval: the task waits, parked as for `ask`, until a different principal of
+   * the same tenant holding `scope` approves or rejects it (the requester never can, through
+   * no client). Approvers see the tool, the owner, the argument summary, `reason` and
+   * `summary`. Resolves once approved; a rejection ends the task with the approver's reason
+   * (the run does not go on). Journaled like a step: a resumed run does not ask again.
+   */
+  approval(request: ApprovalRequest): Promise<ApprovalGranted>;
   /** Waits `ms`, rejecting at once when the task is stopped. */
   sleep(ms: number): Promise<void>;
   /** The client of a target the pack declared; a name it did not declare is a TypeError. */
@@ -161,6 +179,40 @@ export interface TaskContext {
   upstream?(name: string): UpstreamTaskClient;
   logger: ToolLogger;
 }
+
+/** A question for `ctx.ask`: the message shown and the form the answer fills. */
+export interface AskQuestion {
+  message: string;
+  schema: {
+    type: 'object';
+    properties: Record<
+      string,
+      Record<string, unknown> & { type: 'string' | 'number' | 'integer' | 'boolean' }
+    >;
+    required?: string[];
+  };
+  /** The answer's free text may be written to the audit trail (default: only its length). */
+  keepAnswerInAudit?: boolean;
+}
+
+/** What `ctx.approval` asks for: the approver's scope, why, and what is to be approved. */
+export interface ApprovalRequest {
+  scope: string;
+  reason: string;
+  /** A small, redacted view of what is to be approved (shown to approvers, audited). */
+  summary: Record<string, unknown>;
+}
+
+export interface ApprovalGranted {
+  approved: true;
+  approver: { subject: string; client: string };
+}
+
+/** The caller's answer (the protocol's ElicitResult). */
+export type AskAnswer =
+  | { action: 'accept'; content: Record<string, string | number | boolean> }
+  | { action: 'decline' }
+  | { action: 'cancel' };
 
 export interface LongToolLimits {
   /** Deadline when the caller asks for none. */
@@ -228,6 +280,8 @@ export interface LongTool<I = any> {
   inputSchema: z.ZodType<I>;
   outputSchema?: z.ZodType;
   scope: string;
+  /** The scopes `ctx.approval` may name (see LongToolSpec). */
+  approvalScopes?: readonly string[];
   limits: LongToolLimits;
   origin?: ToolOrigin;
   /** A redacted view of the arguments for audit and listings (no secrets, bounded size). */

@@ -38,6 +38,43 @@ export function createGatewayActions(options: { mcpUrl: string; fetch?: typeof f
         await client.close().catch(() => {});
       }
     },
+    /**
+     * A gateway tool over MCP with the person's own token (list_approvals, approve_task,
+     * reject_task): the gateway decides who may, and audits.
+     */
+    async callTool(
+      token: string,
+      name: string,
+      args: Record<string, unknown>,
+    ): Promise<
+      | { ok: true; text: string; structured: Record<string, unknown> }
+      | { ok: false; message: string }
+    > {
+      const client = new Client({ name: 'mcp-console', version: '1.0.0' });
+      try {
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(options.mcpUrl), {
+            requestInit: { headers: { Authorization: `Bearer ${token}` } },
+            fetch: doFetch,
+          }),
+        );
+        const r = await client.callTool({ name, arguments: args });
+        const text = (r.content as Array<{ text?: string }>).map((c) => c.text ?? '').join(' ');
+        if (r.isError) return { ok: false, message: text };
+        return {
+          ok: true,
+          text,
+          structured: (r.structuredContent ?? {}) as Record<string, unknown>,
+        };
+      } catch (error) {
+        return {
+          ok: false,
+          message: String((error as Error).message).replace(/^MCP error -?\d+: /, ''),
+        };
+      } finally {
+        await client.close().catch(() => {});
+      }
+    },
     /** POST /admin/principals/revoke|restore. */
     async principal(
       token: string,

@@ -38,12 +38,12 @@ export function createOidcClient(options: OidcOptions) {
 
   return {
     /** Where to send the browser, and what to remember until it comes back. */
-    async begin(role: ConsoleRole) {
+    async begin(role: ConsoleRole, extraScopes: readonly string[] = []) {
       const codeVerifier = oidc.randomPKCECodeVerifier();
       const state = oidc.randomState();
       const url = oidc.buildAuthorizationUrl(await config(), {
         redirect_uri: options.redirectUri,
-        scope: `openid ${LOGIN_SCOPES[role]}`.trim(),
+        scope: ['openid', LOGIN_SCOPES[role], ...extraScopes].filter(Boolean).join(' '),
         resource: options.resource,
         code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
         code_challenge_method: 'S256',

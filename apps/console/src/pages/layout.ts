@@ -3,6 +3,7 @@ import type { Session } from '../http/session-store.ts';
 
 const NAV: Array<{ href: string; label: string; staff: boolean; operator?: boolean }> = [
   { href: '/tasks', label: 'Tasks', staff: false },
+  { href: '/approvals', label: 'Approvals', staff: false },
   { href: '/denials', label: 'Denials', staff: true },
   { href: '/principals', label: 'Principals', staff: true },
   { href: '/revocations', label: 'Revocations', staff: true },

@@ -39,11 +39,15 @@ export const TASK_STATUSES = [
 const STATUS_OF = `CASE (array_agg(type ORDER BY occurred_at DESC, chain_id DESC, seq DESC) FILTER (WHERE type IN
     ('task.created','task.started','task.lease_taken','task.step_completed','task.paused',
      'task.resumed','task.input_required','task.input_resolved','task.completed','task.failed',
-     'task.cancelled','task.admin_cancelled')))[1]
+     'task.cancelled','task.admin_cancelled','task.input_requested','task.input_received',
+     'task.approval_requested','task.approved','task.rejected')))[1]
     WHEN 'task.created' THEN 'submitted'
     WHEN 'task.paused' THEN 'paused'
     -- An upstream task waiting for input (mirrored; its worker still holds the lease).
     WHEN 'task.input_required' THEN 'input_required'
+    -- Parked on a question to its caller or a second person's approval.
+    WHEN 'task.input_requested' THEN 'input_required'
+    WHEN 'task.approval_requested' THEN 'input_required'
     WHEN 'task.completed' THEN 'completed'
     WHEN 'task.failed' THEN 'failed'
     WHEN 'task.cancelled' THEN 'cancelled'

@@ -10,7 +10,9 @@ import { html } from '../http/html.ts';
 import type { SessionStore } from '../http/session-store.ts';
 import { layout } from '../pages/layout.ts';
 
-const ROLES: ConsoleRole[] = ['auditor', 'operator', 'user'];
+// What a login may ask for: a role, or an approver (a user who also asks for the approval
+// scopes; the console role is still decided by the granted scopes).
+const ROLES: Array<ConsoleRole | 'approver'> = ['auditor', 'operator', 'user', 'approver'];
 
 /**
  * Login by authorization code + PKCE: /login offers the roles, /login/start?role= sends the
@@ -23,6 +25,8 @@ export function authRoutes(deps: {
   keys: JWTVerifyGetKey;
   issuer: string;
   audience: string;
+  /** An approver's login: a user's, asking for these scopes too (empty: not offered). */
+  approvalScopes: readonly string[];
   /** The console's own address: the callback URL is rebuilt on it, whatever Host said. */
   baseUrl: string;
   /** Whether the gateway has revoked a principal: a revoked one cannot log in. */
@@ -53,6 +57,16 @@ export function authRoutes(deps: {
             <li>
               <a href="/login/start?role=user" id="login-user">Log in to see your own tasks</a>
             </li>
+            ${
+              deps.approvalScopes.length
+                ? html`<li>
+                    <a href="/login/start?role=approver" id="login-approver"
+                      >Log in to approve others' requests</a
+                    >
+                    (scope <code>${deps.approvalScopes.join(' ')}</code>)
+                  </li>`
+                : ''
+            }
           </ul>`,
       ),
     );
@@ -106,10 +120,11 @@ export function authRoutes(deps: {
     },
   );
 
-  async function beginLogin(role: ConsoleRole, res: Response): Promise<void> {
+  async function beginLogin(choice: ConsoleRole | 'approver', res: Response): Promise<void> {
+    const role: ConsoleRole = choice === 'approver' ? 'user' : choice;
     let begun;
     try {
-      begun = await oidc.begin(role);
+      begun = await oidc.begin(role, choice === 'approver' ? deps.approvalScopes : []);
     } catch (error) {
       logger.warn('identity provider unreachable', { error: (error as Error).message });
       res

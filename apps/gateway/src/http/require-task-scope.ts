@@ -14,7 +14,7 @@ const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-type Verb = 'get' | 'result' | 'cancel';
+type Verb = 'get' | 'result' | 'cancel' | 'answer';
 // The task verb behind each method, as modern-server.ts and legacy-server.ts route them.
 const MODERN_VERBS = new Map<unknown, Verb>([
   ['tasks/get', 'get'],

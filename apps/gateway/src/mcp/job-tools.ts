@@ -5,10 +5,11 @@ import { toolErrorFor } from './dispatch.ts';
 import { jobView } from './task-shapes.ts';
 
 /** The job tools that act on one job, and the task verb each one is. */
-export const JOB_TOOL_VERBS: Readonly<Record<string, 'get' | 'result' | 'cancel'>> = {
+export const JOB_TOOL_VERBS: Readonly<Record<string, 'get' | 'result' | 'cancel' | 'answer'>> = {
   get_job_status: 'get',
   get_job_result: 'result',
   cancel_job: 'cancel',
+  answer_job: 'answer',
 };
 
 /**
@@ -42,11 +43,15 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
           ? ' Call get_job_result for the result.'
           : t.status === 'working'
             ? ` Poll again in ${Math.ceil(t.pollIntervalMs / 1000)}s.`
-            : t.status === 'input_required' && t.inputFrom === 'owner'
-              ? ' The job waits for you: call get_job_status again with a fresh token to resume.'
-              : t.status === 'input_required'
-                ? ` It waits for input its downstream system asks for (not relayed here); it goes on by itself once given. Poll again in ${Math.ceil(t.pollIntervalMs / 1000)}s.`
-                : '';
+            : t.status === 'input_required' && t.input
+              ? ` The job asks you: ${t.input.message} Answer with answer_job {"jobId":"${t.taskId}","response":{"action":"accept","content":{…}}} filling the form in structuredContent.input.requestedSchema, or {"action":"decline"}.`
+              : t.status === 'input_required' && t.approval
+                ? ` It waits for approval by another person holding ${t.approval.scope} (list_approvals / approve_task); poll again later.`
+                : t.status === 'input_required' && t.inputFrom === 'owner'
+                  ? ' The job waits for you: call get_job_status again with a fresh token to resume.'
+                  : t.status === 'input_required'
+                    ? ` It waits for input its downstream system asks for (not relayed here); it goes on by itself once given. Poll again in ${Math.ceil(t.pollIntervalMs / 1000)}s.`
+                    : '';
       return view(t, `Job ${t.taskId} is ${t.status}${progress}: ${t.statusMessage ?? ''}.${next}`);
     },
   };
@@ -97,6 +102,31 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
     },
   };
 
+  const answerJob: ToolDefinition<{ jobId: string; response: Record<string, unknown> }> = {
+    name: 'answer_job',
+    title: 'Answer job',
+    description:
+      'Answers the question a job asks you (get_job_status shows it and its form): {"action":"accept","content":{…}}, {"action":"decline"} or {"action":"cancel"}.',
+    inputSchema: z
+      .object({
+        jobId: z.string().min(1).max(200),
+        response: z
+          .object({
+            action: z.enum(['accept', 'decline', 'cancel']),
+            content: z
+              .record(z.string(), z.union([z.string().max(10_000), z.number(), z.boolean()]))
+              .optional(),
+          })
+          .strict(),
+      })
+      .strict(),
+    async run(c, { jobId, response }) {
+      const r = await tasks.answer(jobId, ctxOf(c), { response });
+      if (!r.ok) return err(r);
+      return view(r.task, `Job ${jobId} has your answer and goes on.`);
+    },
+  };
+
   const listJobs: ToolDefinition<{ cursor?: string }> = {
     name: 'list_jobs',
     title: 'List jobs',
@@ -118,5 +148,5 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
     },
   };
 
-  return [getJobStatus, getJobResult, cancelJob, listJobs];
+  return [getJobStatus, getJobResult, cancelJob, answerJob, listJobs];
 }

@@ -16,7 +16,8 @@ import { callContextFrom, type Dispatch } from './dispatch.ts';
 import { refuseInvalidParams } from './refuse-invalid-params.ts';
 import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
-import { coreTask } from './task-shapes.ts';
+import { coreTask, elicitationOf } from './task-shapes.ts';
+import { elicitationId } from './legacy-elicitation.ts';
 import { WireError } from './wire-error.ts';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -115,13 +116,32 @@ export function createLegacyServer(
     return coreTask(r.task) as never;
   });
 
-  server.setRequestHandler(GetTaskPayloadRequestSchema, async (rpc) => {
+  server.setRequestHandler(GetTaskPayloadRequestSchema, async (rpc, extra) => {
     const taskId = rpc.params.taskId;
-    const r = await dispatch.tasks.awaitResult(
-      taskId,
-      callContextFrom(request, undefined, WIRE),
-      options.resultWaitMs,
-    );
+    const until = Date.now() + options.resultWaitMs;
+    const asked: string[] = [];
+    let r;
+    for (;;) {
+      r = await dispatch.tasks.awaitResult(
+        taskId,
+        callContextFrom(request, undefined, WIRE),
+        Math.max(0, until - Date.now()),
+        { untilInput: true, asked },
+      );
+      if (!r.ok || !r.input) break;
+      // The task asks its caller: the question goes on this stream (the spec's way for
+      // 2025-11-25 tasks), the client's elicitation handler answers it in a POST of its own
+      // (legacy-elicitation.ts), and the wait goes on, for the result or the next question.
+      asked.push(r.input.key);
+      await server.transport!.send(
+        {
+          jsonrpc: '2.0',
+          id: elicitationId(taskId, r.input.key),
+          ...elicitationOf(r.input, taskId),
+        },
+        { relatedRequestId: extra.requestId },
+      );
+    }
     if (!r.ok) {
       if (r.code === 'result_not_ready') {
         throw new WireError(
@@ -130,6 +150,12 @@ export function createLegacyServer(
         );
       }
       return fail(r);
+    }
+    if (r.input) {
+      throw new WireError(
+        -32603,
+        `Task ${taskId} still waits for your answer after ${options.resultWaitMs} ms; call tasks/result again to be asked again`,
+      );
     }
     if (r.result) {
       const stored = r.result.result;

@@ -7,6 +7,7 @@ import type { Dispatch } from './dispatch.ts';
 import { createLegacyServer } from './legacy-server.ts';
 import { createModernServer } from './modern-server.ts';
 import { fastTasksGet } from './fast-tasks-get.ts';
+import { answerFromResponse } from './legacy-elicitation.ts';
 import { RPC, sendRpcError } from '../http/json-rpc-error.ts';
 import {
   RequestAuthInfo,
@@ -42,7 +43,8 @@ export function mcpEndpoint(
     const server = createLegacyServer(dispatch, request, options);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
-      enableJsonResponse: true,
+      // tasks/result may carry the task's questions before its answer: a stream.
+      enableJsonResponse: (req.body as { method?: unknown } | undefined)?.method !== 'tasks/result',
     });
     res.on('close', () => {
       void transport.close();
@@ -69,6 +71,7 @@ export function mcpEndpoint(
       }
       const request = requestContextOf(res);
       if (fast && (await fast(req, res, request))) return;
+      if (await answerFromResponse(req.body, res, { dispatch, request, logger })) return;
       // The SDKs hand `req.auth` to their handlers as authInfo: it carries the context.
       (req as Request & { auth?: RequestAuthInfo }).auth = new RequestAuthInfo(request);
       const probe = await toWebRequest(req as never, req.body);

@@ -19,7 +19,11 @@ const WIRE = WIRE_2026;
 const taskIdParams = z.object({ taskId: z.string() }).passthrough();
 
 type Ctx = {
-  mcpReq: { _meta?: Record<string, unknown>; envelope?: Record<string, unknown> };
+  mcpReq: {
+    _meta?: Record<string, unknown>;
+    envelope?: Record<string, unknown>;
+    inputResponses?: Record<string, unknown>;
+  };
 };
 
 /**
@@ -87,10 +91,20 @@ export function createModernServer(dispatch: Dispatch, request: RequestContext):
   server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params, ctx) => {
     const c = ctx as unknown as Ctx;
     requireExtension(c);
-    const r = await dispatch.tasks.get(params.taskId, callContextFrom(request, undefined, WIRE));
+    const call = callContextFrom(request, undefined, WIRE);
+    const r = await dispatch.tasks.get(params.taskId, call);
     if (!r.ok) return fail(r);
-    // Accepted per spec. No tool of this gateway asks for input yet, so responses for a
-    // task that is not input_required change nothing (checkpoint mode uses this later).
+    // Each response answers the question of its key (ctx.ask); the service validates it and
+    // refuses, with the reason, an answer that does not fit (the task keeps waiting). A task
+    // that asks its caller nothing (a mirrored downstream, checkpoint mode) ignores them.
+    // The SDK lifts the reserved `inputResponses` out of params onto the request context.
+    const responses = Object.entries(c.mcpReq.inputResponses ?? {});
+    if (r.task.inputFrom === 'caller' || responses.some(([key]) => key.startsWith('ask:'))) {
+      for (const [key, response] of responses) {
+        const a = await dispatch.tasks.answer(params.taskId, call, { key, response });
+        if (!a.ok) return fail(a);
+      }
+    }
     return { resultType: 'complete' } as never;
   });
 

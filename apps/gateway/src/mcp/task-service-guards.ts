@@ -34,6 +34,9 @@ export const TASK_VERBS = [
   'result',
   'awaitResult',
   'cancel',
+  'answer',
+  'approvals',
+  'decide',
   'list',
 ] as const satisfies readonly TaskVerb[];
 type Unlisted = Exclude<TaskVerb, (typeof TASK_VERBS)[number]>;
@@ -68,6 +71,9 @@ const SHAPE: Record<TaskVerb, { ctx: number; taskId?: number; audited: string }>
   result: { ctx: 1, taskId: 0, audited: 'result' },
   awaitResult: { ctx: 1, taskId: 0, audited: 'result' },
   cancel: { ctx: 1, taskId: 0, audited: 'cancel' },
+  answer: { ctx: 1, taskId: 0, audited: 'answer' },
+  approvals: { ctx: 0, audited: 'approvals' },
+  decide: { ctx: 1, taskId: 0, audited: 'decide' },
   list: { ctx: 0, audited: 'list' },
 };
 
@@ -148,6 +154,10 @@ const BUCKET: Record<TaskVerb, 'start' | 'poll' | 'control'> = {
   awaitResult: 'poll',
   // Each refused cancel or list of a random id was an audit event of its own before.
   cancel: 'control',
+  // An answer is a control like a cancel: a few per task, never a poll loop.
+  answer: 'control',
+  approvals: 'control',
+  decide: 'control',
   list: 'control',
 };
 
@@ -214,6 +224,7 @@ const DENIALS = new Set<TaskErrorCode>([
   'delegation_refused',
   'rate_limited',
   'result_wait_limit',
+  'approval_refused',
 ]);
 
 /** Counts every denied task verb by its reason code (for mtg_denials_total). */
@@ -243,6 +254,10 @@ const POLICY_GATED: Record<TaskVerb, boolean> = {
   result: true,
   awaitResult: true,
   cancel: true,
+  answer: true,
+  // The approver's own list, filtered by their scopes; a decision is gated on the task's tool.
+  approvals: false,
+  decide: true,
   list: false,
 };
 

@@ -70,11 +70,33 @@ export function detailedExtTask(r: TaskReading) {
       },
     };
   }
-  if (task.status === 'input_required') return { ...base, inputRequests: {} };
+  if (task.status === 'input_required')
+    return { ...base, inputRequests: task.input ? inputRequestsOf(task.input) : {} };
   return base;
 }
 
 /** The job tools' `structuredContent` for a job: the task view, with its id as `jobId`. */
 export function jobView(t: TaskView) {
   return { ...t, jobId: t.taskId };
+}
+
+/**
+ * A question the task is parked on, as the protocol's form-mode elicitation request keyed by
+ * the question's name: 2026 `inputRequests` (answered with tasks/update `inputResponses`
+ * under the same key) and, as `params`, the 2025-11-25 `elicitation/create` request.
+ */
+export function elicitationOf(input: NonNullable<TaskView['input']>, taskId?: string) {
+  return {
+    method: 'elicitation/create' as const,
+    params: {
+      mode: 'form' as const,
+      message: input.message,
+      requestedSchema: input.requestedSchema,
+      ...(taskId ? { _meta: { 'io.modelcontextprotocol/related-task': { taskId } } } : {}),
+    },
+  };
+}
+
+function inputRequestsOf(input: NonNullable<TaskView['input']>) {
+  return { [input.key]: elicitationOf(input) };
 }

@@ -2,9 +2,26 @@ import { trace, TraceFlags } from '@opentelemetry/api';
 import { inSpan } from '@mtg/telemetry';
 
 // The asynchronous verbs (toolScope is a synchronous lookup and stays as it is).
-const VERBS = new Set(['start', 'get', 'read', 'result', 'awaitResult', 'cancel', 'list']);
+const VERBS = new Set([
+  'start',
+  'get',
+  'read',
+  'result',
+  'awaitResult',
+  'cancel',
+  'answer',
+  'list',
+]);
 // Verbs about one existing task: their span links to the trace that started it.
-const ABOUT_A_TASK = new Set(['get', 'read', 'result', 'awaitResult', 'cancel']);
+const ABOUT_A_TASK = new Set([
+  'get',
+  'read',
+  'result',
+  'awaitResult',
+  'cancel',
+  'answer',
+  'decide',
+]);
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /**

@@ -6,6 +6,8 @@
  *   create ─▶ working ──claim──▶ working (leased) ──journal/progress/renew──▶ …
  *                │                     │ pause ─▶ input_required ──resume──▶ working
  *                │                     │ await input ⇄ input_required (leased: a downstream waits)
+ *                │                     │ park for input ─▶ input_required ──record answer──▶ working
+ *                │                     │ park for approval ─▶ input_required ──record decision──▶ working
  *                │                     ├ complete ─▶ completed
  *                │                     ├ fail ─────▶ failed
  *                │                     └ release / reap ─▶ working (unleased)
@@ -46,6 +48,8 @@ export {
 } from './end-task.ts';
 export { resumeIfPaused } from './resume-task.ts';
 export { markInputRequired } from './await-input.ts';
+export { parkForInput, pendingInput, recordAnswer, type PendingInput } from './ask-input.ts';
+export { parkForApproval, recordDecision, type DecisionOutcome } from './await-approval.ts';
 export { flagPrincipalTasks, requestCancel } from './request-cancel.ts';
 export { lateTasks, purgeExpired, signalDeadline, type LateTask } from './purge-tasks.ts';
 export type { OnTaskEnded, Settlement } from './settle-task.ts';

@@ -145,7 +145,11 @@ export function createRegistry(
     scopes: () =>
       [
         ...new Set(
-          [...entries.values()].flatMap((e) => (e.tool.scope !== undefined ? [e.tool.scope] : [])),
+          [...entries.values()].flatMap((e) => [
+            ...(e.tool.scope !== undefined ? [e.tool.scope] : []),
+            // An approver's scope is one the authorization server must issue too.
+            ...((e.tool as { approvalScopes?: readonly string[] }).approvalScopes ?? []),
+          ]),
         ),
       ].sort(),
     targets: () => [...new Set(packs.flatMap((p) => p.targets))].sort(),
