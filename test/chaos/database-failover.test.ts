@@ -119,7 +119,8 @@ describeHa('database failover (Patroni, etcd, HAProxy)', () => {
         if (kind === 'kill') ({ at, killed } = await cluster.killLeader());
         else ({ at } = await cluster.switchover());
         await cluster.leader(60_000);
-        const newLeaderMs = Date.now() - at;
+        const leaderAt = Date.now();
+        const newLeaderMs = leaderAt - at;
         // RTO: from the fault to the first successful start attempted after the outage began
         // (the first refused start after the fault); 0 when no start was refused at all.
         const firstOk = await waitFor(
@@ -137,8 +138,8 @@ describeHa('database failover (Patroni, etcd, HAProxy)', () => {
         );
         const refusedAny = load.starts.some((s) => !s.id && s.at >= at && s.at <= firstOk!.at);
         const rtoMs = refusedAny ? firstOk!.at + firstOk!.ms - at : 0;
-        // Every worker consuming again: a journal row of each written after the fault.
-        const atIso = new Date(at);
+        // Every worker consuming again: a journal row of each written on the new leader.
+        const atIso = new Date(leaderAt);
         const consumed = await waitFor(
           () =>
             sql<{ worker: string; first: Date }>(

@@ -1,5 +1,11 @@
 /** Why a run stops before its tool finished. */
-export type StopReason = 'cancel' | 'deadline' | 'lease_lost' | 'shutdown' | 'revoked' | 'paused';
+/**
+ * `lease_lost`: the database says another worker holds the lease. `lease_expired`: the local
+ * lease deadline passed without a renewal (PostgreSQL unreachable): the lease may or may not
+ * have been taken over, so the job is given back to pg-boss rather than completed.
+ */
+export type StopReason =
+  'cancel' | 'deadline' | 'lease_lost' | 'lease_expired' | 'shutdown' | 'revoked' | 'paused';
 
 /** Thrown at a boundary (or from an aborted wait) to unwind the tool's code. */
 export class StopRun extends Error {
