@@ -17,6 +17,14 @@ export interface PoolOptions {
    * workers'); not for ad-hoc reporting queries.
    */
   genericPlans?: boolean;
+  /**
+   * How long a statement may go unanswered before the client gives up on it and the pool
+   * drops the connection (node-postgres `query_timeout`). A database that is cut off (a
+   * partition, a failed-over primary whose packets are dropped) answers nothing, not even an
+   * error: without it a request would hang until TCP itself gives up, minutes later.
+   * Unset: no limit (for pools whose statements may run long: migrations, verify, archive).
+   */
+  queryTimeoutMs?: number;
 }
 
 // int8 (bigint) as a JS number is safe for our sequences (< 2^53); counts come back as numbers.
@@ -33,6 +41,11 @@ export function createPool(options: PoolOptions): Pool {
     application_name: options.applicationName,
     // Fail fast instead of hanging on a dead database; callers retry.
     connectionTimeoutMillis: 5000,
+    ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
+    // TCP keepalives from our side too, so a connection to a server that vanished (a
+    // failover's old primary) is found dead by the kernel rather than kept forever.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     // Startup parameters, so every session is under them before its first query.
     ...(startup.length ? { options: startup.join(' ') } : {}),
   });

@@ -16,11 +16,12 @@ export type DatabaseFailureCode = DatabaseFailure['code'];
 const UNREACHABLE = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH)$/;
 const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300)$/;
 const SQLSTATE = /^[0-9A-Z]{5}$/;
-// node-postgres raises these without any code (pg-pool's connect timeout, a connection
-// ended under a query, a server that is starting or stopping). This is the one place that
+// node-postgres raises these without any code (pg-pool's connect timeout, a statement
+// unanswered past the pool's query timeout, a connection ended under a query, a server that
+// is starting or stopping). This is the one place that
 // reads the driver's text: it turns them into a code, and nothing else looks at messages.
 const DRIVER_UNAVAILABLE =
-  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection refused|the database system is (starting up|shutting down|in recovery mode)/i;
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection refused|the database system is (starting up|shutting down|in recovery mode)/i;
 
 /** The failure `error` is, when it came from the database driver; undefined otherwise. */
 export function databaseFailureOf(error: unknown): DatabaseFailure | undefined {
