@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { databaseFailureOf } from './database-failure.ts';
 
 export type Pool = pg.Pool;
 export interface PoolOptions {
@@ -53,8 +54,27 @@ export function createPool(options: PoolOptions): Pool {
   // pool's listener covers idle clients only, so give every client its own. The query in
   // flight still rejects, and callers retry.
   pool.on('error', () => {});
+  // A connection a statement found unusable — cut, unanswered, or on a server that is no
+  // longer the primary (a switchover demotes the old primary under its open sessions) — is
+  // ended when it is released, whichever caller checked it out, instead of going back to
+  // the pool to fail the next request the same way.
+  const broken = new WeakSet<pg.PoolClient>();
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      const r = query(...args);
+      if (r instanceof Promise)
+        r.catch((error: unknown) => {
+          if (databaseFailureOf(error)?.code === 'database_unavailable') broken.add(client);
+        });
+      return r;
+    };
+  });
+  pool.on('release', (_error: Error | undefined, client: pg.PoolClient) => {
+    if (!broken.has(client)) return;
+    broken.delete(client);
+    void client.end().catch(() => {});
   });
   return pool;
 }

@@ -12,9 +12,12 @@ export type DatabaseFailure =
 export type DatabaseFailureCode = DatabaseFailure['code'];
 
 // Socket errors, and SQLSTATE class 08 (connection exception), 57P01-03 (admin or crash
-// shutdown, cannot connect now) and 53300 (too many connections).
+// shutdown, cannot connect now), 53300 (too many connections) and 25006 (read-only
+// transaction: the connection reached a server that is not the primary, or no longer is:
+// the old primary of a switchover, demoted under its open sessions, or a stale endpoint).
+// The pool drops a connection that fails so, and the next one reaches the new primary.
 const UNREACHABLE = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH)$/;
-const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300)$/;
+const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300|25006)$/;
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 // node-postgres raises these without any code (pg-pool's connect timeout, a statement
 // unanswered past the pool's query timeout, a connection ended under a query, a server that
