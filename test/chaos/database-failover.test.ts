@@ -9,7 +9,6 @@
 // verifies and the next one signs, no answer but 503 while there is no leader; RTO measured.
 // Runs with `npm run test:failover` (CI), or `npm run chaos`; skipped when Patroni, etcd or
 // HAProxy is not installed (.ci/install-ha.sh).
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,45 +18,16 @@ import {
   startProcessStack,
   type ProcessStack,
 } from '../../scripts/bench/lib/process-stack.ts';
-import { haMissing, startPatroniCluster, type PatroniCluster } from '../support/patroni-cluster.ts';
+import { startPatroniCluster, type PatroniCluster } from '../support/patroni-cluster.ts';
+import { auditCli as cli } from './support/audit-cli.ts';
+import { haDescribe } from './support/ha-gate.ts';
 import { sql } from '../support/sql.ts';
 import { sleep, waitFor } from './support/clients.ts';
 import { startFailoverLoad } from './support/failover-load.ts';
 import { batchesOf, chainProblems, checkIntegrity, expectIntact } from './support/integrity.ts';
 
 const FAILOVERS = Number(process.env.HA_FAILOVERS ?? 5);
-const enabled =
-  process.env.HA_FAILOVER === '1' ||
-  process.env.CHAOS === '1' ||
-  process.argv.some((a) => a.includes('database-failover'));
-const missing = await haMissing();
-const describeHa = enabled && !missing ? describe : describe.skip;
-if (enabled && missing) process.stderr.write(`database failover skipped: ${missing}\n`);
-
-/** The CLI against the cluster, with one DATA_DIR so checkpoint and verify share the dev key. */
-function cli(
-  args: string[],
-  databaseUrl: string,
-  dataDir: string,
-): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) =>
-    execFile(
-      process.execPath,
-      [path.join(REPO_ROOT, 'apps/cli/src/main.ts'), ...args],
-      {
-        cwd: REPO_ROOT,
-        env: { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir },
-        timeout: 120_000,
-        maxBuffer: 16 * 1024 * 1024,
-      },
-      (error, stdout, stderr) =>
-        resolve({
-          code: error ? Number((error as { code?: number }).code ?? 1) : 0,
-          out: `${stdout}${stderr}`,
-        }),
-    ),
-  );
-}
+const describeHa = await haDescribe('database-failover');
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -113,7 +83,11 @@ describeHa('database failover (Patroni, etcd, HAProxy)', () => {
       for (let i = 0; i < FAILOVERS * 2; i++) {
         const kind = i % 2 === 0 ? 'kill' : 'switchover';
         // A checkpoint signed just before the failover: it must still verify afterwards.
-        const signed = await cli(['audit', 'checkpoint'], cluster.url, cliDir);
+        // Signed as production should with replication: only what a standby has (with
+        // synchronous replication that is every commit already, so it costs no wait).
+        const signed = await cli(['audit', 'checkpoint'], cluster.url, cliDir, {
+          AUDIT_CHECKPOINT_STANDBYS: '1',
+        });
         let at: number;
         let killed: PatroniCluster['nodes'][number] | undefined;
         if (kind === 'kill') ({ at, killed } = await cluster.killLeader());

@@ -50,6 +50,11 @@ export interface PatroniCluster {
   restartNode(node: PatroniNode): Promise<void>;
   /** Waits until every node runs and every replica streams from the leader. */
   healthy(timeoutMs?: number): Promise<void>;
+  /**
+   * The pid of a replica's WAL receiver: SIGSTOP it and the replica stops confirming WAL (as a
+   * lagging asynchronous standby does); SIGCONT and it catches up.
+   */
+  walReceiverPid(node: PatroniNode): Promise<number | undefined>;
   /** The members as patronictl list shows them. */
   members(): Promise<Array<{ name: string; role: string; state: string; lag?: number | string }>>;
   stop(): Promise<void>;
@@ -391,8 +396,27 @@ export async function startPatroniCluster(
     }
   };
 
+  const walReceiverPid = async (node: PatroniNode) => {
+    const pm = await postmasterPid(node);
+    if (!pm) return undefined;
+    const { readdir } = await import('node:fs/promises');
+    for (const entry of await readdir('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const cmd = await readFile(`/proc/${entry}/cmdline`, 'utf8');
+        if (!cmd.includes('walreceiver')) continue;
+        const status = await readFile(`/proc/${entry}/status`, 'utf8');
+        if (Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]) === pm) return Number(entry);
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+    return undefined;
+  };
+
   const cluster: PatroniCluster = {
     url,
+    walReceiverPid,
     routerPort,
     nodes,
     dir,
