@@ -31,9 +31,20 @@ export interface PoolOptions {
 // int8 (bigint) as a JS number is safe for our sequences (< 2^53); counts come back as numbers.
 pg.types.setTypeParser(20, (v) => Number(v));
 
+/** Server-side TCP keepalives of every application session: 10 s idle, 3 probes 5 s apart. */
+export const SERVER_KEEPALIVES = [
+  '-c tcp_keepalives_idle=10',
+  '-c tcp_keepalives_interval=5',
+  '-c tcp_keepalives_count=3',
+];
+
 export function createPool(options: PoolOptions): Pool {
   const startup = [
     ...(options.role ? [`-c role=${options.role}`] : []),
+    // The server's side of the same: a session whose client vanished (a worker cut off by a
+    // partition) ends within ~25 s instead of the kernel's two hours, and with it the
+    // session's advisory locks (the maintenance leader's), so another process can take over.
+    ...SERVER_KEEPALIVES,
     ...(options.genericPlans ? ['-c plan_cache_mode=force_generic_plan'] : []),
   ];
   const pool = new pg.Pool({
@@ -48,7 +59,7 @@ export function createPool(options: PoolOptions): Pool {
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     // Startup parameters, so every session is under them before its first query.
-    ...(startup.length ? { options: startup.join(' ') } : {}),
+    options: startup.join(' '),
   });
   // A client losing its connection (database restart) must not crash the process: the
   // pool's listener covers idle clients only, so give every client its own. The query in

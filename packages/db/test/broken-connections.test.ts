@@ -49,3 +49,15 @@ test('a connection that answered "read-only" is dropped when released, whoever c
     await pool.end();
   }
 });
+
+test("every session has server-side keepalives, so a vanished client's session (and its locks) ends within ~25 s", async () => {
+  const pool = createPool({ connectionString: url, max: 1 });
+  try {
+    const r = await pool.query<{ idle: string; interval: string; count: string }>(
+      "SELECT current_setting('tcp_keepalives_idle') AS idle, current_setting('tcp_keepalives_interval') AS interval, current_setting('tcp_keepalives_count') AS count",
+    );
+    expect(r.rows[0]).toEqual({ idle: '10', interval: '5', count: '3' });
+  } finally {
+    await pool.end();
+  }
+});
