@@ -23,8 +23,18 @@ export interface TcpProxy {
    */
   blackhole(o?: { serverDropsAfterMs?: number }): void;
   heal(): void;
+  /**
+   * An unknown commit outcome: the next `COMMIT` (a simple-query message, as node-postgres
+   * sends it) reaches the server, and the client's connection is cut before the answer
+   * comes back; the server's side waits for that answer (so the commit happened) and then
+   * closes. Resolves when the cut was made.
+   */
+  cutAtNextCommit(): Promise<void>;
   close(): Promise<void>;
 }
+
+// 'Q', length 11, "COMMIT\0": node-postgres's client.query('COMMIT').
+const COMMIT_QUERY = Buffer.concat([Buffer.from([0x51, 0, 0, 0, 11]), Buffer.from('COMMIT\0')]);
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
@@ -37,6 +47,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const severed = new Set<net.Socket>();
 
   const outbounds = new Map<net.Socket, net.Socket>();
+  let commitCut: (() => void) | undefined;
+  const cut = new Set<net.Socket>();
   let dropTimer: NodeJS.Timeout | undefined;
   const relay = (inbound: net.Socket) => {
     const outbound = net.connect(target.port, target.host);
@@ -49,13 +61,24 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       sockets.add(a);
       a.on('close', () => {
         sockets.delete(a);
+        if (cut.has(a)) return; // the server side waits for its answer, then closes
         // The server dropping a held session must not tell the client (it cannot hear).
         if (!(holed && a === outbound)) b.destroy();
         else severed.add(inbound);
       });
       a.on('error', () => b.destroy());
       // Data is forwarded by hand so that a partition can hold it (pause, not drop).
-      a.on('data', (chunk) => {
+      a.on('data', (chunk: Buffer) => {
+        if (a === inbound && commitCut && chunk.includes(COMMIT_QUERY)) {
+          const done = commitCut;
+          commitCut = undefined;
+          cut.add(inbound);
+          outbound.write(chunk);
+          inbound.destroy();
+          outbound.once('data', () => outbound.destroy());
+          done();
+          return;
+        }
         if (!b.write(chunk)) {
           a.pause();
           b.once('drain', () => {
@@ -129,6 +152,11 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       const resume = [...held];
       held.clear();
       for (const r of resume) r();
+    },
+    cutAtNextCommit() {
+      return new Promise<void>((resolve) => {
+        commitCut = resolve;
+      });
     },
     close: stop,
   };
