@@ -1,4 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { access, chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -86,6 +87,14 @@ function logTo(child: ChildProcess, file: string) {
   });
 }
 
+const safeKill = (pid: number) => {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    /* gone */
+  }
+};
+
 const exited = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
 
 async function waitExit(c: ChildProcess | undefined, ms = 10_000) {
@@ -136,6 +145,24 @@ export async function startPatroniCluster(
   const dir = await mkdtemp(path.join(os.tmpdir(), 'mtg-patroni-'));
   await chmod(dir, 0o755); // the postgres user must enter it
   const children = new Set<ChildProcess>();
+  // Whatever way the test process ends, nothing of the cluster is left running.
+  const postmasters = new Set<number>();
+  const onExit = () => {
+    for (const c of children) {
+      if (exited(c) || !c.pid) continue;
+      safeKill(-c.pid); // Patroni's process group
+      safeKill(c.pid);
+    }
+    // A postmaster lives in a session of its own; only ours (its pid may have been reused).
+    for (const pid of postmasters) {
+      try {
+        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir)) safeKill(pid);
+      } catch {
+        /* gone */
+      }
+    }
+  };
+  process.on('exit', onExit);
 
   const etcdClient = await freePort();
   const etcdPeer = await freePort();
@@ -381,6 +408,7 @@ export async function startPatroniCluster(
     try {
       const text = await readFile(path.join(dir, node.name, 'data', 'postmaster.pid'), 'utf8');
       const pid = Number(text.split('\n')[0]);
+      if (pid > 0) postmasters.add(pid);
       return pid > 0 ? pid : undefined;
     } catch {
       return undefined;
@@ -510,6 +538,7 @@ export async function startPatroniCluster(
       }
       for (const c of children) if (!exited(c)) c.kill('SIGKILL');
       await Promise.all([...children].map((c) => waitExit(c, 5000)));
+      process.off('exit', onExit);
       if (process.env.HA_KEEP_DIR !== '1') await rm(dir, { recursive: true, force: true });
     },
   };
