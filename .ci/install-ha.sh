@@ -2,7 +2,7 @@
 # Installs the HA database parts the failover suite drives: Patroni, etcd and
 # HAProxy from Debian's packages. Idempotent: a machine that has them skips.
 # Debian's packages start their own services on default ports; the failover
-# helper runs its own instances on random loopback ports, so any packaged
+# suite runs its own instances on random loopback ports, so any packaged
 # daemon is kept from starting (policy-rc.d) and stopped if one got through.
 set -euo pipefail
 

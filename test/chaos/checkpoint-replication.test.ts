@@ -107,4 +107,65 @@ describeHa('checkpoints under asynchronous replication', () => {
       await pool.end();
     }
   }, 120_000);
+
+  test('an asynchronous failover loses the last commits: a checkpoint signed on the primary alone then reports a cut no one made', async () => {
+    const pool = new pg.Pool({ connectionString: cluster.url, max: 2 });
+    pool.on('error', () => {});
+    const file = path.join(dir, 'checkpoints.jsonl');
+    try {
+      const leader = await cluster.leader();
+      const replica = cluster.nodes.find((n) => n !== leader)!;
+      await cluster.healthy();
+      const receiver = await waitFor(
+        () => cluster.walReceiverPid(replica),
+        (pid) => pid !== undefined,
+        20_000,
+        200,
+        "the replica's WAL receiver",
+      );
+      process.kill(receiver!, 'SIGSTOP');
+      // Acknowledged by the primary, on no standby; signed without waiting for one.
+      for (let i = 0; i < 5; i++)
+        await appendAuditGrouped(pool, {
+          type: 'task.step_completed',
+          taskId: 'd'.repeat(32),
+          tenant: 'ckpt',
+          correlationId: `doomed-${i}`,
+          data: { step: `doomed:${i}` },
+        });
+      const unsafe = await auditCli(['audit', 'checkpoint', '--out', file], cluster.url, dir);
+      expect(unsafe.code).toBe(0);
+      // The primary dies; what its standby had not received goes with it (the receiver's
+      // socket buffer too).
+      await cluster.killLeader();
+      process.kill(receiver!, 'SIGKILL');
+      const promoted = await cluster.leader(90_000);
+      expect(promoted.name).toBe(replica.name);
+      await waitFor(
+        () => sql<{ r: boolean }>(cluster.url, 'SELECT pg_is_in_recovery() AS r').catch(() => []),
+        (r) => r[0]?.r === false,
+        30_000,
+        200,
+        'the promoted node answering through the router',
+      );
+      const survived = await sql<{ n: number }>(
+        cluster.url,
+        `SELECT count(*)::int AS n FROM audit.events WHERE body::jsonb ->> 'correlationId' LIKE 'doomed-%'`,
+      );
+      process.stderr.write(
+        `checkpoint-replication: ${survived[0]!.n} of 5 acknowledged events survived the asynchronous failover\n`,
+      );
+      expect(survived[0]!.n).toBeLessThan(5);
+      // The checkpoint kept outside the database signed heads that are gone: the verifier
+      // reports a cut tail that no one made. (AUDIT_CHECKPOINT_STANDBYS=1 would not have
+      // signed them: the first test.)
+      const verify = await auditCli(['audit', 'verify', '--checkpoints', file], cluster.url, dir);
+      expect({ code: verify.code, cut: /gone|cut|attests/.test(verify.out) }).toEqual({
+        code: 1,
+        cut: true,
+      });
+    } finally {
+      await pool.end();
+    }
+  }, 180_000);
 });
