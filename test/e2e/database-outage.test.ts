@@ -6,6 +6,7 @@ import { connectV1 } from '../support/clients.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
+import { pollUntil } from '../support/poll.ts';
 
 let stack: Stack;
 let proxy: TcpProxy;
@@ -92,3 +93,42 @@ test('when the database is back the same requests succeed, with no restart', asy
   expect((await v1.listTools()).tools.length).toBeGreaterThan(0);
   await v1.close();
 });
+
+test('cut off by a partition (nothing answers, not even an error), every request gets 503 within the bound and /readyz turns not-ready; it recovers when the partition heals', async () => {
+  // Connections are open and warm: the partition leaves them open and silent.
+  expect((await requests['tasks/get (2026)']()).status).toBe(200);
+  proxy.blackhole();
+  try {
+    // The bound: the pool's 5 s connect timeout or DATABASE_QUERY_TIMEOUT_MS (5 s), plus
+    // the request's own work; well under a client's patience (30 s and more).
+    const BOUND_MS = 11_000;
+    const answers = await Promise.all(
+      Object.entries(requests).map(async ([name, send]) => {
+        const t0 = Date.now();
+        const r = await send();
+        return { name, status: r.status, reason: r.body?.error?.data?.reason, ms: Date.now() - t0 };
+      }),
+    );
+    for (const a of answers) {
+      expect({ name: a.name, status: a.status, reason: a.reason }).toEqual({
+        name: a.name,
+        status: 503,
+        reason: 'unavailable',
+      });
+      expect({ name: a.name, within: a.ms < BOUND_MS }).toEqual({ name: a.name, within: true });
+    }
+    const t0 = Date.now();
+    const ready = await fetch(new URL('/readyz', stack.mcpUrl));
+    expect(ready.status).toBe(503);
+    expect(Date.now() - t0).toBeLessThan(3000);
+  } finally {
+    proxy.heal();
+  }
+  await pollUntil(
+    () => requests['tasks/get (2026)'](),
+    (r) => r.status === 200,
+    20_000,
+    250,
+    'tasks/get answering again after the partition healed',
+  );
+}, 60_000);

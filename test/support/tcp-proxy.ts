@@ -5,6 +5,9 @@ import type { AddressInfo } from 'node:net';
  * A TCP relay on loopback that can be cut: `down()` closes every relayed connection and
  * refuses new ones (ECONNREFUSED), `up()` listens again on the same port. Stands between a
  * process and PostgreSQL to make the database "go away" without touching the server.
+ * `blackhole()` is a network partition instead: connections stay open but nothing passes
+ * (new ones are accepted and get no answer), as when packets are dropped; `heal()` lets
+ * everything held through again, as TCP retransmission would.
  */
 export interface TcpProxy {
   port: number;
@@ -12,30 +15,98 @@ export interface TcpProxy {
   via(url: string): string;
   down(): Promise<void>;
   up(): Promise<void>;
+  /**
+   * `serverDropsAfterMs`: the server side of each held connection is closed after that long,
+   * as PostgreSQL does with its tcp_keepalives_* settings when the peer stops answering (its
+   * session ends, its locks free); the client side stays open and silent, and is reset at
+   * heal(), as a real peer's stale connection would be.
+   */
+  blackhole(o?: { serverDropsAfterMs?: number }): void;
+  heal(): void;
+  /**
+   * An unknown commit outcome: the next `COMMIT` (a simple-query message, as node-postgres
+   * sends it) reaches the server, and the client's connection is cut before the answer
+   * comes back; the server's side waits for that answer (so the commit happened) and then
+   * closes. Resolves when the cut was made.
+   */
+  cutAtNextCommit(): Promise<void>;
   close(): Promise<void>;
 }
+
+// 'Q', length 11, "COMMIT\0": node-postgres's client.query('COMMIT').
+const COMMIT_QUERY = Buffer.concat([Buffer.from([0x51, 0, 0, 0, 11]), Buffer.from('COMMIT\0')]);
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
   let port = 0;
+  let holed = false;
+  // Relays that pass nothing while the partition lasts: each resumes at heal().
+  const held = new Set<() => void>();
+  // Client sides whose server side was dropped during the partition: reset at heal().
+  const severed = new Set<net.Socket>();
+
+  const outbounds = new Map<net.Socket, net.Socket>();
+  let commitCut: (() => void) | undefined;
+  const cut = new Set<net.Socket>();
+  let dropTimer: NodeJS.Timeout | undefined;
+  const relay = (inbound: net.Socket) => {
+    const outbound = net.connect(target.port, target.host);
+    outbounds.set(inbound, outbound);
+    outbound.on('close', () => outbounds.delete(inbound));
+    for (const [a, b] of [
+      [inbound, outbound],
+      [outbound, inbound],
+    ] as const) {
+      sockets.add(a);
+      a.on('close', () => {
+        sockets.delete(a);
+        if (cut.has(a)) return; // the server side waits for its answer, then closes
+        // The server dropping a held session must not tell the client (it cannot hear).
+        if (!(holed && a === outbound)) b.destroy();
+        else severed.add(inbound);
+      });
+      a.on('error', () => b.destroy());
+      // Data is forwarded by hand so that a partition can hold it (pause, not drop).
+      a.on('data', (chunk: Buffer) => {
+        if (a === inbound && commitCut && chunk.includes(COMMIT_QUERY)) {
+          const done = commitCut;
+          commitCut = undefined;
+          cut.add(inbound);
+          outbound.write(chunk);
+          inbound.destroy();
+          outbound.once('data', () => outbound.destroy());
+          done();
+          return;
+        }
+        if (!b.write(chunk)) {
+          a.pause();
+          b.once('drain', () => {
+            if (!holed) a.resume();
+          });
+        }
+      });
+      if (holed) {
+        a.pause();
+        held.add(() => a.resume());
+      }
+    }
+  };
 
   const listen = () =>
     new Promise<void>((resolve, reject) => {
       const s = net.createServer((inbound) => {
-        const outbound = net.connect(target.port, target.host);
-        for (const [a, b] of [
-          [inbound, outbound],
-          [outbound, inbound],
-        ] as const) {
-          sockets.add(a);
-          a.on('close', () => {
-            sockets.delete(a);
-            b.destroy();
-          });
-          a.on('error', () => b.destroy());
-          a.pipe(b);
-        }
+        if (!holed) return relay(inbound);
+        // A new connection during a partition: its handshake "succeeds" (the kernel accepts)
+        // and then nothing comes back until the partition heals.
+        sockets.add(inbound);
+        inbound.pause();
+        inbound.on('close', () => sockets.delete(inbound));
+        inbound.on('error', () => {});
+        held.add(() => {
+          if (!inbound.destroyed) relay(inbound);
+          inbound.resume();
+        });
       });
       s.once('error', reject);
       s.listen(port, '127.0.0.1', () => {
@@ -62,6 +133,31 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     down: stop,
     up: listen,
+    blackhole(o = {}) {
+      holed = true;
+      for (const socket of sockets) socket.pause();
+      for (const socket of sockets) held.add(() => socket.resume());
+      if (o.serverDropsAfterMs !== undefined) {
+        dropTimer = setTimeout(() => {
+          for (const out of outbounds.values()) out.destroy();
+        }, o.serverDropsAfterMs);
+        dropTimer.unref();
+      }
+    },
+    heal() {
+      clearTimeout(dropTimer);
+      for (const s of severed) s.destroy();
+      severed.clear();
+      holed = false;
+      const resume = [...held];
+      held.clear();
+      for (const r of resume) r();
+    },
+    cutAtNextCommit() {
+      return new Promise<void>((resolve) => {
+        commitCut = resolve;
+      });
+    },
     close: stop,
   };
 }

@@ -120,6 +120,7 @@ export async function buildGateway(
     applicationName: 'gateway',
     max: 20,
     genericPlans: true,
+    queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
   });
   // Refuses a login that is not its role or could become the owner (packages/db).
   await checkApplicationLogin(pool, config.DATABASE_ROLE).catch(async (error: unknown) => {
@@ -127,12 +128,15 @@ export async function buildGateway(
     throw error;
   });
   const readPool = config.DATABASE_READ_URL
-    ? await openReadReplica(config.DATABASE_READ_URL, config.DATABASE_ROLE, logger).catch(
-        async (error: unknown) => {
-          await pool.end();
-          throw error;
-        },
-      )
+    ? await openReadReplica(
+        config.DATABASE_READ_URL,
+        config.DATABASE_ROLE,
+        logger,
+        config.DATABASE_QUERY_TIMEOUT_MS,
+      ).catch(async (error: unknown) => {
+        await pool.end();
+        throw error;
+      })
     : undefined;
   const boss = createBoss(pool, { supervise: false });
   boss.on('error', (error: Error) => logger.warn('pg-boss error', { error: error.message }));
@@ -383,12 +387,13 @@ export async function buildGateway(
  * is as dangerous as here); a replica that cannot be reached now is no reason not to start:
  * the reads go to the primary until it answers.
  */
-async function openReadReplica(url: string, role: string, logger: Logger) {
+async function openReadReplica(url: string, role: string, logger: Logger, queryTimeoutMs: number) {
   const readPool = createPool({
     connectionString: url,
     role,
     applicationName: 'gateway-read',
     max: 20,
+    queryTimeoutMs,
   });
   try {
     await checkApplicationLogin(readPool, role);

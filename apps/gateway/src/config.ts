@@ -24,6 +24,12 @@ export const gatewayConfigSchema = z
      * (docs/scaling.md, "Read replicas").
      */
     DATABASE_READ_URL: postgresUrl().optional(),
+    /**
+     * A statement unanswered this long (ms) is given up and its connection dropped: a gateway
+     * cut off from PostgreSQL answers 503 within this (or the 5 s connect timeout) instead of
+     * hanging (docs/operations-resilience.md, "Database failover").
+     */
+    DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
     /** The replica is read only while at most this stale (ms); past it, the primary answers. */
     DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(10).max(600_000).default(2000),
     /** The authorization server this gateway trusts. */

@@ -32,6 +32,14 @@ export interface CreateCheckpointOptions {
    */
   before?: Date;
   now: () => Date;
+  /**
+   * Sign only what this many streaming standbys have flushed (docs/audit.md, "Checkpoints and
+   * replication"): after reading the heads, wait up to `waitMs` until that many have the WAL
+   * up to where the heads were read; otherwise sign nothing (`standbys_behind`). Unset or
+   * `min: 0`: sign at once (a single server; or synchronous replication, where every commit
+   * is already on the synchronous standby when it returns).
+   */
+  standbys?: { min: number; waitMs: number; everyMs?: number };
 }
 
 /** A chain left out of a checkpoint because it does not verify. */
@@ -72,7 +80,16 @@ export type CreateCheckpointResult =
       chain: number;
       refused: RefusedChain[];
     }
-  | { ok: false; code: 'bad_checkpoint'; message: string };
+  | { ok: false; code: 'bad_checkpoint'; message: string }
+  | {
+      ok: false;
+      /** Fewer standbys than required have the heads yet: nothing signed (try again later). */
+      code: 'standbys_behind';
+      message: string;
+      /** The WAL position the heads were read at. */
+      lsn: string;
+      confirmed: number;
+    };
 
 type Trusted = SignedCheckpoint & { id: string };
 
@@ -183,6 +200,11 @@ export async function createCheckpoint(
   }
   if (heads.length === 0) {
     return { ok: false, code: 'empty', message: 'the audit trail is empty: nothing to sign' };
+  }
+
+  if (options.standbys && options.standbys.min > 0) {
+    const behind = await awaitStandbys(client, options.standbys);
+    if (behind) return behind;
   }
 
   const signed = await signCheckpoint(heads, legacyUntil, options.key, options.now());
@@ -359,4 +381,32 @@ async function checkChain(
 function withoutId(c: Trusted): SignedCheckpoint {
   const { id: _id, ...rest } = c;
   return rest;
+}
+
+/**
+ * Waits until `min` streaming standbys have flushed the WAL up to now: the heads were read in
+ * a transaction that has ended, so every event they name committed before this position.
+ */
+async function awaitStandbys(
+  client: pg.ClientBase,
+  o: { min: number; waitMs: number; everyMs?: number },
+): Promise<Extract<CreateCheckpointResult, { code: 'standbys_behind' }> | undefined> {
+  const lsn = (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))
+    .rows[0]!.lsn;
+  const until = Date.now() + o.waitMs;
+  for (;;) {
+    const confirmed = (
+      await client.query<{ n: number }>('SELECT audit.standbys_flushed($1::pg_lsn) AS n', [lsn])
+    ).rows[0]!.n;
+    if (confirmed >= o.min) return undefined;
+    if (Date.now() >= until)
+      return {
+        ok: false,
+        code: 'standbys_behind',
+        lsn,
+        confirmed,
+        message: `refusing to sign: ${confirmed} of the ${o.min} standby(s) required have the heads (WAL ${lsn}) after ${o.waitMs} ms; a failover now could lose what would be signed`,
+      };
+    await new Promise((r) => setTimeout(r, o.everyMs ?? 100));
+  }
 }

@@ -12,15 +12,19 @@ export type DatabaseFailure =
 export type DatabaseFailureCode = DatabaseFailure['code'];
 
 // Socket errors, and SQLSTATE class 08 (connection exception), 57P01-03 (admin or crash
-// shutdown, cannot connect now) and 53300 (too many connections).
+// shutdown, cannot connect now), 53300 (too many connections) and 25006 (read-only
+// transaction: the connection reached a server that is not the primary, or no longer is:
+// the old primary of a switchover, demoted under its open sessions, or a stale endpoint).
+// The pool drops a connection that fails so, and the next one reaches the new primary.
 const UNREACHABLE = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH)$/;
-const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300)$/;
+const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300|25006)$/;
 const SQLSTATE = /^[0-9A-Z]{5}$/;
-// node-postgres raises these without any code (pg-pool's connect timeout, a connection
-// ended under a query, a server that is starting or stopping). This is the one place that
+// node-postgres raises these without any code (pg-pool's connect timeout, a statement
+// unanswered past the pool's query timeout, a connection ended under a query, a server that
+// is starting or stopping). This is the one place that
 // reads the driver's text: it turns them into a code, and nothing else looks at messages.
 const DRIVER_UNAVAILABLE =
-  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection refused|the database system is (starting up|shutting down|in recovery mode)/i;
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection refused|the database system is (starting up|shutting down|in recovery mode)/i;
 
 /** The failure `error` is, when it came from the database driver; undefined otherwise. */
 export function databaseFailureOf(error: unknown): DatabaseFailure | undefined {

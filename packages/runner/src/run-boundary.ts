@@ -53,11 +53,23 @@ export const PROGRESS_FLUSH_MS = 250;
  */
 export const BOUNDARY_FRESH_MS = 25;
 
+/**
+ * The part of a lease a worker does not use: it stops this long before its lease could have
+ * run out by its own clock, for the drift between its clock and the database's over one lease
+ * and for a request already on the wire to land (a tenth of the lease, at least 200 ms).
+ */
+export const leaseMarginMs = (leaseMs: number) => Math.max(200, Math.floor(leaseMs / 10));
+
 export function openRunBoundary(
   deps: Pick<RunDeps, 'pool' | 'leaseMs' | 'drain'>,
   taskId: string,
   lease: Lease,
   stop: AbortSignal,
+  /**
+   * performance.now() when the claim that took the lease was sent: the database set the
+   * lease's expiry at or after that instant, so the lease holds at least until it + leaseMs.
+   */
+  claimSentAt: number = performance.now(),
 ): RunBoundary {
   const run = new AbortController();
   const onStop = () => run.abort(stop.reason ?? new StopRun('shutdown'));
@@ -69,6 +81,27 @@ export function openRunBoundary(
   let progress: PendingProgress | undefined;
   let flush: NodeJS.Timeout | undefined;
 
+  // The local lease deadline. A worker cut off from PostgreSQL cannot learn that its lease
+  // expired and another worker took the task over; all it knows is when its last renewal was
+  // sent. So the run stops (its signal aborts, cutting a target call in flight, and no call
+  // starts) before the last moment its lease was known to be valid: at no instant do two
+  // workers write for one task. A renewal that succeeds moves the deadline on.
+  let validUntil = claimSentAt + deps.leaseMs - leaseMarginMs(deps.leaseMs);
+  let expiry: NodeJS.Timeout | undefined;
+  const leaseExpired = () => performance.now() >= validUntil;
+  const armExpiry = () => {
+    clearTimeout(expiry);
+    expiry = setTimeout(
+      () => {
+        if (leaseExpired()) run.abort(new StopRun('lease_expired'));
+        else armExpiry();
+      },
+      Math.max(0, validUntil - performance.now()),
+    );
+    expiry.unref();
+  };
+  armExpiry();
+
   const record = (b: Boundary) => {
     last = b;
     lastAt = performance.now();
@@ -79,7 +112,16 @@ export function openRunBoundary(
     if (reason) run.abort(new StopRun(reason));
     if (run.signal.aborted) throw toStop(run.signal.reason);
   };
+  // A renewal that hangs (PostgreSQL black-holed) must not hold the run past its deadline.
+  const untilStopped = <T>(p: Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      if (run.signal.aborted) return reject(toStop(run.signal.reason));
+      const onAbort = () => reject(toStop(run.signal.reason));
+      run.signal.addEventListener('abort', onAbort, { once: true });
+      p.then(resolve, reject).finally(() => run.signal.removeEventListener('abort', onAbort));
+    });
   const check = async (atStepBoundary = false, reuseFresh = false): Promise<void> => {
+    if (leaseExpired()) run.abort(new StopRun('lease_expired'));
     if (reuseFresh && last && performance.now() - lastAt < BOUNDARY_FRESH_MS) {
       return decide(last, atStepBoundary);
     }
@@ -87,11 +129,15 @@ export function openRunBoundary(
     progress = undefined;
     clearTimeout(flush);
     let b: Boundary;
+    const sentAt = performance.now();
     try {
-      b = await renewLease(deps.pool, taskId, lease, deps.leaseMs, carried);
+      b = await untilStopped(renewLease(deps.pool, taskId, lease, deps.leaseMs, carried));
     } catch (error) {
       progress ??= carried; // not written: the next check carries it
       throw error;
+    }
+    if (b.mine && !run.signal.aborted) {
+      validUntil = Math.max(validUntil, sentAt + deps.leaseMs - leaseMarginMs(deps.leaseMs));
     }
     record(b);
     decide(b, atStepBoundary);
@@ -108,6 +154,8 @@ export function openRunBoundary(
     signal: run.signal,
     check,
     observe(b) {
+      // The claim or a journal write read it; its send time is not known here, so it does
+      // not move the deadline (only renewals, whose send time is, do).
       record(b);
       const reason = boundaryStop(b);
       if (reason) run.abort(new StopRun(reason));
@@ -143,6 +191,7 @@ export function openRunBoundary(
     },
     close() {
       clearInterval(renewer);
+      clearTimeout(expiry);
       clearTimeout(flush);
       stop.removeEventListener('abort', onStop);
     },

@@ -67,6 +67,7 @@ export type RunResult =
   | 'released' // shutdown: lease given back; let the job be retried elsewhere
   | 'held' // another live worker has it: retry later
   | 'lost' // lease taken over while running: the other worker owns it now
+  | 'expired' // the local lease deadline passed unrenewed (database unreachable): retry later
   | 'paused' // checkpoint mode: waiting for the owner with a fresh token; job done
   | 'unservable' // this worker does not run this tool at the task's schema; job done
   | 'retry'; // unexpected error: retry from the journal
@@ -86,6 +87,7 @@ export async function runTask(
 ): Promise<RunResult> {
   // One statement checks the tool is ours at the task's schema, takes the lease and reads
   // the journal.
+  const claimSentAt = performance.now();
   const claim = await claimTask(deps.pool, {
     taskId,
     workerId: deps.workerId,
@@ -97,7 +99,7 @@ export async function runTask(
   const { lease, task, journal } = claim;
   const held: Held = { task, lease, tool: deps.tools.get(task.tool)!.tool };
   const log = deps.logger.child({ taskId, tool: task.tool, epoch: lease.epoch });
-  const run = openRunBoundary(deps, taskId, lease, stop);
+  const run = openRunBoundary(deps, taskId, lease, stop, claimSentAt);
   run.observe(claim.boundary);
   const startedAt = Date.now();
   let downstreamSystems = new Set<string>();

@@ -96,6 +96,12 @@ export async function stopped(
     log.info('lease lost; another worker or the gateway owns the task now');
     return 'lost';
   }
+  if (reason === 'lease_expired') {
+    // Nothing can be written (the database is out of reach, or was): pg-boss retries the job,
+    // and whichever worker claims it once the lease has expired resumes from the journal.
+    log.warn('lease deadline passed without a renewal; run stopped before the lease could expire');
+    return 'expired';
+  }
   if (reason === 'paused') {
     await pauseTask(deps.pool, { task: h.task, lease: h.lease, workerId: deps.workerId });
     return 'paused';

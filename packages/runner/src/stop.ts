@@ -1,8 +1,14 @@
 /** Why a run stops before its tool finished. */
+/**
+ * `lease_lost`: the database says another worker holds the lease. `lease_expired`: the local
+ * lease deadline passed without a renewal (PostgreSQL unreachable): the lease may or may not
+ * have been taken over, so the job is given back to pg-boss rather than completed.
+ */
 export type StopReason =
   | 'cancel'
   | 'deadline'
   | 'lease_lost'
+  | 'lease_expired'
   | 'shutdown'
   | 'revoked'
   | 'paused'

@@ -40,7 +40,10 @@ Key: AUDIT_SIGNING_KEY_FILE (a private Ed25519 JWK, mode 0600) or AUDIT_SIGNING_
 outside production, a dev key generated in <DATA_DIR>/audit/ (its public key in
 <DATA_DIR>/audit/jwks.json). AUDIT_JWKS_FILE: public keys whose earlier checkpoints are
 trusted as the starting point. Database: DATABASE_URL, else the running embedded
-PostgreSQL; role DATABASE_ROLE (default mtg_audit_signer).
+PostgreSQL; role DATABASE_ROLE (default mtg_audit_signer). AUDIT_CHECKPOINT_STANDBYS=N
+(default 0): sign only once N streaming standbys have flushed the heads, waiting up to
+AUDIT_CHECKPOINT_STANDBY_WAIT_MS (default 10000); else nothing is signed (exit 1) — set it
+with asynchronous replication, so a failover cannot lose a signed head.
 
 Exit status: 0 every chain signed (or nothing to sign); 1 a chain is broken: it is named on
 stderr and left out, every intact chain is still signed (nothing signed when none is intact,
@@ -54,6 +57,9 @@ const schema = z.object({
   AUDIT_SIGNING_KEY: z.string().min(1).optional(),
   AUDIT_SIGNING_KEY_FILE: z.string().min(1).optional(),
   AUDIT_JWKS_FILE: z.string().min(1).optional(),
+  /** Sign only what this many streaming standbys have flushed (docs/audit.md). */
+  AUDIT_CHECKPOINT_STANDBYS: z.coerce.number().int().min(0).max(16).default(0),
+  AUDIT_CHECKPOINT_STANDBY_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   NODE_ENV: z.string().optional(),
 });
 
@@ -108,6 +114,10 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         key: source.key,
         ...(trustedKeys ? { trustedKeys } : {}),
         ...(before !== undefined ? { before } : {}),
+        standbys: {
+          min: config.AUDIT_CHECKPOINT_STANDBYS,
+          waitMs: config.AUDIT_CHECKPOINT_STANDBY_WAIT_MS,
+        },
         now: () => new Date(),
       });
     };
@@ -197,7 +207,8 @@ async function loop(
       const result = await run(once, where);
       status = await report(result);
       if (!result.ok && result.code === 'bad_checkpoint') return status;
-      last = now;
+      // Not signed for want of standbys: the next round tries the same heads again.
+      if (result.ok || result.code !== 'standbys_behind') last = now;
     }
     if (stopping) break;
     await new Promise<void>((resolve) => {
