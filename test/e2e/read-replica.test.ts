@@ -5,9 +5,9 @@
 // meanwhile is not in the replica's list; a replica that stops answers nothing wrong and no 500.
 import type http from 'node:http';
 import pg from 'pg';
-import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
+import { buildGateway, gatewayConfigSchema } from '@mtg/app-gateway';
 import { createGatewayServer } from '../../apps/gateway/src/tls.ts';
-import { parseConfig } from '../../packages/config/src/index.ts';
+import { parseConfig } from '@mtg/config';
 import {
   createPool,
   createReadPreferringPool,
@@ -15,11 +15,11 @@ import {
   loginUrl,
   provisionLoginRoles,
   ROLES,
-} from '../../packages/db/src/index.ts';
-import { createLogger } from '../../packages/log/src/index.ts';
+} from '@mtg/db';
+import { createLogger } from '@mtg/log';
 import { runScript } from '../../packages/audit/test/support/run-script.ts';
 import { taskTimeline } from '../../apps/console/src/queries/task-timeline.ts';
-import { newTaskId } from '../../packages/tasks/src/index.ts';
+import { newTaskId } from '@mtg/tasks';
 import { adminDatabaseUrl } from '../support/database.ts';
 import {
   onPort,

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import YAML from 'yaml';
-import { parseConfig } from '../../packages/config/src/index.ts';
-import { dropLoginRoles, provisionLoginRoles } from '../../packages/db/src/index.ts';
+import { parseConfig } from '@mtg/config';
+import { dropLoginRoles, provisionLoginRoles } from '@mtg/db';
 import { childEnv, type Service } from '../../apps/cli/src/launcher/child-env.ts';
 import { launcherConfigSchema } from '../../apps/cli/src/launcher/config.ts';
 import {

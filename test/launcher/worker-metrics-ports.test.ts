@@ -1,6 +1,6 @@
 // The launcher (scripts/start.ts) gives each worker its own metrics port. Checked by hand
 // against a running `npm start` too (docs/operations.md); these pin the rule itself.
-import { ConfigError, parseConfig } from '../../packages/config/src/index.ts';
+import { ConfigError, parseConfig } from '@mtg/config';
 import { childEnv } from '../../apps/cli/src/launcher/child-env.ts';
 import { launcherConfigSchema } from '../../apps/cli/src/launcher/config.ts';
 import { generateDevSecrets } from '@mtg/dev-secrets';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createPool, type Pool } from '../../db/src/index.ts';
+import { createPool, type Pool } from '@mtg/db';
 import { createDenialFold, type DenialEvent } from '../src/fold-denials.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/database.ts';
 
