@@ -125,6 +125,10 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
     GATEWAY_PORT: String(await freePort()),
     IDP_PORT: String(await freePort()),
     DOWNSTREAM_PORT: String(await freePort()),
+    // Every port the launcher listens on, not its defaults: a busy machine (or a second
+    // run) may hold 9600 or 9700.
+    UPSTREAM_DEMO_PORT: String(await freePort()),
+    CONSOLE_PORT: String(await freePort()),
     WORKERS: '1',
     LOG_LEVEL: 'warn',
   };
