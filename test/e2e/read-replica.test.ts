@@ -63,6 +63,10 @@ const reads = async (labels: Record<string, string>) =>
   sample(await (await fetch(`${stack.gatewayUrl}/metrics`)).text(), 'mtg_db_reads_total', labels) ??
   0;
 
+/** A gateway's measured staleness of the replica (-1: down or not measured). */
+const replicaLag = async (gatewayUrl: string) =>
+  sample(await (await fetch(`${gatewayUrl}/metrics`)).text(), 'mtg_db_replica_lag_seconds');
+
 const statusOn = async (url: string, id: string) =>
   (await sql(url, 'SELECT status FROM app.tasks WHERE id = $1', [id]))[0]?.status as
     string | undefined;
@@ -226,6 +230,16 @@ suite('read replica (DATABASE_READ_URL)', () => {
     try {
       await catchUp();
       await pauseReplay();
+      // The first gateway has the paused replica up and measured before the write: a read of
+      // it that failed meanwhile (a loaded machine, a conflict while it replayed) marks it down
+      // until the next check, and the primary would answer below for that reason instead.
+      await pollUntil(
+        () => replicaLag(stack.gatewayUrl),
+        (lag) => lag !== undefined && lag >= 0,
+        60_000,
+        100,
+        'the first gateway to measure the paused replica',
+      );
       await sql(stack.db.url, `UPDATE app.tasks SET status_message = 'moved later' WHERE id = $1`, [
         done,
       ]);
@@ -234,10 +248,13 @@ suite('read replica (DATABASE_READ_URL)', () => {
         'moved later',
       );
       // … while the one that accepts 500 ms has the primary answer once the replica is older.
+      // The wait is for that answer; the bound only says when to give up.
       await pollUntil(
         async () => JSON.stringify(await extWire(strict.url).get(alice, done)),
         (answer) => answer.includes('moved later'),
-        15_000,
+        60_000,
+        100,
+        'the strict gateway to read the primary',
       );
       expect(JSON.stringify(await extWire(stack.mcpUrl).get(alice, done))).not.toContain(
         'moved later',
@@ -246,7 +263,8 @@ suite('read replica (DATABASE_READ_URL)', () => {
       await strict.close();
       await resumeReplay();
     }
-  });
+    // A second gateway's start and a paused replica's replay take long on a loaded machine.
+  }, 180_000);
 
   test('a replica that goes away: the primary answers every read, never a 500; then back', async () => {
     // Caught up with everything so far (alice's own writes included): alice reads the replica.
