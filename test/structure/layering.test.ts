@@ -15,9 +15,13 @@ const run = promisify(execFile);
 test('no import breaks the layering (dependency-cruiser)', async () => {
   const cli = join(root, 'node_modules/dependency-cruiser/bin/dependency-cruiser.mjs');
   const args = [cli, '--config', '.dependency-cruiser.cjs', '--output-type', 'err'];
-  const result = await run(process.execPath, [...args, 'apps', 'packages', 'test', 'scripts'], {
-    cwd: root,
-  }).then(
+  const result = await run(
+    process.execPath,
+    [...args, 'apps', 'packages', 'test', 'scripts', 'examples'],
+    {
+      cwd: root,
+    },
+  ).then(
     (r) => ({ code: 0, out: r.stdout }),
     (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
   );
