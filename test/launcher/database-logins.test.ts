@@ -21,6 +21,7 @@ import {
 } from '@mtg/dev-secrets';
 import { provisionDatabaseLogins } from '../../apps/cli/src/launcher/database-logins.ts';
 import { adminDatabaseUrl, createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { pollUntil } from '../support/poll.ts';
 import { freePort } from '../support/stack.ts';
 
 const OWNER = 'postgres://postgres:owner-secret@127.0.0.1:5432/postgres';
@@ -158,12 +159,31 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
     });
     await superuser.connect();
     try {
-      const { rows } = await superuser.query<{ usename: string; rolsuper: boolean }>(
-        `SELECT DISTINCT a.usename, r.rolsuper FROM pg_stat_activity a
-           JOIN pg_roles r ON r.rolname = a.usename
-          WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()
-          ORDER BY a.usename`,
+      // Every login seen in any sample. A pool closes a connection idle for 10 s, so on a busy
+      // machine the downstream (started first) may hold none when the stack is ready: each
+      // service with a pool is asked to use it while we look, until all four have been seen.
+      const seen = new Map<string, boolean>();
+      const expected = ['console', 'downstream', 'gateway', 'worker'].map((s) => `mtg_login_${s}`);
+      await pollUntil(
+        async () => {
+          await fetch(`http://127.0.0.1:${env.DOWNSTREAM_PORT}/_writes?taskId=none`);
+          await fetch(`http://127.0.0.1:${env.CONSOLE_PORT}/readyz`);
+          const sample = await superuser.query<{ usename: string; rolsuper: boolean }>(
+            `SELECT DISTINCT a.usename, r.rolsuper FROM pg_stat_activity a
+               JOIN pg_roles r ON r.rolname = a.usename
+              WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()`,
+          );
+          for (const r of sample.rows) seen.set(r.usename, r.rolsuper);
+          return [...seen.keys()];
+        },
+        (names) => expected.every((n) => names.includes(n)),
+        30_000,
+        100,
+        "every service's login in pg_stat_activity",
       );
+      const rows = [...seen]
+        .map(([usename, rolsuper]) => ({ usename, rolsuper }))
+        .sort((x, y) => x.usename.localeCompare(y.usename));
       expect(rows).toEqual([
         // The console reads the audit views through a login of its own (member of mtg_console).
         { usename: 'mtg_login_console', rolsuper: false },
