@@ -5,10 +5,7 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  startEmbeddedPostgres,
-  type EmbeddedPostgres,
-} from '../../packages/dev-postgres/src/index.ts';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '@mtg/dev-postgres';
 import { prepareExisting } from '../../scripts/bench/lib/database.ts';
 import { startTask } from '../../scripts/bench/lib/mcp.ts';
 import { startProcessStack, type ProcessStack } from '../../scripts/bench/lib/process-stack.ts';

@@ -12,8 +12,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { DEFAULT_DRAIN_MS } from '../../apps/gateway/src/serve.ts';
-import { loadToolRegistry } from '../../packages/tools/src/index.ts';
-import { loadUpstreams, upstreamQueue } from '../../packages/upstreams/src/index.ts';
+import { loadToolRegistry } from '@mtg/tools';
+import { loadUpstreams, upstreamQueue } from '@mtg/upstreams';
 
 const ROOT = fileURLToPath(new URL('../../deploy/kubernetes/', import.meta.url));
 const OVERLAYS = readdirSync(`${ROOT}overlays`).sort();

@@ -1,11 +1,7 @@
 // The database itself keeps the audit trail append-only: privileges for the application
 // roles, triggers for everyone else, audit.append() as the only way in.
 import pg from 'pg';
-import {
-  appendAuditInTransaction,
-  eventHash,
-  canonicalTimestamp,
-} from '../../packages/audit/src/index.ts';
+import { appendAuditInTransaction, eventHash, canonicalTimestamp } from '@mtg/audit';
 import { appendSamples } from '../../packages/audit/test/support/events.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 

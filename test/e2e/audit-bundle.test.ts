@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { appendAuditInTransaction, type AuditEvent } from '../../packages/audit/src/index.ts';
+import { appendAuditInTransaction, type AuditEvent } from '@mtg/audit';
 import {
   checkpointScript,
   runScript,

@@ -7,13 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { CompactSign } from 'jose';
 import pg from 'pg';
-import {
-  canonicalJson,
-  generateSigningJwk,
-  loadSigningKey,
-  publicJwkOf,
-} from '../../packages/audit/src/index.ts';
-import { migrate } from '../../packages/db/src/index.ts';
+import { canonicalJson, generateSigningJwk, loadSigningKey, publicJwkOf } from '@mtg/audit';
+import { migrate } from '@mtg/db';
 import { sampleEvent, tamper } from '../../packages/audit/test/support/events.ts';
 import {
   checkpointScript,

@@ -3,7 +3,7 @@
 import { mkdtemp, readFile, rm, stat, writeFile, chmod } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { generateSigningJwk, publicJwkOf } from '../../packages/audit/src/index.ts';
+import { generateSigningJwk, publicJwkOf } from '@mtg/audit';
 import { appendSamples, tamper } from '../../packages/audit/test/support/events.ts';
 import {
   checkpointScript,

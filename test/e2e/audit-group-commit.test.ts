@@ -1,12 +1,8 @@
 // Appends on a pool share commits (group commit): each caller still gets its own event,
 // durable before its promise settles, in one gapless valid chain; a bad event fails alone.
 import pg from 'pg';
-import { createPool, type Pool } from '../../packages/db/src/index.ts';
-import {
-  appendAuditGrouped,
-  verifyAuditTrail,
-  type AuditEvent,
-} from '../../packages/audit/src/index.ts';
+import { createPool, type Pool } from '@mtg/db';
+import { appendAuditGrouped, verifyAuditTrail, type AuditEvent } from '@mtg/audit';
 import { sampleEvent } from '../../packages/audit/test/support/events.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { sql } from '../support/sql.ts';

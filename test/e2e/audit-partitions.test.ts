@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { appendAuditInTransaction } from '../../packages/audit/src/index.ts';
+import { appendAuditInTransaction } from '@mtg/audit';
 import { appendSamples } from '../../packages/audit/test/support/events.ts';
 import { checkpointScript, verifyScript } from '../../packages/audit/test/support/run-script.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';

@@ -2,7 +2,7 @@
 // real product wrote (plus a principal revocation, written the way the identity code
 // writes it). The queries are the ones docs/audit.md gives.
 import pg from 'pg';
-import { appendAuditInTransaction } from '../../packages/audit/src/index.ts';
+import { appendAuditInTransaction } from '@mtg/audit';
 import { pollUntil } from '../support/poll.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { jobToolsWire } from '../support/wires.ts';

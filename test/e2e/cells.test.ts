@@ -9,8 +9,8 @@
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import winston from 'winston';
-import { verifyAuditTrail } from '../../packages/audit/src/index.ts';
-import { newTaskId } from '../../packages/tasks/src/index.ts';
+import { verifyAuditTrail } from '@mtg/audit';
+import { newTaskId } from '@mtg/tasks';
 import { startCells, type CellsDeployment } from '../support/cells.ts';
 import { connectV2 } from '../support/clients.ts';
 import { adminDatabaseUrl } from '../support/database.ts';

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import winston from 'winston';
 import { clientAddress } from '../../apps/gateway/src/http/client-origin.ts';
-import { createLogger } from '../../packages/log/src/index.ts';
+import { createLogger } from '@mtg/log';
 import { pollUntil } from '../support/poll.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { sql } from '../support/sql.ts';

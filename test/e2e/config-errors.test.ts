@@ -5,7 +5,7 @@
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, parseConfig } from '../../packages/config/src/index.ts';
+import { ConfigError, parseConfig } from '@mtg/config';
 import { gatewayConfigSchema } from '../../apps/gateway/src/config.ts';
 import { workerConfigSchema } from '../../apps/worker/src/worker-config.ts';
 

@@ -1,12 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import {
-  createPool,
-  dropLoginRoles,
-  loginUrl,
-  provisionLoginRoles,
-  ROLES,
-} from '../../packages/db/src/index.ts';
-import { appendAuditGrouped } from '../../packages/audit/src/index.ts';
+import { createPool, dropLoginRoles, loginUrl, provisionLoginRoles, ROLES } from '@mtg/db';
+import { appendAuditGrouped } from '@mtg/audit';
 import { searchTasks } from '../../apps/console/src/queries/search-tasks.ts';
 import { adminDatabaseUrl, createTestDatabase, type TestDatabase } from '../support/database.ts';
 

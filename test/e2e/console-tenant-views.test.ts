@@ -4,8 +4,8 @@
 // while the whole trail keeps the distinction; the chain page verifies and counts the
 // auditor's own chain only, whatever another tenant's chain looks like.
 import { randomBytes } from 'node:crypto';
-import { appendAuditGrouped } from '../../packages/audit/src/index.ts';
-import { createPool, ROLES } from '../../packages/db/src/index.ts';
+import { appendAuditGrouped } from '@mtg/audit';
+import { createPool, ROLES } from '@mtg/db';
 import { startConsole, type TestConsole } from '../support/console.ts';
 import { logInOverHttp, send } from '../support/console-http.ts';
 import { sql } from '../support/sql.ts';

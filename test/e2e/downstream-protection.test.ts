@@ -1,8 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet } from 'jose';
-import { createPool, ROLES, type Pool } from '../../packages/db/src/index.ts';
-import { createLogger } from '../../packages/log/src/index.ts';
+import { createPool, ROLES, type Pool } from '@mtg/db';
+import { createLogger } from '@mtg/log';
 import { createApp as createDownstreamApp } from '../../apps/downstream/src/create-app.ts';
 import {
   createFaults,

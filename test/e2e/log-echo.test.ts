@@ -3,7 +3,7 @@
 // or its body, the line still says what was wrong, and tokens stay redacted.
 import { Writable } from 'node:stream';
 import winston from 'winston';
-import { createLogger, MAX_ECHOED_CHARS } from '../../packages/log/src/index.ts';
+import { createLogger, MAX_ECHOED_CHARS } from '@mtg/log';
 import { headers, legacy, modern } from '../fuzz/corpus.ts';
 import { destroyAgent, sendRaw, type RawRequest } from '../fuzz/send-raw.ts';
 import { startStack, type Stack } from '../support/stack.ts';

@@ -1,4 +1,4 @@
-import { scrapeAllowed } from '../../packages/metrics/src/index.ts';
+import { scrapeAllowed } from '@mtg/metrics';
 import { sample } from '../support/metrics-sample.ts';
 import { pollUntil } from '../support/poll.ts';
 import { freePort, startStack, type Stack } from '../support/stack.ts';

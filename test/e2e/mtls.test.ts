@@ -2,7 +2,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import path from 'node:path';
-import { ConfigError } from '../../packages/config/src/index.ts';
+import { ConfigError } from '@mtg/config';
 import { loadTls } from '../../apps/gateway/src/tls.ts';
 import {
   createTestPki,

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { loadToolRegistry, RegistryError } from '../../packages/tools/src/index.ts';
+import { loadToolRegistry, RegistryError } from '@mtg/tools';
 import { runMain } from '../support/run-main.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

@@ -5,9 +5,9 @@
 // meanwhile is not in the replica's list; a replica that stops answers nothing wrong and no 500.
 import type http from 'node:http';
 import pg from 'pg';
-import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
+import { buildGateway, gatewayConfigSchema } from '@mtg/app-gateway';
 import { createGatewayServer } from '../../apps/gateway/src/tls.ts';
-import { parseConfig } from '../../packages/config/src/index.ts';
+import { parseConfig } from '@mtg/config';
 import {
   createPool,
   createReadPreferringPool,
@@ -15,11 +15,11 @@ import {
   loginUrl,
   provisionLoginRoles,
   ROLES,
-} from '../../packages/db/src/index.ts';
-import { createLogger } from '../../packages/log/src/index.ts';
+} from '@mtg/db';
+import { createLogger } from '@mtg/log';
 import { runScript } from '../../packages/audit/test/support/run-script.ts';
 import { taskTimeline } from '../../apps/console/src/queries/task-timeline.ts';
-import { newTaskId } from '../../packages/tasks/src/index.ts';
+import { newTaskId } from '@mtg/tasks';
 import { adminDatabaseUrl } from '../support/database.ts';
 import {
   onPort,
@@ -62,6 +62,10 @@ let replicaDb: string;
 const reads = async (labels: Record<string, string>) =>
   sample(await (await fetch(`${stack.gatewayUrl}/metrics`)).text(), 'mtg_db_reads_total', labels) ??
   0;
+
+/** A gateway's measured staleness of the replica (-1: down or not measured). */
+const replicaLag = async (gatewayUrl: string) =>
+  sample(await (await fetch(`${gatewayUrl}/metrics`)).text(), 'mtg_db_replica_lag_seconds');
 
 const statusOn = async (url: string, id: string) =>
   (await sql(url, 'SELECT status FROM app.tasks WHERE id = $1', [id]))[0]?.status as
@@ -226,6 +230,16 @@ suite('read replica (DATABASE_READ_URL)', () => {
     try {
       await catchUp();
       await pauseReplay();
+      // The first gateway has the paused replica up and measured before the write: a read of
+      // it that failed meanwhile (a loaded machine, a conflict while it replayed) marks it down
+      // until the next check, and the primary would answer below for that reason instead.
+      await pollUntil(
+        () => replicaLag(stack.gatewayUrl),
+        (lag) => lag !== undefined && lag >= 0,
+        60_000,
+        100,
+        'the first gateway to measure the paused replica',
+      );
       await sql(stack.db.url, `UPDATE app.tasks SET status_message = 'moved later' WHERE id = $1`, [
         done,
       ]);
@@ -234,10 +248,13 @@ suite('read replica (DATABASE_READ_URL)', () => {
         'moved later',
       );
       // … while the one that accepts 500 ms has the primary answer once the replica is older.
+      // The wait is for that answer; the bound only says when to give up.
       await pollUntil(
         async () => JSON.stringify(await extWire(strict.url).get(alice, done)),
         (answer) => answer.includes('moved later'),
-        15_000,
+        60_000,
+        100,
+        'the strict gateway to read the primary',
       );
       expect(JSON.stringify(await extWire(stack.mcpUrl).get(alice, done))).not.toContain(
         'moved later',
@@ -246,7 +263,8 @@ suite('read replica (DATABASE_READ_URL)', () => {
       await strict.close();
       await resumeReplay();
     }
-  });
+    // A second gateway's start and a paused replica's replay take long on a loaded machine.
+  }, 180_000);
 
   test('a replica that goes away: the primary answers every read, never a 500; then back', async () => {
     // Caught up with everything so far (alice's own writes included): alice reads the replica.

@@ -1,4 +1,4 @@
-import { createCredentialCipher } from '../../packages/identity/src/index.ts';
+import { createCredentialCipher } from '@mtg/identity';
 import { connectV1 } from '../support/clients.ts';
 import { devIdpSigningKey, signToken, userClaims } from '../support/forge-token.ts';
 import { sql } from '../support/sql.ts';

@@ -10,12 +10,8 @@ import { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import winston from 'winston';
 import { trace } from '@opentelemetry/api';
-import { createLogger } from '../../packages/log/src/index.ts';
-import {
-  startTracing,
-  startTracingFromEnv,
-  type Tracing,
-} from '../../packages/telemetry/src/index.ts';
+import { createLogger } from '@mtg/log';
+import { startTracing, startTracingFromEnv, type Tracing } from '@mtg/telemetry';
 import { pollUntil } from '../support/poll.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { sql } from '../support/sql.ts';

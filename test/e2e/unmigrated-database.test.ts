@@ -2,7 +2,7 @@
 // release, with a message that says so and what to run, before they touch anything else.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { migrate } from '../../packages/db/src/index.ts';
+import { migrate } from '@mtg/db';
 import { sql } from '../support/sql.ts';
 import { createTestDatabase, MIGRATIONS_DIR, type TestDatabase } from '../support/database.ts';
 import { startStack, type Stack } from '../support/stack.ts';

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ListToolsResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { readUpstreamRefusals } from '../../apps/console/src/queries/upstream-refusals.ts';
-import { createPool, ROLES } from '../../packages/db/src/index.ts';
+import { createPool, ROLES } from '@mtg/db';
 import { launchChromium, logIn, newContext } from '../support/browser.ts';
 import { connectV1 } from '../support/clients.ts';
 import { startConsole, type TestConsole } from '../support/console.ts';

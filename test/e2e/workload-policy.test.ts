@@ -1,10 +1,10 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
-import { parseConfig } from '../../packages/config/src/index.ts';
-import { createLogger } from '../../packages/log/src/index.ts';
-import { PolicyFileError } from '../../packages/policy/src/index.ts';
+import { buildGateway, gatewayConfigSchema } from '@mtg/app-gateway';
+import { parseConfig } from '@mtg/config';
+import { createLogger } from '@mtg/log';
+import { PolicyFileError } from '@mtg/policy';
 import {
   createTestPki,
   forwardedCert,

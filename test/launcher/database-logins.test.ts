@@ -10,8 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import YAML from 'yaml';
-import { parseConfig } from '../../packages/config/src/index.ts';
-import { dropLoginRoles, provisionLoginRoles } from '../../packages/db/src/index.ts';
+import { parseConfig } from '@mtg/config';
+import { dropLoginRoles, provisionLoginRoles } from '@mtg/db';
 import { childEnv, type Service } from '../../apps/cli/src/launcher/child-env.ts';
 import { launcherConfigSchema } from '../../apps/cli/src/launcher/config.ts';
 import {
@@ -21,6 +21,7 @@ import {
 } from '@mtg/dev-secrets';
 import { provisionDatabaseLogins } from '../../apps/cli/src/launcher/database-logins.ts';
 import { adminDatabaseUrl, createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { pollUntil } from '../support/poll.ts';
 import { freePort } from '../support/stack.ts';
 
 const OWNER = 'postgres://postgres:owner-secret@127.0.0.1:5432/postgres';
@@ -125,6 +126,10 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
     GATEWAY_PORT: String(await freePort()),
     IDP_PORT: String(await freePort()),
     DOWNSTREAM_PORT: String(await freePort()),
+    // Every port the launcher listens on, not its defaults: a busy machine (or a second
+    // run) may hold 9600 or 9700.
+    UPSTREAM_DEMO_PORT: String(await freePort()),
+    CONSOLE_PORT: String(await freePort()),
     WORKERS: '1',
     LOG_LEVEL: 'warn',
   };
@@ -154,12 +159,31 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
     });
     await superuser.connect();
     try {
-      const { rows } = await superuser.query<{ usename: string; rolsuper: boolean }>(
-        `SELECT DISTINCT a.usename, r.rolsuper FROM pg_stat_activity a
-           JOIN pg_roles r ON r.rolname = a.usename
-          WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()
-          ORDER BY a.usename`,
+      // Every login seen in any sample. A pool closes a connection idle for 10 s, so on a busy
+      // machine the downstream (started first) may hold none when the stack is ready: each
+      // service with a pool is asked to use it while we look, until all four have been seen.
+      const seen = new Map<string, boolean>();
+      const expected = ['console', 'downstream', 'gateway', 'worker'].map((s) => `mtg_login_${s}`);
+      await pollUntil(
+        async () => {
+          await fetch(`http://127.0.0.1:${env.DOWNSTREAM_PORT}/_writes?taskId=none`);
+          await fetch(`http://127.0.0.1:${env.CONSOLE_PORT}/readyz`);
+          const sample = await superuser.query<{ usename: string; rolsuper: boolean }>(
+            `SELECT DISTINCT a.usename, r.rolsuper FROM pg_stat_activity a
+               JOIN pg_roles r ON r.rolname = a.usename
+              WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()`,
+          );
+          for (const r of sample.rows) seen.set(r.usename, r.rolsuper);
+          return [...seen.keys()];
+        },
+        (names) => expected.every((n) => names.includes(n)),
+        30_000,
+        100,
+        "every service's login in pg_stat_activity",
       );
+      const rows = [...seen]
+        .map(([usename, rolsuper]) => ({ usename, rolsuper }))
+        .sort((x, y) => x.usename.localeCompare(y.usename));
       expect(rows).toEqual([
         // The console reads the audit views through a login of its own (member of mtg_console).
         { usename: 'mtg_login_console', rolsuper: false },

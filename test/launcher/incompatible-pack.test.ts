@@ -28,6 +28,10 @@ test('npm start with a pack built for another tool kit exits 2 naming both versi
       GATEWAY_PORT: String(await freePort()),
       IDP_PORT: String(await freePort()),
       DOWNSTREAM_PORT: String(await freePort()),
+      // Every port the launcher listens on, not its defaults: a busy machine (or a second
+      // run) may hold 9600 or 9700.
+      UPSTREAM_DEMO_PORT: String(await freePort()),
+      CONSOLE_PORT: String(await freePort()),
       WORKERS: '1',
       LOG_LEVEL: 'warn',
       TOOL_PACKS: '@mtg/demo-tools,./test/fixtures/packs/kit-future',

@@ -1,6 +1,6 @@
 // The launcher (scripts/start.ts) gives each worker its own metrics port. Checked by hand
 // against a running `npm start` too (docs/operations.md); these pin the rule itself.
-import { ConfigError, parseConfig } from '../../packages/config/src/index.ts';
+import { ConfigError, parseConfig } from '@mtg/config';
 import { childEnv } from '../../apps/cli/src/launcher/child-env.ts';
 import { launcherConfigSchema } from '../../apps/cli/src/launcher/config.ts';
 import { generateDevSecrets } from '@mtg/dev-secrets';
@@ -28,8 +28,8 @@ function workerEnvs(env: Record<string, string>) {
 }
 
 test('worker N gets WORKER_METRICS_PORT base + N - 1, so no two workers bind the same port', () => {
-  const envs = workerEnvs({ WORKERS: '3', WORKER_METRICS_PORT: '9600' });
-  expect(envs.map((e) => e.WORKER_METRICS_PORT)).toEqual(['9600', '9601', '9602']);
+  const envs = workerEnvs({ WORKERS: '3', WORKER_METRICS_PORT: '9610' });
+  expect(envs.map((e) => e.WORKER_METRICS_PORT)).toEqual(['9610', '9611', '9612']);
   expect(envs.map((e) => e.WORKER_ID)).toEqual(['worker-1', 'worker-2', 'worker-3']);
 });
 

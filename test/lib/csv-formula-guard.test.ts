@@ -1,7 +1,7 @@
 // Every CSV writer (the console's exports, the audit CLI's rows) guards against formulas the
 // same way: OWASP's list (=, +, -, @, tab, carriage return), also behind leading whitespace of
 // any kind (space, newline, tab, no-break space, zero-width), which spreadsheets skip.
-import { csvField } from '../../packages/audit/src/index.ts';
+import { csvField } from '@mtg/audit';
 import { toCsv } from '../../apps/console/src/http/export.ts';
 import { formatRows } from '../../apps/cli/src/audit/format-rows.ts';
 

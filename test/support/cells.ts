@@ -2,19 +2,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'winston';
-import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
-import { buildWorker, workerConfigSchema, type Worker } from '../../apps/worker/src/index.ts';
-import { startIdp } from '../../apps/idp/src/index.ts';
+import { buildGateway, gatewayConfigSchema } from '@mtg/app-gateway';
+import { buildWorker, workerConfigSchema, type Worker } from '@mtg/app-worker';
+import { startIdp } from '@mtg/app-idp';
 import { packResources } from '../../apps/idp/src/pack-resources.ts';
-import {
-  buildCellRouter,
-  cellRouterConfigSchema,
-  loadCells,
-} from '../../apps/cell-router/src/index.ts';
-import { parseConfig } from '../../packages/config/src/index.ts';
-import { ROLES } from '../../packages/db/src/index.ts';
-import { installQueue } from '../../packages/tasks/src/index.ts';
-import { loadTargets, type ToolRegistry } from '../../packages/tools/src/index.ts';
+import { buildCellRouter, cellRouterConfigSchema, loadCells } from '@mtg/app-cell-router';
+import { parseConfig } from '@mtg/config';
+import { ROLES } from '@mtg/db';
+import { installQueue } from '@mtg/tasks';
+import { loadTargets, type ToolRegistry } from '@mtg/tools';
 import { devUserToken } from '../../apps/cli/src/lib/dev-user-token.ts';
 import { generateDevSecrets } from '@mtg/dev-secrets';
 import { createTestDatabase, type TestDatabase } from './database.ts';

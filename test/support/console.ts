@@ -3,15 +3,9 @@ import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { JSONWebKeySet } from 'jose';
-import { createConsole } from '../../apps/console/src/index.ts';
-import {
-  createPool,
-  dropLoginRoles,
-  loginUrl,
-  provisionLoginRoles,
-  ROLES,
-} from '../../packages/db/src/index.ts';
-import { createLogger } from '../../packages/log/src/index.ts';
+import { createConsole } from '@mtg/app-console';
+import { createPool, dropLoginRoles, loginUrl, provisionLoginRoles, ROLES } from '@mtg/db';
+import { createLogger } from '@mtg/log';
 import { adminDatabaseUrl } from './database.ts';
 import type { Stack } from './stack.ts';
 

@@ -1,11 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import {
-  dropLoginRoles,
-  migrate,
-  MIGRATIONS_DIR,
-  recreateDatabase,
-} from '../../packages/db/src/index.ts';
+import { dropLoginRoles, migrate, MIGRATIONS_DIR, recreateDatabase } from '@mtg/db';
 import { DATABASE_SERVICES, generateDatabasePasswords } from '@mtg/dev-secrets';
 import {
   loginRoleName,

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRemoteJWKSet } from 'jose';
 import { createApp as createDownstreamApp } from '../../apps/downstream/src/create-app.ts';
-import { createPool, ROLES, type Pool } from '../../packages/db/src/index.ts';
-import { createLogger } from '../../packages/log/src/index.ts';
+import { createPool, ROLES, type Pool } from '@mtg/db';
+import { createLogger } from '@mtg/log';
 import { freePort, type Stack } from './stack.ts';
 
 /**

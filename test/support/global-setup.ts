@@ -5,7 +5,7 @@ import {
   EmbeddedPostgresError,
   startEmbeddedPostgres,
   type EmbeddedPostgres,
-} from '../../packages/dev-postgres/src/index.ts';
+} from '@mtg/dev-postgres';
 
 /** What global-teardown.ts must undo (jest runs both in its main process). */
 export const EMBEDDED_HANDLE = Symbol.for('mtg.test.embeddedPostgres');

@@ -5,15 +5,15 @@ import os from 'node:os';
 import path from 'node:path';
 import express from 'express';
 import { createRemoteJWKSet } from 'jose';
-import { createPool, ROLES } from '../../packages/db/src/index.ts';
-import { createLogger, type Logger } from '../../packages/log/src/index.ts';
-import { installQueue } from '../../packages/tasks/src/index.ts';
-import { parseConfig } from '../../packages/config/src/index.ts';
-import { startIdp } from '../../apps/idp/src/index.ts';
+import { createPool, ROLES } from '@mtg/db';
+import { createLogger, type Logger } from '@mtg/log';
+import { installQueue } from '@mtg/tasks';
+import { parseConfig } from '@mtg/config';
+import { startIdp } from '@mtg/app-idp';
 import { devUserToken } from '../../apps/cli/src/lib/dev-user-token.ts';
-import { buildGateway, gatewayConfigSchema } from '../../apps/gateway/src/index.ts';
+import { buildGateway, gatewayConfigSchema } from '@mtg/app-gateway';
 import { createGatewayServer } from '../../apps/gateway/src/tls.ts';
-import { buildWorker, workerConfigSchema, type Worker } from '../../apps/worker/src/index.ts';
+import { buildWorker, workerConfigSchema, type Worker } from '@mtg/app-worker';
 import { packResources } from '../../apps/idp/src/pack-resources.ts';
 import {
   loadTargets,
@@ -21,10 +21,10 @@ import {
   toolLimitsOverrides,
   toolPacksFromEnv,
   type ToolRegistry,
-} from '../../packages/tools/src/index.ts';
+} from '@mtg/tools';
 import { apiRoutes, writesRoute } from '../../apps/downstream/src/api/api-routes.ts';
 import { generateDevSecrets } from '@mtg/dev-secrets';
-import { loadUpstreams, upstreamQueue } from '../../packages/upstreams/src/index.ts';
+import { loadUpstreams, upstreamQueue } from '@mtg/upstreams';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { testClock, type TestClock } from './test-clock.ts';
 

@@ -8,7 +8,7 @@ import {
   createUpstreamDemo,
   type RecordedCall,
   type RecordedSession,
-} from '../../apps/upstream-demo/src/index.ts';
+} from '@mtg/app-upstream-demo';
 import { freePort, type Stack } from './stack.ts';
 
 /**

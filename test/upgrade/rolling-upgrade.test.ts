@@ -12,13 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import {
-  dropLoginRoles,
-  loginUrl,
-  provisionLoginRoles,
-  ROLES,
-  type LoginRole,
-} from '../../packages/db/src/index.ts';
+import { dropLoginRoles, loginUrl, provisionLoginRoles, ROLES, type LoginRole } from '@mtg/db';
 import { startProcessStack, type ProcessStack } from '../../scripts/bench/lib/process-stack.ts';
 import { batchesOf, chainProblems, checkIntegrity } from '../chaos/support/integrity.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';

@@ -1,4 +1,4 @@
-import { parseConfig } from '../../../packages/config/src/index.ts';
+import { parseConfig } from '@mtg/config';
 import { gatewayConfigSchema, LOOPBACK_ORIGINS } from '../src/config.ts';
 
 const base = {

@@ -1,9 +1,9 @@
 // The task service's `read` (status with result, one verb) passes every guard the gateway
 // puts around the service; spreading `...tasks` in a guard would let it skip one silently.
-import type { Pool } from '../../../packages/db/src/index.ts';
-import { createLogger } from '../../../packages/log/src/index.ts';
-import type { Policy } from '../../../packages/policy/src/index.ts';
-import type { TaskService, VerbContext } from '../../../packages/tasks/src/index.ts';
+import type { Pool } from '@mtg/db';
+import { createLogger } from '@mtg/log';
+import type { Policy } from '@mtg/policy';
+import type { TaskService, VerbContext } from '@mtg/tasks';
 import type { RateLimits } from '../src/http/rate-limit.ts';
 import {
   withDatabaseOutage,

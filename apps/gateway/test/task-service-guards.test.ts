@@ -1,15 +1,15 @@
 // Every verb of the task service passes every guard the gateway declares: the list is applied
 // by construction (guardTaskService), so a verb added to TaskService cannot skip one the way
 // spreading `...tasks` in a guard let it.
-import type { Pool } from '../../../packages/db/src/index.ts';
-import { createLogger } from '../../../packages/log/src/index.ts';
-import type { Policy } from '../../../packages/policy/src/index.ts';
+import type { Pool } from '@mtg/db';
+import { createLogger } from '@mtg/log';
+import type { Policy } from '@mtg/policy';
 import {
   createTaskService,
   type TaskService,
   type TaskServiceDeps,
   type VerbContext,
-} from '../../../packages/tasks/src/index.ts';
+} from '@mtg/tasks';
 import type { RateLimits } from '../src/http/rate-limit.ts';
 import {
   guardTaskService,

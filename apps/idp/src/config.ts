@@ -39,6 +39,10 @@ export const idpConfigSchema = z
     /** Per client, the resources it may obtain by token exchange (docs/dev-idp.md). */
     IDP_EXCHANGE_TARGETS: exchangeTargets().optional(),
     IDP_ACCESS_TOKEN_TTL: z.coerce.number().int().min(1).max(86400).default(3600),
+    /** The workers' targets (their audiences are resources here), as the workers read it. */
+    TARGETS_FILE: z.string().min(1, 'must be a file path, or unset').optional(),
+    /** Upstream MCP servers: their audiences and their tools' scopes, as the gateway reads it. */
+    UPSTREAMS_FILE: z.string().min(1, 'must be a file path, or unset').optional(),
   })
   .superRefine((env, ctx) => {
     if (env.IDP_CLIENT_SECRETS) {

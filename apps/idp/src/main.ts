@@ -32,12 +32,12 @@ async function main(): Promise<void> {
     env: process.env,
   });
   const targets = loadTargets({
-    ...(process.env.TARGETS_FILE ? { file: process.env.TARGETS_FILE } : {}),
+    ...(config.TARGETS_FILE ? { file: config.TARGETS_FILE } : {}),
     downstreamUrl: config.DOWNSTREAM_RESOURCE,
     downstreamResource: config.DOWNSTREAM_RESOURCE,
   });
   // Upstream MCP servers (UPSTREAMS_FILE): their audiences and the scopes of their tools.
-  const upstreams = loadUpstreams(process.env.UPSTREAMS_FILE);
+  const upstreams = loadUpstreams(config.UPSTREAMS_FILE);
   const packs = packResources(registry, targets, { downstream: config.DOWNSTREAM_RESOURCE });
   const running = await startIdp({
     port: config.IDP_PORT,

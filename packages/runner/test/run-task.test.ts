@@ -1,9 +1,5 @@
-import { defineLongTool, definePack, ToolError } from '../../tool-kit/src/index.ts';
-import {
-  createToolHarness,
-  recordingTarget,
-  type ToolHarness,
-} from '../../tool-harness/src/index.ts';
+import { defineLongTool, definePack, ToolError } from '@mtg/tool-kit';
+import { createToolHarness, recordingTarget, type ToolHarness } from '@mtg/tool-harness';
 import { z } from 'zod';
 import { pollUntil } from '../../../test/support/poll.ts';
 import { sql } from '../../../test/support/sql.ts';

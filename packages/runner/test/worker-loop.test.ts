@@ -1,7 +1,7 @@
 import type { PgBoss } from 'pg-boss';
-import { createPool, ROLES } from '../../db/src/index.ts';
-import { createLogger } from '../../log/src/index.ts';
-import { CHANNELS, createBoss, createTaskEvents, installQueue } from '../../tasks/src/index.ts';
+import { createPool, ROLES } from '@mtg/db';
+import { createLogger } from '@mtg/log';
+import { CHANNELS, createBoss, createTaskEvents, installQueue } from '@mtg/tasks';
 import { createWorkerLoop, type RunDeps } from '../src/index.ts';
 import { pollUntil } from '../../../test/support/poll.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/database.ts';

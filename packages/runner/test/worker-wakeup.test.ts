@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { createPool, ROLES } from '../../db/src/index.ts';
-import { createLogger } from '../../log/src/index.ts';
+import { createPool, ROLES } from '@mtg/db';
+import { createLogger } from '@mtg/log';
 import {
   announceWorker,
   CHANNELS,
@@ -9,7 +9,7 @@ import {
   createTaskEvents,
   installQueue,
   type TaskEvents,
-} from '../../tasks/src/index.ts';
+} from '@mtg/tasks';
 import {
   createMaintenance,
   createWorkerLoop,

@@ -27,7 +27,19 @@ export interface DenialFoldOptions {
   windowMs: number;
   /** A summary event could not be written (it is written from a timer, not for a caller). */
   onSummaryFailed: (error: Error) => void;
+  /**
+   * Arms a window's close after `ms`; returns how to disarm it. Default: an unref'd timer. A
+   * test passes its own, so a window closes when the test says, not when a busy machine's
+   * clock happens to pass it.
+   */
+  schedule?: (close: () => void, ms: number) => () => void;
 }
+
+const timerSchedule = (close: () => void, ms: number) => {
+  const timer = setTimeout(close, ms);
+  timer.unref();
+  return () => clearTimeout(timer);
+};
 
 /** Task ids kept in a summary, so an auditor still sees what was probed. */
 const SAMPLE_TASK_IDS = 10;
@@ -94,13 +106,12 @@ export function createDenialFold(options: DenialFoldOptions): DenialFold {
         return;
       }
       open.set(key, { repeats: 0, taskIds: new Set(), first: event });
-      const timer = setTimeout(() => close(key), options.windowMs);
-      timer.unref();
+      const disarm = (options.schedule ?? timerSchedule)(() => close(key), options.windowMs);
       try {
         await appendAuditGrouped(options.pool, event);
       } catch (error) {
         // Not written: the next such denial is a first again.
-        clearTimeout(timer);
+        disarm();
         open.delete(key);
         throw error;
       }

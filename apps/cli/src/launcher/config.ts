@@ -44,15 +44,53 @@ export const launcherConfigSchema = z
       .default(15),
   })
   .superRefine((c, ctx) => {
+    // Every port the stack listens on, so that two processes never race for one: the first
+    // to bind wins and the other fails its start with EADDRINUSE, far from the cause.
+    const ports = listenedPorts(c);
+    for (const [i, [name, p]] of ports.entries()) {
+      const earlier = ports.slice(0, i).find(([, q]) => q === p);
+      if (earlier)
+        ctx.addIssue({ code: 'custom', path: [name], message: `${p} is also ${earlier[0]}` });
+    }
     if (!c.WORKER_METRICS_PORT || c.WORKERS === 0) return;
     const last = c.WORKER_METRICS_PORT + c.WORKERS - 1;
     const problem =
       last > 65535
         ? `leaves no room for ${c.WORKERS} workers (ports up to ${last} needed)`
-        : (['GATEWAY_PORT', 'IDP_PORT', 'DOWNSTREAM_PORT'] as const)
-            .filter((k) => c[k] >= c.WORKER_METRICS_PORT && c[k] <= last)
-            .map((k) => `ports ${c.WORKER_METRICS_PORT}-${last} (one per worker) include ${k}`)[0];
+        : ports
+            .filter(([, p]) => p >= c.WORKER_METRICS_PORT && p <= last)
+            .map(
+              ([name]) => `ports ${c.WORKER_METRICS_PORT}-${last} (one per worker) include ${name}`,
+            )[0];
     if (problem) ctx.addIssue({ code: 'custom', path: ['WORKER_METRICS_PORT'], message: problem });
   });
+
+/** The embedded PostgreSQL's port when EMBEDDED_PG_PORT is unset (packages/dev-postgres). */
+const EMBEDDED_PG_DEFAULT_PORT = 54329;
+
+/**
+ * The ports of the stack by variable, in start order. The embedded PostgreSQL's only when the
+ * launcher starts it (no DATABASE_URL); unset, its default, which it binds when that is free.
+ */
+function listenedPorts(c: {
+  DATABASE_URL?: string | undefined;
+  EMBEDDED_PG_PORT?: number | undefined;
+  GATEWAY_PORT: number;
+  IDP_PORT: number;
+  DOWNSTREAM_PORT: number;
+  UPSTREAM_DEMO_PORT: number;
+  CONSOLE_PORT: number;
+}): Array<[string, number]> {
+  return [
+    ...(c.DATABASE_URL
+      ? []
+      : [['EMBEDDED_PG_PORT', c.EMBEDDED_PG_PORT ?? EMBEDDED_PG_DEFAULT_PORT] as [string, number]]),
+    ['IDP_PORT', c.IDP_PORT],
+    ['DOWNSTREAM_PORT', c.DOWNSTREAM_PORT],
+    ['UPSTREAM_DEMO_PORT', c.UPSTREAM_DEMO_PORT],
+    ['GATEWAY_PORT', c.GATEWAY_PORT],
+    ['CONSOLE_PORT', c.CONSOLE_PORT],
+  ];
+}
 
 export type LauncherConfig = z.infer<typeof launcherConfigSchema>;

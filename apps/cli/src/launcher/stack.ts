@@ -1,18 +1,11 @@
 import { fileURLToPath } from 'node:url';
-import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '@mtg/dev-postgres';
 import type { Logger } from '@mtg/log';
 import type { DevSecrets } from '@mtg/dev-secrets';
 import { checkDatabase } from './check-database.ts';
 import { ChildFailedError, describeExit, startChild, type Child } from './child.ts';
-import {
-  childEnv,
-  demoUpstreamsFile,
-  demoUpstreamsYaml,
-  stackUrls,
-  type Service,
-} from './child-env.ts';
+import { childEnv, stackUrls, type Service } from './child-env.ts';
 import type { LauncherConfig } from './config.ts';
 import { provisionConsoleLogin } from './console-login.ts';
 import {
@@ -22,6 +15,7 @@ import {
 } from './database-logins.ts';
 import { prepareDatabase } from './prepare-database.ts';
 import { recordProcesses, stopStaleProcesses } from './stale-processes.ts';
+import { chooseUpstreamsFile } from './upstreams-file.ts';
 
 export interface StackOptions {
   config: LauncherConfig;
@@ -221,8 +215,12 @@ export function createStack(options: StackOptions) {
       databaseUrl = (await step(started)).url;
     }
     // The demo upstream is registered (UPSTREAMS_FILE) unless the operator brings their own.
-    upstreamsFile = process.env.UPSTREAMS_FILE ?? demoUpstreamsFile(options.dataDir);
-    if (!process.env.UPSTREAMS_FILE) await writeFile(upstreamsFile, demoUpstreamsYaml(config));
+    upstreamsFile = await chooseUpstreamsFile({
+      env: process.env,
+      dataDir: options.dataDir,
+      config,
+      logger,
+    });
     await step(
       prepareDatabase(databaseUrl, logger, { ...process.env, UPSTREAMS_FILE: upstreamsFile }),
     );

@@ -9,7 +9,7 @@
 // event (no tenant: chain 0). Without it, each process writes a tenant of its own.
 // Prints {"events": n, "ms": elapsed} on stdout.
 import pg from 'pg';
-import { createPool } from '../../../db/src/index.ts';
+import { createPool } from '@mtg/db';
 import { appendAuditGrouped, appendAuditInTransaction } from '../../src/index.ts';
 import { sampleEvent } from './events.ts';
 

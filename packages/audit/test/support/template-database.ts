@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { databaseUrlFor } from '../../../db/src/index.ts';
+import { databaseUrlFor } from '@mtg/db';
 import { adminDatabaseUrl } from '../../../../test/support/database.ts';
 
 /**

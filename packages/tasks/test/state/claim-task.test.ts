@@ -1,0 +1,78 @@
+import { claimTask } from '../../src/task-state/index.ts';
+import {
+  eventTypes,
+  expireLease,
+  insertTask,
+  openStateDatabase,
+  taskRow,
+  type StateDatabase,
+} from './state-database.ts';
+
+// claim-task.ts: a lease is taken only when nobody holds a live one, and every claim bumps
+// the epoch, so a takeover fences off the holder it replaced.
+let s: StateDatabase;
+beforeAll(async () => {
+  s = await openStateDatabase();
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+test('a claim takes the lease at the next epoch and writes task.started', async () => {
+  const id = await insertTask(s.admin);
+  const c = await claimTask(s.worker, { taskId: id, workerId: 'w1', leaseMs: 60_000 });
+  expect(c).toMatchObject({ kind: 'claimed', lease: { owner: 'w1', epoch: 1 }, firstStart: true });
+  expect(await taskRow(s.admin, id)).toMatchObject({ lease_owner: 'w1', attempts: 1 });
+  expect(await eventTypes(s.admin, id)).toEqual(['task.started']);
+});
+
+test('a live lease is not taken: a second claim is held, and nothing is written', async () => {
+  const id = await insertTask(s.admin);
+  await claimTask(s.worker, { taskId: id, workerId: 'w1', leaseMs: 60_000 });
+  const second = await claimTask(s.worker, { taskId: id, workerId: 'w2', leaseMs: 60_000 });
+  expect(second).toEqual({ kind: 'held' });
+  expect(await taskRow(s.admin, id)).toMatchObject({ lease_owner: 'w1', lease_epoch: 1 });
+  expect(await eventTypes(s.admin, id)).toEqual(['task.started']);
+});
+
+test('an expired lease is taken over with a new epoch, recorded as task.lease_taken', async () => {
+  const id = await insertTask(s.admin);
+  await claimTask(s.worker, { taskId: id, workerId: 'w1', leaseMs: 60_000 });
+  await expireLease(s.admin, id);
+  const takeover = await claimTask(s.worker, { taskId: id, workerId: 'w2', leaseMs: 60_000 });
+  expect(takeover).toMatchObject({ kind: 'claimed', lease: { owner: 'w2', epoch: 2 } });
+  expect(takeover.kind === 'claimed' && takeover.firstStart).toBe(false);
+  expect(await taskRow(s.admin, id)).toMatchObject({ lease_owner: 'w2', attempts: 2 });
+  expect(await eventTypes(s.admin, id)).toEqual(['task.started', 'task.lease_taken']);
+});
+
+test('two workers claiming at once: exactly one gets the lease', async () => {
+  const id = await insertTask(s.admin);
+  const outcomes = await Promise.all(
+    ['w1', 'w2', 'w3'].map((w) =>
+      claimTask(s.worker, { taskId: id, workerId: w, leaseMs: 60_000 }),
+    ),
+  );
+  expect(outcomes.filter((o) => o.kind === 'claimed')).toHaveLength(1);
+  expect(outcomes.filter((o) => o.kind === 'held')).toHaveLength(2);
+  expect(await taskRow(s.admin, id)).toMatchObject({ lease_epoch: 1, attempts: 1 });
+});
+
+test('an ended or unknown task is gone; a tool this worker does not serve is not claimed', async () => {
+  const ended = await insertTask(s.admin);
+  await s.admin.query(`UPDATE app.tasks SET status = 'failed', ended_at = now() WHERE id = $1`, [
+    ended,
+  ]);
+  expect(await claimTask(s.worker, { taskId: ended, workerId: 'w1', leaseMs: 1000 })).toEqual({
+    kind: 'gone',
+  });
+  expect(await claimTask(s.worker, { taskId: 'nope', workerId: 'w1', leaseMs: 1000 })).toEqual({
+    kind: 'gone',
+  });
+  const other = await insertTask(s.admin);
+  const served = new Map([['another_tool', 'f']]);
+  expect(
+    await claimTask(s.worker, { taskId: other, workerId: 'w1', leaseMs: 1000, served }),
+  ).toMatchObject({ kind: 'unservable', tool: 'slow_tool' });
+  expect(await taskRow(s.admin, other)).toMatchObject({ lease_owner: null, lease_epoch: 0 });
+});

@@ -1,0 +1,107 @@
+import { pollUntil } from '../../../../test/support/poll.ts';
+import { createTask } from '../../src/task-state/index.ts';
+import {
+  LIMITS,
+  openStateDatabase,
+  startDeps,
+  startInput,
+  type StateDatabase,
+} from './state-database.ts';
+
+// create-task.ts: the active-task caps per user and per tenant hold under concurrent starts
+// (the tenant's cap lock), and a start checks revocation under the principal's lock, so a
+// revocation in flight is either seen or finds the task.
+let s: StateDatabase;
+beforeAll(async () => {
+  s = await openStateDatabase();
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+const activeOf = async (tenant: string, subject?: string) =>
+  (
+    await s.admin.query(
+      `SELECT count(*)::int AS n FROM app.tasks
+        WHERE tenant = $1 AND ($2::text IS NULL OR subject = $2) AND status IN ('working', 'input_required')`,
+      [tenant, subject ?? null],
+    )
+  ).rows[0].n as number;
+
+test('the per-user cap: the start past it is refused with user_limit and nothing is created', async () => {
+  const deps = startDeps(s);
+  for (let i = 0; i < LIMITS.maxActivePerUser; i++) {
+    expect(await createTask(deps, startInput('u1', 'caps-user'))).toMatchObject({
+      ok: true,
+      created: true,
+    });
+  }
+  const over = await createTask(deps, startInput('u1', 'caps-user'));
+  expect(over).toMatchObject({ ok: false, code: 'user_limit' });
+  expect(await activeOf('caps-user', 'u1')).toBe(LIMITS.maxActivePerUser);
+  // Another user of the tenant still may start.
+  expect(await createTask(deps, startInput('u2', 'caps-user'))).toMatchObject({ ok: true });
+});
+
+test('the per-tenant cap holds under concurrent starts by different users', async () => {
+  const deps = startDeps(s, { ...LIMITS, maxActivePerUser: 100 });
+  const outcomes = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => createTask(deps, startInput(`t${i}`, 'caps-tenant'))),
+  );
+  expect(outcomes.filter((o) => o.ok)).toHaveLength(LIMITS.maxActivePerTenant);
+  expect(outcomes.filter((o) => !o.ok && o.code === 'tenant_limit')).toHaveLength(
+    8 - LIMITS.maxActivePerTenant,
+  );
+  expect(await activeOf('caps-tenant')).toBe(LIMITS.maxActivePerTenant);
+  const denied = await s.admin.query(
+    `SELECT count(*)::int AS n FROM audit.events WHERE type = 'task.denied' AND tenant = 'caps-tenant'
+        AND reason = 'tenant_limit'`,
+  );
+  expect(denied.rows[0].n).toBe(8 - LIMITS.maxActivePerTenant);
+});
+
+test('the per-user cap holds under concurrent starts by one user', async () => {
+  const deps = startDeps(s, { ...LIMITS, maxActivePerTenant: 100 });
+  const outcomes = await Promise.all(
+    Array.from({ length: 6 }, () => createTask(deps, startInput('racer', 'caps-race'))),
+  );
+  expect(outcomes.filter((o) => o.ok)).toHaveLength(LIMITS.maxActivePerUser);
+  expect(await activeOf('caps-race', 'racer')).toBe(LIMITS.maxActivePerUser);
+});
+
+test('a start waits for a revocation in flight and, once it commits, is refused', async () => {
+  const tenant = 'revoking';
+  const revocation = await s.admin.connect();
+  try {
+    // What revokePrincipal does first: the principal's exclusive lock, then the mark.
+    await revocation.query('BEGIN');
+    await revocation.query(
+      `SELECT pg_advisory_xact_lock(7310, hashtext(length($1) || ':' || $1 || $2))`,
+      [tenant, 'bob'],
+    );
+    await revocation.query(
+      `INSERT INTO app.principals (tenant, subject, revoked, revoked_at, updated_at)
+       VALUES ($1, 'bob', true, now(), now())`,
+      [tenant],
+    );
+    const start = createTask(startDeps(s), startInput('bob', tenant));
+    // The start blocks on the principal's lock (shared, behind the exclusive one).
+    await pollUntil(
+      async () =>
+        (
+          await s.admin.query(
+            `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+          )
+        ).rows[0].n as number,
+      (n) => n > 0,
+      10_000,
+      20,
+      'the start to wait on the principal lock',
+    );
+    await revocation.query('COMMIT');
+    expect(await start).toMatchObject({ ok: false, code: 'principal_revoked' });
+  } finally {
+    revocation.release();
+  }
+  expect(await activeOf(tenant, 'bob')).toBe(0);
+});

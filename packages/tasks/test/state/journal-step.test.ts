@@ -1,0 +1,95 @@
+import { claimTask, journalStep, type Lease } from '../../src/task-state/index.ts';
+import {
+  eventTypes,
+  expireLease,
+  insertTask,
+  openStateDatabase,
+  type StateDatabase,
+} from './state-database.ts';
+
+// journal-step.ts: a step is recorded only under the lease the writer still holds (owner and
+// epoch), once, with its audit event in the same statement.
+let s: StateDatabase;
+beforeAll(async () => {
+  s = await openStateDatabase();
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+async function claimed(taskId: string, workerId: string): Promise<Lease> {
+  const c = await claimTask(s.worker, { taskId, workerId, leaseMs: 60_000 });
+  if (c.kind !== 'claimed') throw new Error(`not claimed: ${c.kind}`);
+  return c.lease;
+}
+
+const journal = (taskId: string, lease: Lease, name: string, output: unknown) =>
+  journalStep(s.worker, taskId, lease, { name, seq: 1, output, startedAt: new Date() }, () => ({
+    type: 'task.step_completed',
+    taskId,
+    tenant: 'acme',
+    subject: 'alice',
+    client: 'agent',
+    tool: 'slow_tool',
+    data: { step: name },
+  }));
+
+async function steps(taskId: string) {
+  const r = await s.admin.query(
+    `SELECT step, output, lease_epoch, worker FROM app.task_steps WHERE task_id = $1 ORDER BY step`,
+    [taskId],
+  );
+  return r.rows;
+}
+
+test('the holder journals a step, with its event, and reads the boundary', async () => {
+  const id = await insertTask(s.admin);
+  const lease = await claimed(id, 'w1');
+  const b = await journal(id, lease, 'fetch', { rows: 3 });
+  expect(b).toMatchObject({ mine: true, cancelRequested: false, revoked: false });
+  expect(await steps(id)).toEqual([
+    { step: 'fetch', output: { value: { rows: 3 } }, lease_epoch: 1, worker: 'w1' },
+  ]);
+  expect(await eventTypes(s.admin, id)).toEqual(['task.started', 'task.step_completed']);
+});
+
+test("a stale epoch's journal is refused: nothing recorded, no event, not mine", async () => {
+  const id = await insertTask(s.admin);
+  const stale = await claimed(id, 'w1');
+  await expireLease(s.admin, id);
+  // The same worker id at the next epoch: only the epoch tells the stale holder apart.
+  const current = await claimed(id, 'w1');
+  expect(current.epoch).toBe(stale.epoch + 1);
+  expect(await journal(id, stale, 'fetch', 'from the old holder')).toMatchObject({ mine: false });
+  // Another owner at the current epoch is no holder either.
+  expect(
+    await journal(id, { owner: 'w2', epoch: current.epoch }, 'fetch', 'wrong owner'),
+  ).toMatchObject({ mine: false });
+  expect(await steps(id)).toEqual([]);
+  expect(await journal(id, current, 'fetch', 'from the holder')).toMatchObject({ mine: true });
+  expect((await steps(id)).map((r) => r.output)).toEqual([{ value: 'from the holder' }]);
+  expect(await eventTypes(s.admin, id)).toEqual([
+    'task.started',
+    'task.lease_taken',
+    'task.step_completed',
+  ]);
+});
+
+test('a journaled step is never overwritten, and a repeat writes no second event', async () => {
+  const id = await insertTask(s.admin);
+  const lease = await claimed(id, 'w1');
+  await journal(id, lease, 'fetch', 'first');
+  expect(await journal(id, lease, 'fetch', 'second')).toMatchObject({ mine: false });
+  expect((await steps(id)).map((r) => r.output)).toEqual([{ value: 'first' }]);
+  expect(await eventTypes(s.admin, id)).toEqual(['task.started', 'task.step_completed']);
+});
+
+test('an ended task journals nothing', async () => {
+  const id = await insertTask(s.admin);
+  const lease = await claimed(id, 'w1');
+  await s.admin.query(`UPDATE app.tasks SET status = 'cancelled', ended_at = now() WHERE id = $1`, [
+    id,
+  ]);
+  expect(await journal(id, lease, 'fetch', 'late')).toMatchObject({ mine: false });
+  expect(await steps(id)).toEqual([]);
+});

@@ -1,0 +1,69 @@
+import {
+  claimTask,
+  reapExpiredLeases,
+  releaseLease,
+  renewLease,
+  type Lease,
+} from '../../src/task-state/index.ts';
+import {
+  expireLease,
+  insertTask,
+  openStateDatabase,
+  taskRow,
+  type StateDatabase,
+} from './state-database.ts';
+
+// lease.ts: renewal and release are fenced by owner and epoch; the reaper frees only leases
+// that have lapsed, so their task's next claim is a takeover at a new epoch.
+let s: StateDatabase;
+beforeAll(async () => {
+  s = await openStateDatabase();
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+async function claimed(taskId: string, workerId: string): Promise<Lease> {
+  const c = await claimTask(s.worker, { taskId, workerId, leaseMs: 60_000 });
+  if (c.kind !== 'claimed') throw new Error(`not claimed: ${c.kind}`);
+  return c.lease;
+}
+
+test('the holder renews (with progress); a stale epoch renews nothing', async () => {
+  const id = await insertTask(s.admin);
+  const stale = await claimed(id, 'w1');
+  await expireLease(s.admin, id);
+  // The same worker id at the next epoch: only the epoch tells the stale holder apart.
+  const current = await claimed(id, 'w1');
+  const before = (await taskRow(s.admin, id))!.lease_expires_at!;
+  expect(await renewLease(s.worker, id, stale, 600_000)).toMatchObject({ mine: false });
+  expect((await taskRow(s.admin, id))!.lease_expires_at).toEqual(before);
+  const b = await renewLease(s.worker, id, current, 600_000, { current: 2, total: 5 });
+  expect(b).toMatchObject({ mine: true });
+  expect((await taskRow(s.admin, id))!.lease_expires_at!.getTime()).toBeGreaterThan(
+    before.getTime(),
+  );
+});
+
+test("release by a stale holder leaves the new holder's lease", async () => {
+  const id = await insertTask(s.admin);
+  const stale = await claimed(id, 'w1');
+  await expireLease(s.admin, id);
+  await claimed(id, 'w1');
+  await releaseLease(s.worker, id, stale);
+  expect(await taskRow(s.admin, id)).toMatchObject({ lease_owner: 'w1', lease_epoch: 2 });
+});
+
+test('the reaper frees a lapsed lease, leaves a live one, and the next claim takes over', async () => {
+  const lapsed = await insertTask(s.admin);
+  const live = await insertTask(s.admin);
+  await claimed(lapsed, 'dead-worker');
+  await claimed(live, 'live-worker');
+  await expireLease(s.admin, lapsed);
+  const reaped = await reapExpiredLeases(s.worker);
+  expect(reaped.map((r) => r.id)).toContain(lapsed);
+  expect(reaped.map((r) => r.id)).not.toContain(live);
+  expect(await taskRow(s.admin, lapsed)).toMatchObject({ lease_owner: null, lease_epoch: 1 });
+  expect(await taskRow(s.admin, live)).toMatchObject({ lease_owner: 'live-worker' });
+  expect(await claimed(lapsed, 'w3')).toEqual({ owner: 'w3', epoch: 2 });
+});

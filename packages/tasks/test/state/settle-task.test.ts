@@ -1,0 +1,155 @@
+import {
+  cancelTaskNow,
+  claimTask,
+  completeTask,
+  failTask,
+  type Lease,
+} from '../../src/task-state/index.ts';
+import {
+  eventTypes,
+  expireLease,
+  insertTask,
+  openStateDatabase,
+  taskRow,
+  type StateDatabase,
+} from './state-database.ts';
+
+// settle-task.ts (through end-task.ts, its only caller): an active task ends exactly once;
+// a leased settlement matches only the current epoch; one from outside the lease bumps it.
+let s: StateDatabase;
+beforeAll(async () => {
+  s = await openStateDatabase();
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+async function claimed(taskId: string, workerId: string): Promise<Lease> {
+  const c = await claimTask(s.worker, { taskId, workerId, leaseMs: 60_000 });
+  if (c.kind !== 'claimed') throw new Error(`not claimed: ${c.kind}`);
+  return c.lease;
+}
+
+const finished = (text: string) => ({
+  result: { content: [{ type: 'text', text }] },
+  text: JSON.stringify({ content: [{ type: 'text', text }] }),
+  sizeBytes: text.length,
+  deleteOnRead: false,
+});
+
+const complete = (taskId: string, lease: Lease, text: string) =>
+  completeTask(
+    { pool: s.worker },
+    {
+      taskId,
+      lease,
+      workerId: lease.owner,
+      finished: finished(text),
+      runMs: 1,
+      downstreamSystems: [],
+    },
+  );
+
+async function results(taskId: string) {
+  const r = await s.admin.query(`SELECT result FROM app.task_results WHERE task_id = $1`, [taskId]);
+  return r.rows.map((row: { result: string }) => row.result);
+}
+
+test("a stale epoch's settlement is refused: no result stored, no event, still active", async () => {
+  const id = await insertTask(s.admin);
+  const stale = await claimed(id, 'w1');
+  await expireLease(s.admin, id);
+  // The same worker id at the next epoch (a restarted worker keeps its id): only the
+  // epoch tells the stale holder apart.
+  const current = await claimed(id, 'w1');
+  expect(await complete(id, stale, 'stale result')).toBeUndefined();
+  expect(
+    await failTask(
+      { pool: s.worker },
+      { taskId: id, lease: stale, workerId: 'w1', outcome: 'error', message: 'x' },
+    ),
+  ).toBeUndefined();
+  expect(await taskRow(s.admin, id)).toMatchObject({ status: 'working', lease_epoch: 2 });
+  expect(await results(id)).toEqual([]);
+  const done = await complete(id, current, 'the result');
+  expect(done).toMatchObject({ id, status: 'completed' });
+  expect(await results(id)).toHaveLength(1);
+  expect(await eventTypes(s.admin, id)).toEqual([
+    'task.started',
+    'task.lease_taken',
+    'task.completed',
+  ]);
+});
+
+test('two concurrent settlements: exactly one wins, one ending event, one result', async () => {
+  for (let round = 0; round < 5; round++) {
+    const id = await insertTask(s.admin);
+    const lease = await claimed(id, 'w1');
+    const ended = await Promise.all([
+      // A completion that loses after its fenced result insert rolls back by throwing.
+      complete(id, lease, 'done').catch((e: Error) => {
+        if (/settle refused after a fenced result insert/.test(e.message)) return undefined;
+        throw e;
+      }),
+      failTask(
+        { pool: s.worker },
+        { taskId: id, lease, workerId: 'w1', outcome: 'error', message: 'x' },
+      ),
+      cancelTaskNow(
+        { pool: s.gateway },
+        {
+          taskId: id,
+          by: { path: 'owner', subject: 'alice' },
+          message: 'Cancelled',
+          settledBy: 'gateway',
+        },
+      ),
+    ]);
+    expect(ended.filter((row) => row !== undefined)).toHaveLength(1);
+    const endings = (await eventTypes(s.admin, id)).filter((t) =>
+      ['task.completed', 'task.failed', 'task.cancelled'].includes(t),
+    );
+    expect(endings).toHaveLength(1);
+    const row = (await taskRow(s.admin, id))!;
+    expect(row.status).toBe(ended.find((r) => r !== undefined)!.status);
+    // A result row exists exactly when the completion won (its insert rolls back otherwise).
+    expect(await results(id)).toHaveLength(row.status === 'completed' ? 1 : 0);
+  }
+});
+
+test('a settlement from outside the lease bumps the epoch, fencing the worker off', async () => {
+  const id = await insertTask(s.admin);
+  const lease = await claimed(id, 'w1');
+  const cancelled = await cancelTaskNow(
+    { pool: s.gateway },
+    {
+      taskId: id,
+      by: { path: 'admin', subject: 'root' },
+      message: 'Cancelled',
+      settledBy: 'admin',
+    },
+  );
+  expect(cancelled).toMatchObject({ status: 'cancelled' });
+  expect(await taskRow(s.admin, id)).toMatchObject({
+    lease_owner: null,
+    lease_epoch: lease.epoch + 1,
+  });
+  expect(await complete(id, lease, 'too late')).toBeUndefined();
+  expect(await results(id)).toEqual([]);
+});
+
+test('onlyUnleased does not cancel a task a live worker holds', async () => {
+  const id = await insertTask(s.admin);
+  await claimed(id, 'w1');
+  const by = { path: 'revocation', reason: 'revoked' };
+  const args = {
+    taskId: id,
+    by,
+    message: 'Cancelled',
+    settledBy: 'no_live_worker',
+    onlyUnleased: true,
+  };
+  expect(await cancelTaskNow({ pool: s.gateway }, args)).toBeUndefined();
+  await expireLease(s.admin, id);
+  expect(await cancelTaskNow({ pool: s.gateway }, args)).toMatchObject({ outcome: 'revoked' });
+});
