@@ -1,5 +1,5 @@
-import { defineLongTool, definePack } from '../../tool-kit/src/index.ts';
-import { createToolHarness, type ToolHarness } from '../../tool-harness/src/index.ts';
+import { defineLongTool, definePack } from '@mtg/tool-kit';
+import { createToolHarness, type ToolHarness } from '@mtg/tool-harness';
 import { z } from 'zod';
 import { sql } from '../../../test/support/sql.ts';
 
