@@ -436,8 +436,17 @@ export type { FuzzCase };
 // marked `failing` (it states the correct behaviour): when it starts to fail, the bug was
 // fixed — make it a plain `test` and drop its signature from KNOWN_BUGS.
 
-const rpcError = (reply: RawReply) =>
-  (JSON.parse(reply.body) as { error?: { code: number; message: string } }).error;
+/** The JSON-RPC error of a reply sent as JSON or (tasks/result, which may ask first) as SSE. */
+const rpcError = (reply: RawReply) => {
+  const body = reply.body.startsWith('event:')
+    ? reply.body
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trim())
+        .pop()!
+    : reply.body;
+  return (JSON.parse(body) as { error?: { code: number; message: string } }).error;
+};
 
 test('U+0000 or a lone surrogate in tool arguments is refused as invalid params (-32602), not a database error', async () => {
   for (const patch of [{ v: 'a\u0000b' }, { ['k\u0000']: 1 }, { v: '\ud800' }, { v: 'x\udc00' }]) {
