@@ -73,7 +73,8 @@ test('the registry derives scopes, names, queues and a fingerprint that follows 
     'bulk_update_records',
     'versioned_echo',
   ]);
-  expect(v1.scopes()).toEqual(['env:provision', 'records:write', 'reports:run']);
+  // records:approve: the approval scope bulk_update_records asks a second person for.
+  expect(v1.scopes()).toEqual(['env:provision', 'records:approve', 'records:write', 'reports:run']);
   expect(v1.targets()).toEqual(['downstream']);
   const again = await load('v1');
   const v2 = await load('v2');

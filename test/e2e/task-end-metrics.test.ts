@@ -29,7 +29,11 @@ async function queuedReport(sub: string): Promise<{ token: string; taskId: strin
 }
 
 beforeAll(async () => {
-  stack = await startStack({ workers: 0, env: { DEMO_STEP_MS: '200' } });
+  // No approval: the blocker's 100,000 records would otherwise wait for a second person.
+  stack = await startStack({
+    workers: 0,
+    env: { DEMO_STEP_MS: '200', DEMO_APPROVAL_ABOVE: '1000000' },
+  });
   wire = jobToolsWire(stack.mcpUrl);
   const port = await freePort();
   workerMetrics = `http://127.0.0.1:${port}/metrics`;

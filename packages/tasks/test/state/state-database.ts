@@ -32,7 +32,9 @@ export async function openStateDatabase(): Promise<StateDatabase> {
   await installQueue(db.url, [ROLES.gateway, ROLES.worker], [QUEUE]);
   const gateway = createPool({ connectionString: db.url, role: ROLES.gateway, max: 8 });
   const worker = createPool({ connectionString: db.url, role: ROLES.worker, max: 8 });
-  const admin = new pg.Pool({ connectionString: db.url, max: 4 });
+  // The project's pool, whose error handlers keep the drop's forced disconnects (57P01) of
+  // idle connections from becoming unhandled errors.
+  const admin = createPool({ connectionString: db.url, max: 4 });
   const boss = createBoss(gateway, { supervise: false });
   boss.on('error', () => {});
   await boss.start();
