@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { appendAuditInTransaction } from '@mtg/audit';
 import { withTransaction, type Queryable } from '@mtg/db';
-import { CHANNELS } from '../channels.ts';
+import { journalAnswerAndRequeue } from './journal-answer.ts';
 import type { FormSchema, InputResponse } from '../input-schema.ts';
 import type { JobQueue } from '../job-queue.ts';
 import type { TaskRow } from '../task-row.ts';
@@ -143,25 +143,15 @@ export async function recordAnswer(
         WHERE task_id = $1 AND key = $2 AND answered_at IS NULL RETURNING requested_at`,
       [a.task.id, a.key, JSON.stringify(a.by)],
     );
-    await c.query(
-      `INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
-       SELECT t.id, $2, COALESCE((SELECT max(seq) FROM app.task_steps WHERE task_id = t.id), 0) + 1,
-              $3, t.lease_epoch, 'gateway', $4
-         FROM app.tasks t WHERE t.id = $1
-       ON CONFLICT (task_id, step) DO NOTHING`,
-      [a.task.id, a.key, JSON.stringify({ value: a.response }), closed.rows[0]!.requested_at],
-    );
-    const remainingMs = Math.max(1000, row.deadline.getTime() - Date.now());
-    await deps.queue.enqueue(c, {
-      queue: row.job_queue,
+    await journalAnswerAndRequeue(c, deps.queue, {
       taskId: a.task.id,
+      key: a.key,
+      output: a.response,
+      askedAt: closed.rows[0]!.requested_at,
       jobId,
-      expireInSeconds: Math.ceil(remainingMs / 1000) + 60,
+      jobQueue: row.job_queue,
+      deadline: row.deadline,
     });
-    await c.query('SELECT pg_notify($1, $2)', [
-      CHANNELS.created,
-      JSON.stringify({ taskId: a.task.id, queue: row.job_queue }),
-    ]);
     await appendAuditInTransaction(c, {
       type: 'task.input_received',
       ...aboutTask(a.task),

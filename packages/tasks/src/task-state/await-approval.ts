@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { appendAuditInTransaction } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
 import { boundSummary } from '../bound-summary.ts';
-import { CHANNELS } from '../channels.ts';
+import { journalAnswerAndRequeue } from './journal-answer.ts';
 import type { JobQueue } from '../job-queue.ts';
 import type { TaskRow } from '../task-row.ts';
 import { aboutTask } from './end-task.ts';
@@ -120,25 +120,15 @@ export async function recordDecision(
         WHERE task_id = $1 AND key = $2 RETURNING requested_at`,
       [d.task.id, d.key, JSON.stringify(d.approver)],
     );
-    await c.query(
-      `INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
-       SELECT t.id, $2, COALESCE((SELECT max(seq) FROM app.task_steps WHERE task_id = t.id), 0) + 1,
-              $3, t.lease_epoch, 'gateway', $4
-         FROM app.tasks t WHERE t.id = $1
-       ON CONFLICT (task_id, step) DO NOTHING`,
-      [d.task.id, d.key, JSON.stringify({ value: decision }), closed.rows[0]!.requested_at],
-    );
-    const remainingMs = Math.max(1000, row.deadline.getTime() - Date.now());
-    await deps.queue.enqueue(c, {
-      queue: row.job_queue,
+    await journalAnswerAndRequeue(c, deps.queue, {
       taskId: d.task.id,
+      key: d.key,
+      output: decision,
+      askedAt: closed.rows[0]!.requested_at,
       jobId,
-      expireInSeconds: Math.ceil(remainingMs / 1000) + 60,
+      jobQueue: row.job_queue,
+      deadline: row.deadline,
     });
-    await c.query('SELECT pg_notify($1, $2)', [
-      CHANNELS.created,
-      JSON.stringify({ taskId: d.task.id, queue: row.job_queue }),
-    ]);
     await appendAuditInTransaction(c, {
       type: d.approved ? 'task.approved' : 'task.rejected',
       ...aboutTask(d.task),
