@@ -53,11 +53,15 @@ test.each([
     expect(after).toEqual(before);
     expect(after.every((w) => Date.parse(w.at) <= returnedAt)).toBe(true);
     expect(after.length).toBeLessThan(40); // it really stopped early
-    // What was done is recorded: the journal has exactly the batches that landed.
+    // What was done is recorded: every journaled batch landed, and every batch that landed is
+    // journaled but the one in flight when the cancel came: its write can commit downstream
+    // in the instant the cancel aborts the call, before its answer (and so its journal row)
+    // is back. Its write is in the downstream's record, under the task's idempotency key.
     const steps = await sql(stack.db.url, `SELECT step FROM app.task_steps WHERE task_id = $1`, [
       taskId,
     ]);
-    expect(steps.length).toBe(after.length);
+    expect(steps.length).toBeLessThanOrEqual(after.length);
+    expect(after.length - steps.length).toBeLessThanOrEqual(1);
   },
 );
 
