@@ -41,8 +41,8 @@ export async function signalDeadline(db: Queryable, taskId: string): Promise<voi
 export async function purgeExpired(pool: Pool): Promise<void> {
   const results = await pool.query('DELETE FROM app.task_results WHERE expires_at <= now()');
   const tasks = await pool.query<{ id: string }>(
-    `DELETE FROM app.tasks WHERE ended_at IS NOT NULL AND ended_at + ttl_ms * interval '1 millisecond' <= now()
-     RETURNING id`,
+    // purge_at = ended_at + ttl (migration 170): indexed, so a sweep reads only what it removes.
+    `DELETE FROM app.tasks WHERE purge_at <= now() RETURNING id`,
   );
   if ((results.rowCount ?? 0) + (tasks.rowCount ?? 0) > 0) {
     await appendAuditGrouped(pool, {
