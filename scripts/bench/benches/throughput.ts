@@ -50,7 +50,7 @@ async function warmUp(
 }
 
 /** One run of start load; returns tasks created per second (counted in the database). */
-async function startRun(ctx: BenchContext, urls: string[], tag: string) {
+export async function startRun(ctx: BenchContext, urls: string[], tag: string) {
   const before = await countTasks(ctx);
   const meter = cpuMeter(stackGroups(ctx));
   const load = await runLoadProcess({
@@ -134,7 +134,7 @@ export async function benchStarts(ctx: BenchContext): Promise<void> {
 }
 
 /** Two tasks per user, left `working` (no workers), as the targets of polls. */
-async function pollTargets(ctx: BenchContext) {
+export async function pollTargets(ctx: BenchContext) {
   const pairs: Array<{ token: string; taskId: string }> = [];
   for (const u of ctx.users) {
     for (let i = 0; i < 2; i++) {
@@ -149,7 +149,7 @@ async function pollTargets(ctx: BenchContext) {
   return pairs;
 }
 
-async function pollRuns(
+export async function pollRuns(
   ctx: BenchContext,
   pairs: Array<{ token: string; taskId: string }>,
   label: string,
