@@ -25,6 +25,11 @@ export interface LoadSpec {
   durationS: number;
   /** Stop after this many requests in all instead (durationS then only bounds the wait). */
   amount?: number;
+  /**
+   * Offered requests per second over all URLs (open loop, up to `connections` in flight);
+   * unset: every connection sends its next request as soon as the last is answered.
+   */
+  rate?: number;
   scenario: Scenario;
 }
 
@@ -119,6 +124,7 @@ async function runOne(spec: LoadSpec, url: string, connections: number, offset: 
     url,
     connections,
     ...(spec.amount !== undefined ? { amount: spec.amount } : { duration: spec.durationS }),
+    ...(spec.rate ? { overallRate: Math.max(1, Math.round(spec.rate / spec.urls.length)) } : {}),
     timeout: 30,
     requests: [
       {

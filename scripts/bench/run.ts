@@ -4,7 +4,7 @@
 //
 // Environment: BENCH_RUNS (3), BENCH_DURATION_S (8), BENCH_CONNECTIONS (50),
 // BENCH_SAMPLES (30, latency samples; task batches are 10× that), BENCH_ONLY (comma list of:
-// tasks, cost, overhead, starts, polls, memory, pickup, cancel, revocation, failover,
+// tasks, cost, overhead, curve, starts, polls, memory, pickup, cancel, revocation, failover,
 // scaling, audit, upstream, volume; `overhead` under load needs `tasks` in the same run),
 // BENCH_LOG_LEVEL (info), BENCH_OUT (BENCHMARKS.md; "-" to only print), BENCH_CAVEAT (a line
 // for the report's header, e.g. that the machine was shared).
@@ -13,6 +13,7 @@ import path from 'node:path';
 import { benchAudit } from './benches/audit.ts';
 import { benchUpstream } from './benches/upstream.ts';
 import { benchVolume } from './benches/volume.ts';
+import { benchCurve } from './benches/curve.ts';
 import { benchCancel, benchFailover, benchPickup, benchRevocation } from './benches/latency.ts';
 import { benchMemory, benchPolls, benchStarts, NO_CAPS } from './benches/throughput.ts';
 import { benchCost, benchOverhead, benchTasks, benchWorkerScaling } from './benches/tasks.ts';
@@ -31,6 +32,7 @@ const BENCHES: Array<[string, (ctx: BenchContext) => Promise<void>]> = [
   ['tasks', benchTasks],
   ['cost', benchCost],
   ['overhead', benchOverhead],
+  ['curve', benchCurve],
   ['starts', benchStarts],
   ['polls', benchPolls],
   ['memory', benchMemory],
