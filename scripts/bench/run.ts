@@ -4,8 +4,10 @@
 //
 // Environment: BENCH_RUNS (3), BENCH_DURATION_S (8), BENCH_CONNECTIONS (50),
 // BENCH_SAMPLES (30, latency samples; task batches are 10× that), BENCH_ONLY (comma list of:
-// tasks, cost, overhead, curve, starts, polls, memory, pickup, cancel, revocation, failover,
-// scaling, audit, upstream, volume; `overhead` under load needs `tasks` in the same run),
+// tasks, cost, overhead, curve, starts, polls, memory, footprint, pickup, cancel, revocation,
+// failover, scaling, audit, upstream, backlog, volume; `overhead` under load needs `tasks` in
+// the same run), BENCH_BACKLOG_TASKS (100000), BENCH_VOLUME_TASKS (1000000),
+// BENCH_VOLUME_EVENTS_PER_TASK (10), BENCH_CHROMIUM (/usr/bin/chromium, for the curve's chart),
 // BENCH_LOG_LEVEL (info), BENCH_OUT (BENCHMARKS.md; "-" to only print), BENCH_CAVEAT (a line
 // for the report's header, e.g. that the machine was shared).
 import { writeFileSync } from 'node:fs';
@@ -14,6 +16,8 @@ import { benchAudit } from './benches/audit.ts';
 import { benchUpstream } from './benches/upstream.ts';
 import { benchVolume } from './benches/volume.ts';
 import { benchCurve } from './benches/curve.ts';
+import { benchBacklog } from './benches/backlog.ts';
+import { benchFootprint } from './benches/footprint.ts';
 import { benchCancel, benchFailover, benchPickup, benchRevocation } from './benches/latency.ts';
 import { benchMemory, benchPolls, benchStarts, NO_CAPS } from './benches/throughput.ts';
 import { benchCost, benchOverhead, benchTasks, benchWorkerScaling } from './benches/tasks.ts';
@@ -36,6 +40,7 @@ const BENCHES: Array<[string, (ctx: BenchContext) => Promise<void>]> = [
   ['starts', benchStarts],
   ['polls', benchPolls],
   ['memory', benchMemory],
+  ['footprint', benchFootprint],
   ['pickup', benchPickup],
   ['cancel', benchCancel],
   ['revocation', benchRevocation],
@@ -43,6 +48,7 @@ const BENCHES: Array<[string, (ctx: BenchContext) => Promise<void>]> = [
   ['scaling', benchWorkerScaling],
   ['audit', benchAudit],
   ['upstream', benchUpstream],
+  ['backlog', benchBacklog],
   // Last: it leaves the database holding the seeded history.
   ['volume', benchVolume],
 ];
