@@ -13,6 +13,12 @@ export type Scenario =
   | { kind: 'start'; tokens: string[]; runTag: string; count?: number }
   /** tasks/get on the 2026 wire, round-robin over (token, taskId) pairs. */
   | { kind: 'poll'; pairs: Array<{ token: string; taskId: string }> }
+  /**
+   * tasks/get on the 2025-11-25 wire as the v1 SDK sends it after `initialize` on a
+   * stateless server (no session id, no `_meta`); or the job tools' `get_job_status`
+   * (tools/call on the same wire), as a client without tasks polls.
+   */
+  | { kind: 'poll-2025' | 'poll-job'; pairs: Array<{ token: string; taskId: string }> }
   /** GET /tasks/:id on the baseline server, same pairs. */
   | { kind: 'baseline-poll'; pairs: Array<{ token: string; taskId: string }> }
   /** One fixed request (the retry storm). */
@@ -49,6 +55,16 @@ export interface LoadResult {
   statusCounts: Record<string, number>;
   /** CPU time of the load generator process itself. */
   cpuMs: number;
+}
+
+/** What the v1 SDK's client sends with every request after `initialize` (2025-11-25). */
+function headers2025(token: string): Record<string, string> {
+  return {
+    authorization: `Bearer ${token}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-11-25',
+  };
 }
 
 function requestFor(spec: LoadSpec, url: string, offset: number): autocannon.Request {
@@ -93,6 +109,32 @@ function requestFor(spec: LoadSpec, url: string, offset: number): autocannon.Req
           };
         },
       };
+    case 'poll-2025':
+    case 'poll-job': {
+      const job = s.kind === 'poll-job';
+      return {
+        method: 'POST',
+        path,
+        setupRequest: (req) => {
+          const i = n++;
+          const { token, taskId } = s.pairs[i % s.pairs.length]!;
+          return {
+            ...req,
+            headers: headers2025(token),
+            body: JSON.stringify(
+              job
+                ? {
+                    jsonrpc: '2.0',
+                    id: i,
+                    method: 'tools/call',
+                    params: { name: 'get_job_status', arguments: { jobId: taskId } },
+                  }
+                : { jsonrpc: '2.0', id: i, method: 'tasks/get', params: { taskId } },
+            ),
+          };
+        },
+      };
+    }
     case 'baseline-poll':
       return {
         method: 'GET',
