@@ -403,6 +403,14 @@ test('an operator sees the worker pools, their queues and workers, and the queue
     [unservedTask],
   );
   expect(waiting).toMatchObject({ status: 'working', lease_owner: null });
+  // Its page and the task list say what app.tasks says: a queued task is working there too
+  // (neither "open" nor "submitted").
+  const taskPage = await context.newPage();
+  await taskPage.goto(`${consoleApp.url}/tasks/${unservedTask}`);
+  expect((await taskPage.locator('#task-status').innerText()).trim()).toBe(waiting.status);
+  await taskPage.goto(`${consoleApp.url}/tasks?id=${unservedTask}`);
+  expect(await taskPage.locator('span.status').allTextContents()).toEqual([waiting.status]);
+  await taskPage.close();
   const unserved = await page.locator('#unserved-queues').innerText();
   expect(unserved).toContain('will not run');
   expect(unserved).not.toMatch(/generate_report|bulk_update_records/);

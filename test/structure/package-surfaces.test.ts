@@ -419,6 +419,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
   '@mtg/tool-kit': {
     values: [
       'DEFAULT_LIMITS',
+      'TASK_STATUSES',
       'TOOL_ERROR_CODE',
       'TOOL_NAME',
       'ToolError',
@@ -426,6 +427,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'definePack',
       'defineTool',
       'isPack',
+      'isTaskStatus',
       'isToolError',
     ],
     types: [
@@ -446,6 +448,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'TargetClient',
       'TaskContext',
       'TaskOwner',
+      'TaskStatus',
       'ToolCaller',
       'ToolLogger',
       'ToolOrigin',

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { clipInput, type Logger } from '@mtg/log';
+import { noteRequestRoute, requestRouteOf } from './request-route.ts';
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
@@ -14,18 +15,19 @@ export function correlateAndLog(logger: Logger) {
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && SAFE_ID.test(incoming) ? incoming : randomUUID();
     req.headers['x-request-id'] = id;
-    res.locals.correlationId = id;
+    noteRequestRoute(res, { correlationId: id });
     res.setHeader('X-Request-Id', id);
     const started = process.hrtime.bigint();
     res.once('close', () => {
+      const route = requestRouteOf(res);
       logger.info('request', {
         correlationId: id,
         method: req.method,
         path: clipInput(req.path),
         status: res.statusCode,
         ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        tenant: res.locals.tenant,
-        cell: res.locals.cell?.name,
+        tenant: route.tenant,
+        cell: route.cell?.name,
         complete: res.writableFinished,
       });
     });

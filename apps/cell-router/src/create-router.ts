@@ -7,7 +7,8 @@ import { correlateAndLog } from './correlate.ts';
 import { securityEventFanOut } from './fan-out-security-event.ts';
 import { healthRoutes } from './health.ts';
 import { cellAgents, proxyToCell, type ProxyOptions } from './proxy-to-cell.ts';
-import { cellOfRequest, routeByTenant } from './route-by-tenant.ts';
+import { routeByTenant } from './route-by-tenant.ts';
+import { cellOfRequest, correlationIdOf, noteRequestRoute } from './request-route.ts';
 
 export interface CellRouterDeps {
   /** The public resource URL (the MCP endpoint clients use; every cell's GATEWAY_RESOURCE). */
@@ -67,7 +68,7 @@ export function createCellRouter(deps: CellRouterDeps): express.Express & { clos
     }),
   );
   app.get([RESOURCE_METADATA, `${RESOURCE_METADATA}/*rest`], (req: Request, res: Response) => {
-    res.locals.cell = discoveryCell;
+    noteRequestRoute(res, { cell: discoveryCell });
     proxyToCell(req, res, discoveryCell, proxy);
   });
   app.use(
@@ -85,7 +86,7 @@ export function createCellRouter(deps: CellRouterDeps): express.Express & { clos
   });
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     deps.logger.error('unhandled', {
-      correlationId: res.locals.correlationId,
+      correlationId: correlationIdOf(res),
       error: clipInput(error instanceof Error ? error.message : String(error)),
     });
     if (res.headersSent) return void res.destroy();

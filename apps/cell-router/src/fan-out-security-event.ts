@@ -1,6 +1,7 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from '@mtg/log';
 import type { Cell } from './cells-file.ts';
+import { correlationIdOf } from './request-route.ts';
 
 /** The gateways' Shared Signals push receiver (RFC 8935), in every cell. */
 export const SSF_PUSH_PATH = '/ssf/events';
@@ -67,7 +68,7 @@ export function securityEventFanOut(options: {
       o.status !== undefined && o.status >= 200 && o.status < 300;
     const transient = (o: CellOutcome) => o.status === undefined || o.status >= 500;
     const summary = Object.fromEntries(outcomes.map((o) => [o.cell, o.status ?? o.error!]));
-    const meta = { correlationId: res.locals.correlationId, cells: summary };
+    const meta = { correlationId: correlationIdOf(res), cells: summary };
     if (outcomes.every(accepted)) {
       options.logger.info('security event delivered to every cell', meta);
       return res.status(202).end();

@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import type { Logger } from '@mtg/log';
 import { sendRpcError, sendUnavailable } from './answers.ts';
 import type { Cell } from './cells-file.ts';
+import { correlationIdOf } from './request-route.ts';
 
 // RFC 9110 §7.6.1: meant for one connection, never forwarded.
 const HOP_BY_HOP = new Set([
@@ -95,7 +96,7 @@ export function proxyToCell(req: Request, res: Response, cell: Cell, options: Pr
     }
     answer = 'ours';
     options.logger.warn('cell unreachable', {
-      correlationId: res.locals.correlationId,
+      correlationId: correlationIdOf(res),
       cell: cell.name,
       why,
       ...(error ? { error: error.message } : {}),

@@ -2,12 +2,8 @@ import type { NextFunction, Request, Response } from 'express';
 import { cachedTokenVerifier, extractBearer, type VerifyAccessTokenOptions } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { refuseBearer, sendRpcError, sendUnavailable } from './answers.ts';
-import type { Cell, CellMap } from './cells-file.ts';
-
-/** The cell the request goes to, set by routeByTenant. */
-export function cellOfRequest(res: Response): Cell {
-  return res.locals.cell as Cell;
-}
+import type { CellMap } from './cells-file.ts';
+import { correlationIdOf, noteRequestRoute } from './request-route.ts';
 
 /**
  * Picks the cell of a bearer-token request by the tenant claim of its token, after verifying
@@ -31,7 +27,7 @@ export function routeByTenant(options: {
     const verified = await verify(bearer.token);
     if (!verified.ok) {
       options.logger.info('token rejected at the edge', {
-        correlationId: res.locals.correlationId,
+        correlationId: correlationIdOf(res),
         code: verified.code,
       });
       if (verified.code === 'keys_unavailable')
@@ -43,15 +39,15 @@ export function routeByTenant(options: {
     }
     const { tenant } = verified.principal;
     const cell = options.cells.cellOf(tenant);
-    res.locals.tenant = tenant;
+    noteRequestRoute(res, { tenant });
     if (!cell) {
       options.logger.warn('no cell serves the tenant', {
-        correlationId: res.locals.correlationId,
+        correlationId: correlationIdOf(res),
         tenant,
       });
       return sendRpcError(res, 403, 'Forbidden: no cell serves this tenant');
     }
-    res.locals.cell = cell;
+    noteRequestRoute(res, { cell });
     next();
   };
 }

@@ -11,6 +11,7 @@ import { authenticate } from './http/authenticate.ts';
 import { recordClientOrigin } from './http/client-origin.ts';
 import { traced, traceRequests } from './http/trace-request.ts';
 import { correlateAndLog } from './http/correlation.ts';
+import { correlationIdOf } from './http/request-meta.ts';
 import { healthRoutes } from './http/health.ts';
 import { RPC, sendRpcError, sendUnavailable } from './http/json-rpc-error.ts';
 import { parseJsonRpc } from './http/parse-json-rpc.ts';
@@ -123,7 +124,7 @@ export function createApp(deps: GatewayDeps): express.Express {
         subject: p.subject,
         client: p.client,
         reason,
-        correlationId: res.locals.correlationId,
+        correlationId: correlationIdOf(res),
       });
     },
   });
@@ -236,7 +237,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const outage = databaseFailureOf(error)?.code === 'database_unavailable';
     deps.logger[outage ? 'warn' : 'error'](outage ? 'database unavailable' : 'unhandled', {
-      correlationId: res.locals.correlationId,
+      correlationId: correlationIdOf(res),
       error: clipInput(error instanceof Error ? error.message : String(error)),
     });
     if (res.headersSent) return;

@@ -14,6 +14,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { createDemoTasks, demoToolList, type DemoTask } from './demo-tasks.ts';
 import { modernDemoHandler } from './modern-demo-server.ts';
+import { requestClaimsOf, setRequestClaims } from './request-claims.ts';
 
 /** One request the demo upstream accepted, as its debug endpoint shows it. */
 export interface RecordedCall {
@@ -141,7 +142,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       if (refused.has(`jti:${String(payload.jti)}`) || refused.has(`sub:${String(payload.sub)}`)) {
         throw new Error('refused');
       }
-      res.locals.claims = payload;
+      setRequestClaims(res, payload);
       next();
     } catch {
       res
@@ -319,7 +320,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
     }
     if (!transport) {
       // Claims are per request: a session's later requests carry later tokens.
-      const holder: { claims: Record<string, unknown> } = { claims: res.locals.claims };
+      const holder: { claims: Record<string, unknown> } = { claims: requestClaimsOf(res) };
       const t = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
@@ -343,7 +344,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       ).connect(t);
       transport = t;
     } else {
-      sessionClaims.get(sessionHeader as string)!.claims = res.locals.claims;
+      sessionClaims.get(sessionHeader as string)!.claims = requestClaimsOf(res);
       if (req.method === 'DELETE') {
         const s = sessions.find((x) => x.sessionId === sessionHeader);
         if (s) s.endedAt = new Date().toISOString();

@@ -10,6 +10,7 @@ import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import { z } from 'zod';
 import type { RecordedCall } from './create-upstream-demo.ts';
 import { demoToolList, type DemoTask, type DemoTasks } from './demo-tasks.ts';
+import { requestClaimsOf } from './request-claims.ts';
 
 const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
@@ -135,7 +136,7 @@ export function modernDemoHandler(o: {
       return !(await isLegacyRequest(await toWebRequest(req as never, req.body), req.body));
     },
     async handle(req: Request, res: Response) {
-      (req as Request & { auth?: AuthInfo }).auth = new DemoAuth(res.locals.claims as Claims);
+      (req as Request & { auth?: AuthInfo }).auth = new DemoAuth(requestClaimsOf(res));
       await handler(req as never, res as never, req.body);
     },
   };

@@ -1,7 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '@mtg/db';
-
-const STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
+import { TASK_STATUSES } from '@mtg/tool-kit';
 
 /**
  * Cluster-wide gauges, read from PostgreSQL when scraped (at most once per `cacheMs`, so
@@ -38,7 +37,7 @@ export function registerClusterGauges(
         tasks = new Map(r.rows.map((row) => [row.status, row.n]));
         tasksAt = Date.now();
       }
-      for (const status of STATUSES) this.set({ status }, tasks.get(status) ?? 0);
+      for (const status of TASK_STATUSES) this.set({ status }, tasks.get(status) ?? 0);
     },
   });
 

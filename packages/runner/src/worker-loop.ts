@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PoolClient } from 'pg';
-import type { PgBoss } from 'pg-boss';
+import type { Job, PgBoss } from 'pg-boss';
 import { queryMaybePrepared } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { CHANNELS, HEARTBEAT_SECONDS, type TaskEvents } from '@mtg/tasks';
@@ -33,7 +33,8 @@ export interface WorkerLoopOptions {
   onRunEnded?: (taskId: string, result: RunResult) => void;
 }
 
-type Job = { id: string; name: string; data: { taskId: string } };
+/** What the gateway puts on a task's job (it may be missing on a job someone else sent). */
+type TaskJobData = { taskId?: unknown };
 
 /**
  * Pulls task jobs and runs them. Pickup is pushed, not polled: the gateway NOTIFYs on our
@@ -81,7 +82,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           pending.delete(queue);
           missed.delete(queue);
           const batchSize = Math.min(free(), wanted);
-          const jobs = (await o.boss.fetch(queue, { batchSize })) as unknown as Job[];
+          const jobs = await o.boss.fetch<TaskJobData>(queue, { batchSize });
           for (const job of jobs) start(job);
           // A full batch of what was free may have left more behind: look again.
           if (jobs.length === batchSize && batchSize < wanted) {
@@ -126,17 +127,17 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     }
   };
 
-  const start = (job: Job) => {
+  const start = (job: Job<TaskJobData>) => {
     const taskId = job.data?.taskId;
     if (typeof taskId !== 'string') {
-      void o.boss.fail(job.name, job as never, { error: 'job without taskId' } as never);
+      void o.boss.fail(job.name, job, { error: 'job without taskId' });
       return;
     }
     const stop = new AbortController();
     const drain = new AbortController();
     const heartbeat = setInterval(
       () => {
-        o.boss.touch(job.name, job as never).catch(() => {});
+        o.boss.touch(job.name, job).catch(() => {});
       },
       (HEARTBEAT_SECONDS * 1000) / 3,
     );
@@ -145,11 +146,11 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     let jobCompleted = false;
     const settleJob = async (tx: PoolClient) => {
       jobCompleted = false;
-      await o.boss.complete(job.name, job as never, undefined, {
+      await o.boss.complete(job.name, job, undefined, {
         db: {
           executeSql: (text: string, values?: unknown[]) => queryMaybePrepared(tx, text, values),
         },
-      } as never);
+      });
       jobCompleted = true;
     };
     const done = (async () => {
@@ -170,18 +171,17 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           result === 'unservable'
         ) {
           // 'settled' with the job completed by the ending's own transaction: nothing left.
-          if (!(result === 'settled' && jobCompleted))
-            await o.boss.complete(job.name, job as never);
+          if (!(result === 'settled' && jobCompleted)) await o.boss.complete(job.name, job);
         } else {
           // released (shutdown), held (another live worker), retry: pg-boss retries soon.
-          await o.boss.fail(job.name, job as never, { reason: result } as never);
+          await o.boss.fail(job.name, job, { reason: result });
         }
       } catch (error) {
         o.logger.error('task run crashed', {
           taskId,
           error: error instanceof Error ? error.message : String(error),
         });
-        await o.boss.fail(job.name, job as never).catch(() => {});
+        await o.boss.fail(job.name, job).catch(() => {});
       } finally {
         clearInterval(heartbeat);
         running.delete(taskId);

@@ -1,3 +1,4 @@
+import type { TaskStatus } from '@mtg/tool-kit';
 import type { FormSchema } from './input-schema.ts';
 /** A row of app.tasks as the verbs read it. */
 export interface TaskRow {
@@ -90,7 +91,8 @@ export const everyTaskColumnListed: [Unlisted] extends [never] ? true : Unlisted
 /** `SELECT ${TASK_SELECT} FROM app.tasks ...` */
 export const TASK_SELECT = TASK_COLUMNS.join(', ');
 
-export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+// The statuses are @mtg/tool-kit's one list (TASK_STATUSES); the row's column holds one of them.
+export type { TaskStatus };
 export const isTerminal = (s: TaskStatus) =>
   s === 'completed' || s === 'failed' || s === 'cancelled';
 

@@ -3,6 +3,7 @@ export { defineLongTool, DEFAULT_LIMITS, type LongToolSpec } from './define-long
 export { definePack, isPack, type Pack, type PackSpec } from './define-pack.ts';
 export { ToolError, isToolError, TOOL_ERROR_CODE } from './tool-error.ts';
 export { TOOL_NAME } from './tool-names.ts';
+export { TASK_STATUSES, isTaskStatus, type TaskStatus } from './task-status.ts';
 export type {
   AnyTool,
   ApprovalGranted,

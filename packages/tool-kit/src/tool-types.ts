@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { TaskStatus } from './task-status.ts';
 
 /**
  * Glossary
@@ -74,8 +75,8 @@ export interface UpstreamTaskState {
   result?: ToolResult;
 }
 
-export type UpstreamTaskStatus =
-  'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+/** An upstream MCP server's task status: the gateway's own statuses (task-status.ts). */
+export type UpstreamTaskStatus = TaskStatus;
 
 /**
  * An upstream MCP server for one task, handed in by the worker: every request carries a

@@ -1,5 +1,7 @@
 import {
+  isTaskStatus,
   ToolError,
+  type TaskStatus,
   type ToolResult,
   type UpstreamTaskClient,
   type UpstreamTaskRef,
@@ -461,17 +463,8 @@ function detailedState(t: Record<string, unknown>): UpstreamTaskState {
   };
 }
 
-function statusOf(
-  value: unknown,
-): 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled' {
-  if (
-    value === 'working' ||
-    value === 'input_required' ||
-    value === 'completed' ||
-    value === 'failed' ||
-    value === 'cancelled'
-  )
-    return value;
+function statusOf(value: unknown): TaskStatus {
+  if (isTaskStatus(value)) return value;
   throw new ToolError(
     'upstream_protocol_error',
     `upstream task status ${JSON.stringify(value)} is not an MCP task status`,

@@ -5,7 +5,8 @@ import type { ConsoleRole } from '../auth/roles.ts';
 import type { ReadScope } from '../queries/scope.ts';
 import { clearSessionCookie, cookieOf, SESSION_COOKIE } from './cookies.ts';
 import { html } from './html.ts';
-import type { ConsolePrincipal, Session, SessionStore } from './session-store.ts';
+import { maybeSessionOf, sessionOf, setRequestSession } from './request-session.ts';
+import type { ConsolePrincipal, SessionStore } from './session-store.ts';
 import { layout } from '../pages/layout.ts';
 
 /**
@@ -22,9 +23,7 @@ export type ConsoleDenial =
  */
 export type RevocationCheck = (p: ConsolePrincipal) => Promise<string | undefined>;
 
-export function sessionOf(res: Response): Session {
-  return res.locals.session as Session;
-}
+export { sessionOf };
 
 export function principalOf(res: Response): ConsolePrincipal {
   return sessionOf(res).principal!;
@@ -42,13 +41,13 @@ export function refuse(
   code: ConsoleDenial,
   message: string,
 ): void {
-  const p = (res.locals.session as Session | undefined)?.principal;
+  const session = maybeSessionOf(res);
+  const p = session?.principal;
   logger.info('console request refused', {
     code,
     status,
     ...(p ? { tenant: p.tenant, subject: p.subject, role: p.role } : {}),
   });
-  const session = res.locals.session as Session | undefined;
   res
     .status(status)
     .type('html')
@@ -106,7 +105,7 @@ export function requireSession(sessions: SessionStore, revoked: RevocationCheck,
         );
       return;
     }
-    res.locals.session = session;
+    setRequestSession(res, session);
     next();
   };
 }
@@ -128,7 +127,7 @@ export function requireRole(logger: Logger, roles: readonly ConsoleRole[]) {
 /** Every POST carries the session's CSRF token in the form field `csrf`. */
 export function requireCsrf(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
-    const session = res.locals.session as Session | undefined;
+    const session = maybeSessionOf(res);
     const sent = typeof req.body?.csrf === 'string' ? Buffer.from(req.body.csrf) : Buffer.alloc(0);
     const expected = Buffer.from(session?.csrf ?? '');
     if (expected.length > 0 && sent.length === expected.length && timingSafeEqual(sent, expected)) {

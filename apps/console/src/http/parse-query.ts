@@ -1,4 +1,4 @@
-import { TASK_STATUSES } from '../queries/search-tasks.ts';
+import { TASK_STATUSES } from '@mtg/tool-kit';
 import { z } from 'zod';
 
 const text = (max: number) =>
@@ -31,7 +31,7 @@ export const TaskSearchQuery = z.object({
   client: text(256).optional(),
   tool: text(256).optional(),
   status: z
-    .enum(['', ...TASK_STATUSES] as [string, ...string[]])
+    .enum(['', ...TASK_STATUSES])
     .transform((s) => s || undefined)
     .optional(),
   from: instant,

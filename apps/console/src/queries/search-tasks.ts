@@ -1,12 +1,14 @@
+import type { TaskStatus } from '@mtg/tool-kit';
 import type { Queryable } from '@mtg/db';
 import type { ReadScope } from './scope.ts';
+import { STATUS_OF_SQL } from './task-status.ts';
 
 export interface TaskSearch {
   id?: string;
   user?: string;
   client?: string;
   tool?: string;
-  status?: string;
+  status?: TaskStatus;
   /** ISO 8601: created at or after. */
   from?: string;
   /** ISO 8601: created before. */
@@ -21,38 +23,9 @@ export interface TaskSummary {
   subject: string | null;
   client: string | null;
   tool: string | null;
-  status: string;
+  status: TaskStatus;
   events: number;
 }
-
-export const TASK_STATUSES = [
-  'submitted',
-  'working',
-  'paused',
-  'input_required',
-  'completed',
-  'failed',
-  'cancelled',
-];
-
-// A task's status as its audit trail tells it: the last lifecycle event.
-const STATUS_OF = `CASE (array_agg(type ORDER BY occurred_at DESC, chain_id DESC, seq DESC) FILTER (WHERE type IN
-    ('task.created','task.started','task.lease_taken','task.step_completed','task.paused',
-     'task.resumed','task.input_required','task.input_resolved','task.completed','task.failed',
-     'task.cancelled','task.admin_cancelled','task.input_requested','task.input_received',
-     'task.approval_requested','task.approved','task.rejected')))[1]
-    WHEN 'task.created' THEN 'submitted'
-    WHEN 'task.paused' THEN 'paused'
-    -- An upstream task waiting for input (mirrored; its worker still holds the lease).
-    WHEN 'task.input_required' THEN 'input_required'
-    -- Parked on a question to its caller or a second person's approval.
-    WHEN 'task.input_requested' THEN 'input_required'
-    WHEN 'task.approval_requested' THEN 'input_required'
-    WHEN 'task.completed' THEN 'completed'
-    WHEN 'task.failed' THEN 'failed'
-    WHEN 'task.cancelled' THEN 'cancelled'
-    WHEN 'task.admin_cancelled' THEN 'cancelled'
-    ELSE 'working' END`;
 
 /** Tasks of the tenant (a user: their own), newest first, from audit.task_timeline. */
 export async function searchTasks(
@@ -68,7 +41,7 @@ export async function searchTasks(
               (array_agg(subject ORDER BY occurred_at, chain_id, seq) FILTER (WHERE type = 'task.created'))[1] AS subject,
               (array_agg(client ORDER BY occurred_at, chain_id, seq) FILTER (WHERE type = 'task.created'))[1] AS client,
               (array_agg(tool ORDER BY occurred_at, chain_id, seq) FILTER (WHERE tool IS NOT NULL))[1] AS tool,
-              ${STATUS_OF} AS status,
+              ${STATUS_OF_SQL} AS status,
               count(*)::int AS events
          FROM audit.task_timeline
         WHERE tenant = $1 AND ($2::text IS NULL OR task_id = $2)

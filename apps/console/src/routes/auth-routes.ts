@@ -6,6 +6,7 @@ import type { ConsoleRole } from '../auth/roles.ts';
 import { verifyConsoleToken } from '../auth/verify-console-token.ts';
 import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/cookies.ts';
 import { requireCsrf, type RevocationCheck } from '../http/guards.ts';
+import { sessionOf, setRequestSession } from '../http/request-session.ts';
 import { html } from '../http/html.ts';
 import type { SessionStore } from '../http/session-store.ts';
 import { layout } from '../pages/layout.ts';
@@ -109,13 +110,13 @@ export function authRoutes(deps: {
     '/login/start',
     express.urlencoded({ extended: false, limit: '4kb' }),
     async (req: Request, res: Response, next) => {
-      res.locals.session = await sessions.get(cookieOf(req, SESSION_COOKIE));
+      setRequestSession(res, await sessions.get(cookieOf(req, SESSION_COOKIE)));
       next();
     },
     requireCsrf(logger),
     async (req: Request, res: Response) => {
       const role = ROLES.find((r) => r === req.body?.role) ?? 'user';
-      await sessions.end(res.locals.session.id);
+      await sessions.end(sessionOf(res).id);
       await beginLogin(role, res);
     },
   );
@@ -208,12 +209,12 @@ export function authRoutes(deps: {
     '/logout',
     express.urlencoded({ extended: false, limit: '4kb' }),
     async (req: Request, res: Response, next) => {
-      res.locals.session = await sessions.get(cookieOf(req, SESSION_COOKIE));
+      setRequestSession(res, await sessions.get(cookieOf(req, SESSION_COOKIE)));
       next();
     },
     requireCsrf(logger),
     async (_req: Request, res: Response) => {
-      await sessions.end(res.locals.session.id);
+      await sessions.end(sessionOf(res).id);
       clearSessionCookie(res);
       res.redirect(303, '/login');
     },

@@ -18,7 +18,9 @@ import { listQuery } from '../http/list-query.ts';
 import { flashNotice, takeNotice } from '../http/notice.ts';
 import type { SessionStore } from '../http/session-store.ts';
 import { TaskSearchQuery } from '../http/parse-query.ts';
-import { searchTasks, TASK_STATUSES, type TaskSummary } from '../queries/search-tasks.ts';
+import { TASK_STATUSES } from '@mtg/tool-kit';
+import { searchTasks, type TaskSummary } from '../queries/search-tasks.ts';
+import { statusOfEvents } from '../queries/task-status.ts';
 import { systemsTouched, taskTimeline, type TimelineEvent } from '../queries/task-timeline.ts';
 import { exportLinks, layout } from '../pages/layout.ts';
 import { table } from '../pages/table.ts';
@@ -178,9 +180,7 @@ export function taskRoutes(deps: {
         </tr>
         <tr>
           <th>Status</th>
-          <td id="task-status">
-            ${ended ? ended.type.replace('task.', '').replace('admin_', '') : 'open'}
-          </td>
+          <td id="task-status">${statusOfEvents(events.map((e) => e.type))}</td>
         </tr>
         <tr>
           <th>Systems touched</th>

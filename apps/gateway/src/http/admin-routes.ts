@@ -11,6 +11,7 @@ import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { ADMIN_SCOPE, restorePrincipal, revokePrincipal, type OnTaskEnded } from '@mtg/tasks';
 import { principalOf, refuseScope } from './authenticate.ts';
+import { correlationIdOf } from './request-meta.ts';
 import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.ts';
 
 // Text PostgreSQL cannot store is the caller's mistake (400), not a driver error (500).
@@ -24,6 +25,16 @@ const PrincipalBody = z
     reason: notBlank(storable(z.string().min(1).max(500))).optional(),
   })
   .strict();
+type PrincipalBody = z.infer<typeof PrincipalBody>;
+
+/** Each admin request's body, as readBody validated it, for the route that acts on it. */
+const bodies = new WeakMap<Response, PrincipalBody>();
+/** The validated body; an error when a route reads it without readBody in front. */
+const bodyOf = (res: Response): PrincipalBody => {
+  const body = bodies.get(res);
+  if (!body) throw new Error('admin request body read before readBody');
+  return body;
+};
 
 /**
  * `POST /admin/principals/revoke|restore` with `{ subject, reason? }`: a tenant administrator
@@ -54,7 +65,7 @@ export function adminRoutes(deps: {
       subject: p.subject,
       client: p.client,
       reason: 'insufficient_scope',
-      correlationId: res.locals.correlationId,
+      correlationId: correlationIdOf(res),
       actor: { subject: p.subject, client: p.client, kind: 'user' },
       data: { method: req.method, path: req.path, scope: ADMIN_SCOPE },
     });
@@ -74,21 +85,21 @@ export function adminRoutes(deps: {
         });
         return;
       }
-      res.locals.body = parsed.data;
+      bodies.set(res, parsed.data);
       next();
     },
   ];
 
   const sourceOf = (res: Response) => {
     const admin = principalOf(res);
-    const body = res.locals.body as z.infer<typeof PrincipalBody>;
+    const body = bodyOf(res);
     return {
       target: { tenant: admin.tenant, subject: body.subject },
       source: {
         path: 'admin',
         by: { subject: admin.subject, client: admin.client },
         ...(body.reason ? { detail: { note: body.reason } } : {}),
-        correlationId: res.locals.correlationId as string,
+        correlationId: correlationIdOf(res),
       },
     };
   };

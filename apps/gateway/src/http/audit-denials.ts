@@ -3,6 +3,7 @@ import { appendAuditGrouped } from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
+import { correlationIdOf } from './request-meta.ts';
 
 /**
  * Audit for denials at the HTTP layer.
@@ -38,7 +39,7 @@ export function createDenialAuditor(options: { pool: Pool; logger: Logger; windo
       void write({
         type: 'auth.denied',
         reason,
-        correlationId: String(res.locals.correlationId ?? ''),
+        correlationId: correlationIdOf(res) ?? '',
         data: { ...data, count: 1, firstInWindow: true },
       });
       return;
@@ -65,7 +66,7 @@ export function createDenialAuditor(options: { pool: Pool; logger: Logger; windo
         client: principal.client,
         ...(tool ? { tool } : {}),
         reason,
-        correlationId: String(res.locals.correlationId ?? ''),
+        correlationId: correlationIdOf(res) ?? '',
       });
     },
     stop() {

@@ -8,6 +8,7 @@ import {
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { requestContextOf, setRequestContext } from './request-context.ts';
+import { correlationIdOf } from './request-meta.ts';
 
 export interface AuthenticateOptions {
   verify: VerifyOptions;
@@ -100,7 +101,7 @@ export function authenticate(options: AuthenticateOptions) {
     if (!verified.ok) {
       options.onDenied?.(req, `token_${verified.code}`, res);
       options.logger.info('token rejected', {
-        correlationId: res.locals.correlationId,
+        correlationId: correlationIdOf(res),
         code: verified.code,
       });
       if (verified.code === 'keys_unavailable') {
@@ -121,7 +122,7 @@ export function authenticate(options: AuthenticateOptions) {
       principal: verified.principal,
       claims: verified.claims,
       token: bearer.token,
-      correlationId: String(res.locals.correlationId ?? ''),
+      correlationId: correlationIdOf(res) ?? '',
       // An explicit idempotency key may also come as a header (IETF Idempotency-Key draft).
       ...(idempotencyKeyHeader !== undefined ? { idempotencyKeyHeader } : {}),
       ...(req.socket.remoteAddress ? { clientIp: req.socket.remoteAddress } : {}),

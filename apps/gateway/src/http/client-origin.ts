@@ -2,6 +2,7 @@ import net from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { runWithRequestOrigin, type RequestOrigin } from '@mtg/audit';
 import { clipInput } from '@mtg/log';
+import { noteRequestMeta } from './request-meta.ts';
 
 const unmapped = (address: string) =>
   address.startsWith('::ffff:') && net.isIPv4(address.slice(7)) ? address.slice(7) : address;
@@ -31,7 +32,7 @@ export function clientAddress(
 }
 
 /**
- * Records where each request came from (`res.locals.clientIp`, `res.locals.userAgent`) for
+ * Records where each request came from (its client address and user agent, request-meta.ts) for
  * the request log, and runs the rest of its handling with that origin, so every
  * `auth.denied` and `task.denied` it causes names it (packages/audit request-origin.ts).
  */
@@ -47,8 +48,7 @@ export function recordClientOrigin(trustedProxies: readonly string[]) {
     );
     if (ip) origin.ip = ip;
     if (typeof ua === 'string' && ua) origin.userAgent = clipInput(ua);
-    res.locals.clientIp = origin.ip;
-    res.locals.userAgent = origin.userAgent;
+    noteRequestMeta(res, { clientIp: origin.ip, userAgent: origin.userAgent });
     runWithRequestOrigin(origin, next);
   };
 }

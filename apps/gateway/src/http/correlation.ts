@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { clipInput, type Logger } from '@mtg/log';
 import { maybeRequestContextOf } from './request-context.ts';
+import { noteRequestMeta, requestMetaOf } from './request-meta.ts';
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
@@ -13,12 +14,13 @@ export function correlateAndLog(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && SAFE_ID.test(incoming) ? incoming : randomUUID();
-    res.locals.correlationId = id;
+    noteRequestMeta(res, { correlationId: id });
     res.setHeader('X-Request-Id', id);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const principal = maybeRequestContextOf(res)?.principal;
       const body = req.body as { method?: unknown } | undefined;
+      const meta = requestMetaOf(res);
       logger.info('request', {
         correlationId: id,
         method: req.method,
@@ -29,10 +31,10 @@ export function correlateAndLog(logger: Logger) {
         subject: principal?.subject,
         tenant: principal?.tenant,
         client: principal?.client,
-        trace_id: res.locals.traceId,
-        span_id: res.locals.spanId,
-        clientIp: res.locals.clientIp,
-        userAgent: res.locals.userAgent,
+        trace_id: meta.traceId,
+        span_id: meta.spanId,
+        clientIp: meta.clientIp,
+        userAgent: meta.userAgent,
       });
     });
     next();

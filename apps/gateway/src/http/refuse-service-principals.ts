@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { principalOf, refuseToken } from './authenticate.ts';
+import { correlationIdOf } from './request-meta.ts';
 
 /**
  * Which verified principals the gateway still refuses (docs/identity.md, "Who may call the
@@ -57,7 +58,7 @@ export function refuseServicePrincipals(
     const refusal = refusalOf(principal, options);
     if (!refusal) return next();
     options.logger.info('service principal refused', {
-      correlationId: res.locals.correlationId,
+      correlationId: correlationIdOf(res),
       code: refusal.code,
       client: principal.client,
     });

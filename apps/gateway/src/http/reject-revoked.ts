@@ -4,6 +4,7 @@ import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { revocationOf, type Revocation } from '@mtg/tasks';
 import { principalOf, refuseToken } from './authenticate.ts';
+import { correlationIdOf } from './request-meta.ts';
 
 export const REVOKED_DESCRIPTION = 'access for this principal has been revoked';
 
@@ -30,7 +31,7 @@ export function rejectRevoked(options: {
 
   return async (req: Request, res: Response, next: NextFunction) => {
     const p = principalOf(res);
-    const correlationId = res.locals.correlationId as string | undefined;
+    const correlationId = correlationIdOf(res);
     // (Identity claims that are not storable text never get here: token verification refuses them.)
     const revocation = await revocationOf(options.pool, p);
     if (!revocation) return next();

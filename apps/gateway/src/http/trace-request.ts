@@ -8,13 +8,14 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { clipInput } from '@mtg/log';
+import { noteRequestMeta } from './request-meta.ts';
 
 const tracer = () => trace.getTracer('mcp-task-gateway');
 
 /**
  * Each request is a SERVER span, continuing the caller's W3C `traceparent` when it sends one;
  * everything the request does (authentication, dispatch, the task's transaction, the job it
- * enqueues) runs inside it. The ids go to res.locals for the request log line. With tracing
+ * enqueues) runs inside it. The ids are noted for the request log line (request-meta.ts). With tracing
  * off the API hands out a no-op span and this costs a few property reads.
  */
 export function traceRequests() {
@@ -30,8 +31,7 @@ export function traceRequests() {
     );
     const sc = span.spanContext();
     if (trace.isSpanContextValid(sc) && span.isRecording()) {
-      res.locals.traceId = sc.traceId;
-      res.locals.spanId = sc.spanId;
+      noteRequestMeta(res, { traceId: sc.traceId, spanId: sc.spanId });
     }
     res.on('finish', () => {
       span.setAttribute('http.response.status_code', res.statusCode);

@@ -8,6 +8,7 @@ import type { Logger } from '@mtg/log';
 import { spiffeIdOfCertificate, type Workload } from '@mtg/policy';
 import { refuseToken } from './authenticate.ts';
 import { requestContextOf, setRequestContext } from './request-context.ts';
+import { correlationIdOf } from './request-meta.ts';
 
 /** Why a request's workload identity was refused (audited as `auth.denied` reasons). */
 export type WorkloadDenyCode =
@@ -181,7 +182,7 @@ export function workloadIdentity(
     if (!result.ok) {
       await options.onDenied?.(res, result.code);
       options.logger.info('workload identity refused', {
-        correlationId: res.locals.correlationId,
+        correlationId: correlationIdOf(res),
         code: result.code,
       });
       if (result.code === 'token_cert_mismatch') {
@@ -195,7 +196,7 @@ export function workloadIdentity(
     }
     if (result.forwardedIgnored) {
       options.logger.warn('forwarded client certificate from an untrusted peer ignored', {
-        correlationId: res.locals.correlationId,
+        correlationId: correlationIdOf(res),
         peer: socket.remoteAddress,
       });
     }

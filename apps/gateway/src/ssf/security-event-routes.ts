@@ -4,6 +4,7 @@ import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import type { OnTaskEnded } from '@mtg/tasks';
 import { actOnSecurityEvent } from './act-on-security-event.ts';
+import { correlationIdOf } from '../http/request-meta.ts';
 import { readSecurityEvent } from './read-security-event.ts';
 import { forgetReceivedSet, pruneReceivedSets, recordReceivedSet } from './record-received-set.ts';
 import { refuse, setErrorResponse, type SetErrorCode, type SetRefusal } from './set-errors.ts';
@@ -57,7 +58,7 @@ export function securityEventRoutes(
 
   const reject = (res: Response, refusal: SetRefusal) => {
     logger.warn('security event rejected', {
-      correlationId: res.locals.correlationId,
+      correlationId: correlationIdOf(res),
       code: refusal.code,
       description: refusal.description,
     });
@@ -86,7 +87,7 @@ export function securityEventRoutes(
     },
     readBody,
     async (req: Request, res: Response) => {
-      const correlationId = res.locals.correlationId as string | undefined;
+      const correlationId = correlationIdOf(res);
       const token = typeof req.body === 'string' ? req.body.trim() : '';
       const verified = await verifySecurityEvent(token, deps.verify);
       if (!verified.ok) return reject(res, verified);
