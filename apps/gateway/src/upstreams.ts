@@ -57,6 +57,7 @@ export async function startGatewayUpstreams(
           clientId: config.CLIENT_ID,
           clientSecret: config.CLIENT_SECRET,
           resource: audience,
+          clock: () => new Date(now()),
         });
         serviceTokens.set(audience, get);
       }

@@ -139,6 +139,7 @@ export async function buildWorker(
     clientId: config.CLIENT_ID,
     clientSecret: config.CLIENT_SECRET,
     resource: config.downstreamResource,
+    clock: deps.clock,
   });
   const keys = config.credentialKeys;
   const credentialDeps = {
