@@ -73,8 +73,9 @@ test('a 2025-03-26 batch is authorized, rate-limited and audited element by elem
   const limited = answers.filter((a) => a.structuredContent?.error === 'rate_limited');
   const read = answers.filter((a) => a.structuredContent?.status === 'working');
   expect(limited.length + read.length).toBe(10);
-  expect(read.length).toBeGreaterThan(0);
-  expect(read.length).toBeLessThanOrEqual(3 * 2); // may straddle two windows
+  // A fresh window gives at least its 3 points (more if the batch straddles two windows).
+  expect(read.length).toBeGreaterThanOrEqual(3);
+  expect(read.length).toBeLessThanOrEqual(3 * 2);
   const after = (await events()).slice(before);
   expect(after.filter((e) => e.type === 'task.status_read')).toHaveLength(read.length);
   expect(after.filter((e) => e.reason === 'rate_limited').length).toBeGreaterThanOrEqual(1);
