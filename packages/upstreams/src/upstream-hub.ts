@@ -83,11 +83,12 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
     ]),
   );
   const longTools = new Map<string, LongTool>(options.ownLong);
+  // The hub's clock is the gateway's, read in epoch ms.
+  const now = options.now;
   const limit = createUpstreamCallLimit(
     pool,
     options.callsPerMinute,
-    // The hub's clock is the gateway's, read in epoch ms.
-    options.now ? () => new Date(options.now!()) : undefined,
+    now ? () => new Date(now()) : undefined,
   );
   let current: UpstreamTools = { long: new Map(), instant: new Map(), entries: [] };
   let ownInstant: ToolDefinition[] = [];
