@@ -192,7 +192,8 @@ test('polls faster than the limit are refused with a retry hint, and the caller 
   for (const r of refused)
     expect(r.structuredContent).toMatchObject({ error: 'rate_limited', retryAfterSeconds: 1 });
 
-  await new Promise((r) => setTimeout(r, 1100));
+  // The next window, by the gateway's clock: polling is allowed again.
+  stack.clock.advance(1000);
   const again = await client.callTool({ name: 'get_job_status', arguments: { jobId } });
   expect(again.isError).toBeFalsy();
   expect(again.structuredContent).toMatchObject({ jobId, status: 'working' });

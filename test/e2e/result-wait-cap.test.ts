@@ -1,5 +1,7 @@
 // A blocking 2025-11-25 tasks/result may hold a connection for TASK_RESULT_WAIT_MS: one
-// caller may hold only TASK_RESULT_WAITS_PER_CALLER of them at once.
+// caller may hold only TASK_RESULT_WAITS_PER_CALLER of them at once. The wait is long (a
+// minute, past the test's own timeout): the holds end because the test moves the gateway's
+// clock past it, not because that much time passes.
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../support/clients.ts';
 import { pollUntil } from '../support/poll.ts';
@@ -11,7 +13,7 @@ let stack: Stack;
 beforeAll(async () => {
   stack = await startStack({
     workers: 1,
-    env: { TASK_RESULT_WAITS_PER_CALLER: '2', TASK_RESULT_WAIT_MS: '4000' },
+    env: { TASK_RESULT_WAITS_PER_CALLER: '2', TASK_RESULT_WAIT_MS: '60000' },
   });
 });
 afterAll(async () => {
@@ -47,8 +49,9 @@ test('past its cap of held blocking results a caller is refused at once with a c
           data: e.data,
         }),
       );
-  const started = Date.now();
   const holds = [result(running), result(running)];
+  // Time for the two requests to reach the gateway and take their holds (no clock can move
+  // a request along).
   await new Promise((r) => setTimeout(r, 500));
 
   // The third and fourth are refused at once, naming the limit.
@@ -76,15 +79,19 @@ test('past its cap of held blocking results a caller is refused at once with a c
     .request({ method: 'tasks/result', params: { taskId: otherRunning } }, CallToolResultSchema)
     .catch((e: { message: string }) => e.message);
 
-  // The held ones wait their full time and say the task is still running.
+  // The held ones are still held; they wait their full time (by the gateway's clock) and say
+  // the task is still running.
+  await expect(Promise.race([...holds, Promise.resolve('holding')])).resolves.toBe('holding');
+  await new Promise((r) => setTimeout(r, 500)); // the other caller's hold reaches the gateway
+  stack.clock.advance(60_000);
   for (const h of await Promise.all(holds))
     expect(h).toMatchObject({ ok: false, message: expect.stringMatching(/still running after/) });
-  expect(Date.now() - started).toBeGreaterThanOrEqual(3500);
   expect(await theirs).toMatch(/still running after/);
   // With the holds released, the caller may hold again.
   const again = result(running);
   await new Promise((r) => setTimeout(r, 500));
   await expect(Promise.race([again, Promise.resolve('holding')])).resolves.toBe('holding');
+  stack.clock.advance(60_000);
   await again;
   await client.close();
   await other.close();

@@ -54,8 +54,11 @@ afterAll(async () => {
   await stack?.close();
 });
 
-/** Past the current one-second poll window, so the next read has a fresh point. */
-const nextWindow = () => new Promise((r) => setTimeout(r, 1100));
+/**
+ * Past the current one-second poll window, so the next read has a fresh point: a window lasts
+ * a second of the gateway's clock from its first poll, and the test moves that clock.
+ */
+const nextWindow = () => stack.clock.advance(1000);
 
 const get2026 = (taskId: string) =>
   rpc2026(stack.mcpUrl, token, 'tasks/get', { taskId }, { tasksExtension: true });
@@ -83,7 +86,7 @@ async function onPath(path: (typeof PATHS)[number], run: () => Promise<void>) {
 describe.each(PATHS)('with TASKS_GET_FAST_PATH=%s', (path) => {
   test('one 2026 tasks/get of a completed task under a poll limit of 1/s answers completed with its result: one point, one audit pair', async () => {
     await onPath(path, async () => {
-      await nextWindow();
+      nextWindow();
       const before = await lastSeq();
       const r = await get2026(ids[`kept-${path}`]!);
       expect(r.status).toBe(200);
@@ -104,14 +107,14 @@ describe.each(PATHS)('with TASKS_GET_FAST_PATH=%s', (path) => {
   test('a delete-on-read result is delivered once, and the task stays completed on every later read, on every wire', async () => {
     await onPath(path, async () => {
       const id = ids[`once-${path}`]!;
-      await nextWindow();
+      nextWindow();
       const first = await get2026(id);
       expect(first.body.result).toMatchObject({
         status: 'completed',
         result: { structuredContent: { collection: `once-${path}`, updated: 1 } },
       });
 
-      await nextWindow();
+      nextWindow();
       const before = await lastSeq();
       const second = await get2026(id);
       expect(second.body.result).toMatchObject({
@@ -133,22 +136,22 @@ describe.each(PATHS)('with TASKS_GET_FAST_PATH=%s', (path) => {
 
       // The other wires agree: completed, and the result is said to be gone.
       const client = await connectV1(stack.mcpUrl, token);
-      await nextWindow();
+      nextWindow();
       const core = await client.request(
         { method: 'tasks/get', params: { taskId: id } },
         GetTaskResultSchema,
       );
       expect(core.status).toBe('completed');
-      await nextWindow();
+      nextWindow();
       const status = await client.callTool({ name: 'get_job_status', arguments: { jobId: id } });
       expect(status.structuredContent).toMatchObject({ jobId: id, status: 'completed' });
-      await nextWindow();
+      nextWindow();
       const job = await client.callTool({ name: 'get_job_result', arguments: { jobId: id } });
       expect(job).toMatchObject({
         isError: true,
         structuredContent: { error: 'result_gone' },
       });
-      await nextWindow();
+      nextWindow();
       const payload = await client
         .request({ method: 'tasks/result', params: { taskId: id } }, CallToolResultSchema)
         .then(
@@ -175,7 +178,7 @@ test('get_job_result of a running job is one read: under a poll limit of 1/s it 
   );
   const id = r.body.result.taskId as string;
   const client = await connectV1(stack.mcpUrl, token);
-  await nextWindow();
+  nextWindow();
   const job = await client.callTool({ name: 'get_job_result', arguments: { jobId: id } });
   expect(job.isError).toBeFalsy();
   expect(job.structuredContent).toMatchObject({ jobId: id, status: 'working' });

@@ -86,6 +86,10 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'VerifyAuditTrailReport',
     ],
   },
+  '@mtg/clock': {
+    values: ['nowMs', 'systemClock'],
+    types: ['Clock'],
+  },
   '@mtg/config': {
     values: [
       'ConfigError',
@@ -111,6 +115,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'createPool',
       'createReadPreferringPool',
       'createReadRouter',
+      'createWindowCounter',
       'databaseFailureOf',
       'databaseUrlFor',
       'dropLoginRoles',
@@ -142,6 +147,8 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'ReadRouter',
       'ReadRouterOptions',
       'ReadTarget',
+      'WindowCount',
+      'WindowCounterOptions',
     ],
   },
   '@mtg/demo-tools': {

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@mtg/clock';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -47,7 +48,7 @@ export interface ConsoleOptions {
   metricsEndpoints?: Array<{ name: string; url: string }>;
   /** Bearer token of those endpoints (METRICS_TOKEN), when they require one. */
   metricsToken?: string;
-  now?: () => Date;
+  now?: Clock;
   fetch?: typeof fetch;
 }
 
@@ -63,7 +64,7 @@ function chartJsFile(): string {
 export function createConsole(options: ConsoleOptions) {
   const { pool, logger } = options;
   const reads = options.readPool ?? pool;
-  const now = options.now ?? (() => new Date());
+  const now = options.now ?? systemClock;
   const oidc = createOidcClient({
     issuer: options.issuer,
     clientId: options.clientId,
@@ -82,6 +83,7 @@ export function createConsole(options: ConsoleOptions) {
     pool,
     cipher: createCredentialCipher(options.sessionKeys.keys, options.sessionKeys.current),
     ...(options.sessionIdleSeconds ? { idleSeconds: options.sessionIdleSeconds } : {}),
+    clock: now,
   });
   // On the primary, never the replica: a revocation counts from the moment it is written.
   const revoked: RevocationCheck = (p) =>
@@ -122,6 +124,7 @@ export function createConsole(options: ConsoleOptions) {
       approvalScopes: options.approvalScopes ?? [],
       baseUrl: options.baseUrl,
       revoked,
+      clock: now,
       logger,
     }),
   );

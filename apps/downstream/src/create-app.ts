@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { JWTVerifyGetKey } from 'jose';
 import type { Pool } from '@mtg/db';
@@ -20,7 +21,7 @@ export interface DownstreamDeps {
  * GET /_writes for tests and demos, liveness and readiness.
  */
 export function createApp(deps: DownstreamDeps): Express {
-  const now = deps.now ?? Date.now;
+  const now = deps.now ?? nowMs;
   const app = express();
   app.disable('x-powered-by');
   app.use(logRequests(deps.logger, now));

@@ -1,3 +1,4 @@
+import { nowMs, type Clock } from '@mtg/clock';
 import type https from 'node:https';
 import {
   checkApplicationLogin,
@@ -82,7 +83,7 @@ export async function buildGateway(
    * `registry`: the tool registry loaded once at start (loaded here from TOOL_PACKS when not
    * given); `clock`: the gateway's time (default: the system's), for tests that move it.
    */
-  deps: { registry?: ToolRegistry; clock?: () => Date } = {},
+  deps: { registry?: ToolRegistry; clock?: Clock } = {},
 ): Promise<Gateway> {
   const now = deps.clock ? { now: () => deps.clock!().getTime() } : {};
   const tools =
@@ -101,7 +102,7 @@ export async function buildGateway(
     logger,
     tools,
     ownTools.map((t) => t.name),
-    deps.clock ? () => deps.clock!().getTime() : Date.now,
+    () => nowMs(deps.clock),
   );
   const toolNames = [
     ...ownTools.map((t) => t.name),
@@ -275,6 +276,7 @@ export async function buildGateway(
   });
   const rateLimits = createRateLimits({
     pool,
+    clock: deps.clock,
     settings: {
       startsPerMinute: config.RATE_LIMIT_STARTS_PER_MINUTE,
       clientStartsPerMinute: config.RATE_LIMIT_CLIENT_STARTS_PER_MINUTE,
@@ -339,6 +341,7 @@ export async function buildGateway(
       ...(config.METRICS_TOKEN ? { token: config.METRICS_TOKEN } : {}),
     },
     resultWaitMs: config.TASK_RESULT_WAIT_MS,
+    clock: deps.clock,
     tasksGetFastPath: config.TASKS_GET_FAST_PATH === 'on',
     logger,
     allowedHosts: config.allowedHosts,

@@ -1,3 +1,4 @@
+import type { Clock } from '@mtg/clock';
 import type { X509Certificate } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { appendAuditGrouped } from '@mtg/audit';
@@ -54,6 +55,8 @@ export interface GatewayDeps {
   tasks: TaskService;
   /** How long a blocking tasks/result waits for the task to end. */
   resultWaitMs: number;
+  /** The gateway's clock (default: the system's): how long a blocking tasks/result holds. */
+  clock?: Clock;
   /** 2026 `tasks/get` answered without the SDK's per-request server (mcp/fast-tasks-get.ts). */
   tasksGetFastPath?: boolean;
   logger: Logger;
@@ -113,6 +116,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   };
   const identifyWorkload = workloadIdentity({
     ...deps.workloads,
+    now: deps.clock,
     resourceMetadataUrl,
     logger: deps.logger,
     onDenied: (res, reason) => {
@@ -224,6 +228,7 @@ export function createApp(deps: GatewayDeps): express.Express {
       clipEveryField(deps.logger),
       {
         resultWaitMs: deps.resultWaitMs,
+        clock: deps.clock,
         ...(deps.tasksGetFastPath === false ? { tasksGetFastPath: false } : {}),
       },
     ),

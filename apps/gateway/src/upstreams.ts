@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import { createHash } from 'node:crypto';
 import { clientCredentialsToken, createTokenExchanger } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
@@ -26,7 +27,7 @@ export async function startGatewayUpstreams(
   /** The gateway's own tools (whoami, the job tools): no upstream tool may take their names. */
   ownToolNames: readonly string[],
   /** The gateway's clock (tests move it): when an exchanged token counts as expired. */
-  now: () => number = Date.now,
+  now: () => number = nowMs,
 ): Promise<UpstreamHub | undefined> {
   const upstreams = loadUpstreams(config.UPSTREAMS_FILE);
   if (!upstreams.length) return undefined;
@@ -56,6 +57,7 @@ export async function startGatewayUpstreams(
           clientId: config.CLIENT_ID,
           clientSecret: config.CLIENT_SECRET,
           resource: audience,
+          clock: () => new Date(now()),
         });
         serviceTokens.set(audience, get);
       }

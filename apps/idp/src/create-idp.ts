@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -64,7 +65,7 @@ export interface Idp {
 
 export async function createIdp(options: IdpOptions): Promise<Idp> {
   const logger = options.logger ?? createLogger('idp');
-  const now = options.now ?? Date.now;
+  const now = options.now ?? nowMs;
   const stateDir = path.join(options.dataDir, 'idp');
   const signingKey = await loadOrCreateSigningKey(path.join(stateDir, 'signing-key.json'));
   const users = createUserStore(path.join(stateDir, 'users.json'), now);

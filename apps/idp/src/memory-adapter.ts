@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import type { Adapter, AdapterFactory, AdapterPayload } from 'oidc-provider';
 
 interface Entry {
@@ -14,7 +15,7 @@ const SWEEP_EVERY = 500;
  * process and warns on every start). A restart forgets all of it: users log in again, and
  * dynamically registered clients register again. JWT access tokens are never stored.
  */
-export function memoryAdapterFactory(now: () => number = Date.now): AdapterFactory {
+export function memoryAdapterFactory(now: () => number = nowMs): AdapterFactory {
   const entries = new Map<string, Entry>();
   const grants = new Map<string, Set<string>>();
   // Secondary indexes: "<model> uid <uid>" and "<model> userCode <code>" to the entry id.

@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { encodeAccountId, type UserKey } from './account-id.ts';
@@ -29,7 +30,7 @@ type UserFile = Record<string, DevUser>;
  * changed), so a change made by another process (or by hand) takes effect at the next check; writes go through a temp file and a
  * rename so a reader never sees half a file, and are serialized within this process.
  */
-export function createUserStore(file: string, now: () => number = Date.now): UserStore {
+export function createUserStore(file: string, now: () => number = nowMs): UserStore {
   let queue: Promise<unknown> = Promise.resolve();
 
   // The file as last read, by the identity of that version of it: every check still asks the

@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import { createLocalJWKSet, errors, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import { SIGNING_ALG } from './signing-key.ts';
 
@@ -31,7 +32,7 @@ export function createOwnTokenVerifier(options: {
   now?: () => number;
 }): (token: string) => Promise<VerifyOwnTokenResult> {
   const keys = createLocalJWKSet({ keys: [options.publicKey] });
-  const now = options.now ?? Date.now;
+  const now = options.now ?? nowMs;
   return async (token) => {
     try {
       const { payload } = await jwtVerify(token, keys, {

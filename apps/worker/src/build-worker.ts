@@ -1,3 +1,4 @@
+import type { Clock } from '@mtg/clock';
 import { createPool } from '@mtg/db';
 import {
   clientCredentialsToken,
@@ -73,7 +74,7 @@ export async function buildWorker(
   registry: ToolRegistry,
   logger: Logger,
   /** `clock`: the worker's time (default: the system's), for tests that move it. */
-  deps: { clock?: () => Date } = {},
+  deps: { clock?: Clock } = {},
 ): Promise<Worker> {
   const served = servedTools(registry, config.WORKER_TOOLS);
   const targets = loadTargets({
@@ -138,6 +139,7 @@ export async function buildWorker(
     clientId: config.CLIENT_ID,
     clientSecret: config.CLIENT_SECRET,
     resource: config.downstreamResource,
+    clock: deps.clock,
   });
   const keys = config.credentialKeys;
   const credentialDeps = {
@@ -224,6 +226,7 @@ export async function buildWorker(
       leaseMs: config.WORKER_LEASE_MS,
       maxAttempts: config.WORKER_MAX_ATTEMPTS,
       logger,
+      ...clock,
       ...(observe ? { onTaskEnded: observe.taskEnded } : {}),
       targetsFor: createTaskTargets({
         credentials: credentialDeps,

@@ -393,13 +393,13 @@ async function awaitStandbys(
 ): Promise<Extract<CreateCheckpointResult, { code: 'standbys_behind' }> | undefined> {
   const lsn = (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))
     .rows[0]!.lsn;
-  const until = Date.now() + o.waitMs;
+  const until = performance.now() + o.waitMs;
   for (;;) {
     const confirmed = (
       await client.query<{ n: number }>('SELECT audit.standbys_flushed($1::pg_lsn) AS n', [lsn])
     ).rows[0]!.n;
     if (confirmed >= o.min) return undefined;
-    if (Date.now() >= until)
+    if (performance.now() >= until)
       return {
         ok: false,
         code: 'standbys_behind',

@@ -40,3 +40,8 @@ export {
   type ReadTarget,
 } from './read-router.ts';
 export { createReadPreferringPool } from './read-preferring-pool.ts';
+export {
+  createWindowCounter,
+  type WindowCount,
+  type WindowCounterOptions,
+} from './window-counter.ts';

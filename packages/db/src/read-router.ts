@@ -108,7 +108,7 @@ export function createReadRouter(options: ReadRouterOptions): ReadRouter {
   const lagNow = (): number | undefined => {
     if (replayed === undefined) return undefined;
     for (let i = samples.length - 1; i >= 0; i--) {
-      if (samples[i]!.lsn <= replayed) return Date.now() - samples[i]!.at;
+      if (samples[i]!.lsn <= replayed) return performance.now() - samples[i]!.at;
     }
     return undefined; // behind every sample we still hold: older than the window
   };
@@ -131,9 +131,9 @@ export function createReadRouter(options: ReadRouterOptions): ReadRouter {
       if (!replica) return;
       try {
         const p = await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
-        samples.push({ at: Date.now(), lsn: parseLsn(p.rows[0]!.lsn) });
+        samples.push({ at: performance.now(), lsn: parseLsn(p.rows[0]!.lsn) });
         // Enough history to measure any lag up to the bound, and a little more.
-        const horizon = Date.now() - maxLagMs - 2 * interval;
+        const horizon = performance.now() - maxLagMs - 2 * interval;
         while (samples.length > 2 && samples[0]!.at < horizon) samples.shift();
       } catch {
         return; // the primary's own trouble: the reads will meet it there

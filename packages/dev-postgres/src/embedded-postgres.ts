@@ -321,7 +321,7 @@ async function initialiseIfNeeded(
     for (const line of text.split('\n')) if (line.trim()) keep(lines, line);
   };
   logger.info('initialising embedded postgres cluster', { dataDir });
-  const started = Date.now();
+  const started = performance.now();
   const cluster = new EmbeddedPostgres({
     databaseDir: dataDir,
     user: SUPERUSER,
@@ -347,7 +347,10 @@ async function initialiseIfNeeded(
   }
   // Written last: its presence marks a completely initialised cluster.
   await writeFile(path.join(dataDir, PASSWORD_FILE), password + '\n', { mode: 0o600 });
-  logger.info('initialised embedded postgres cluster', { dataDir, ms: Date.now() - started });
+  logger.info('initialised embedded postgres cluster', {
+    dataDir,
+    ms: Math.round(performance.now() - started),
+  });
   return password;
 }
 
@@ -770,8 +773,8 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
 }
 
 async function waitUntil(check: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
+  const deadline = performance.now() + ms;
+  while (performance.now() < deadline) {
     if (check()) return true;
     await sleep(100);
   }

@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import {
   verifyAccessToken,
   type VerifyAccessTokenOptions,
@@ -31,7 +32,7 @@ export function cachedTokenVerifier(
 ): TokenVerifier {
   if (cache.maxAgeMs <= 0) return (token) => verifyAccessToken(token, options);
   const max = cache.maxEntries ?? 10_000;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? nowMs;
   const toleranceMs = (options.clockToleranceSec ?? 30) * 1000;
   const accepted = new Map<string, { until: number; result: VerifyAccessTokenResult }>();
   return async (token) => {

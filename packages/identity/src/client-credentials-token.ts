@@ -1,3 +1,4 @@
+import { nowMs, type Clock } from '@mtg/clock';
 import * as oidc from 'openid-client';
 import { oauthClientConfiguration } from './oauth-client-configuration.ts';
 
@@ -12,6 +13,8 @@ export function clientCredentialsToken(options: {
   resource: string;
   scope?: string;
   refreshBeforeSeconds?: number;
+  /** When the cached token counts as near expiry (default: the system clock). */
+  clock?: Clock;
 }): () => Promise<string> {
   const discover = oauthClientConfiguration(options);
   let cached: { token: string; expiresAt: number } | undefined;
@@ -19,7 +22,7 @@ export function clientCredentialsToken(options: {
   const margin = (options.refreshBeforeSeconds ?? 30) * 1000;
 
   return async () => {
-    if (cached && cached.expiresAt - margin > Date.now()) return cached.token;
+    if (cached && cached.expiresAt - margin > nowMs(options.clock)) return cached.token;
     inflight ??= (async () => {
       try {
         const response = await oidc.clientCredentialsGrant(await discover(), {
@@ -28,7 +31,7 @@ export function clientCredentialsToken(options: {
         });
         cached = {
           token: response.access_token,
-          expiresAt: Date.now() + (response.expires_in ?? 60) * 1000,
+          expiresAt: nowMs(options.clock) + (response.expires_in ?? 60) * 1000,
         };
         return cached.token;
       } finally {

@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import {
   createLocalJWKSet,
   errors,
@@ -92,7 +93,7 @@ function staticKeySource(jwks: JSONWebKeySet): KeySource {
 function remoteKeySource(options: RemoteKeySourceOptions): KeySource {
   const url = new URL(options.jwksUri);
   const fetchImpl = options.fetch ?? globalThis.fetch;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? nowMs;
   const refreshIntervalMs = options.refreshIntervalMs ?? 5 * 60_000;
   const minRefreshGapMs = options.minRefreshGapMs ?? 30_000;
   const timeoutMs = options.timeoutMs ?? 5_000;

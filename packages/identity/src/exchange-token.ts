@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import { decodeJwt } from 'jose';
 import * as oidc from 'openid-client';
 import { oauthClientConfiguration } from './oauth-client-configuration.ts';
@@ -100,7 +101,7 @@ export function createTokenExchanger(options: {
   style: ExchangeStyle;
   now?: () => number;
 }) {
-  const now = options.now ?? Date.now;
+  const now = options.now ?? nowMs;
   const discover = oauthClientConfiguration(options);
   return {
     async exchange(request: ExchangeRequest): Promise<ExchangeOutcome> {

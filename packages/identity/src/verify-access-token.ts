@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import {
   errors,
   jwtVerify,
@@ -81,7 +82,7 @@ export async function verifyAccessToken(
   token: string,
   options: VerifyAccessTokenOptions,
 ): Promise<VerifyAccessTokenResult> {
-  const now = options.now ?? Date.now;
+  const now = options.now ?? nowMs;
   const tolerance = options.clockToleranceSec ?? 30;
   const algorithms = acceptableAlgorithms(options.algorithms ?? DEFAULT_ALGORITHMS);
 

@@ -18,9 +18,10 @@ export function registerClusterGauges(
   },
 ): void {
   const cacheMs = deps.cacheMs ?? 5000;
-  let tasksAt = 0;
+  // Elapsed time (performance.now(), which starts near 0): never read is stale.
+  let tasksAt = -Infinity;
   let tasks: Map<string, number> = new Map();
-  let queueAt = 0;
+  let queueAt = -Infinity;
   let queue = { queued: 0, active: 0 };
 
   new Gauge({
@@ -29,13 +30,13 @@ export function registerClusterGauges(
     labelNames: ['status'],
     registers: [registry],
     async collect() {
-      if (Date.now() - tasksAt >= cacheMs) {
+      if (performance.now() - tasksAt >= cacheMs) {
         // The statuses are few and the table is bounded by retention: one grouped count.
         const r = await deps.db.query<{ status: string; n: number }>(
           'SELECT status, count(*)::int AS n FROM app.tasks GROUP BY status',
         );
         tasks = new Map(r.rows.map((row) => [row.status, row.n]));
-        tasksAt = Date.now();
+        tasksAt = performance.now();
       }
       for (const status of TASK_STATUSES) this.set({ status }, tasks.get(status) ?? 0);
     },
@@ -47,9 +48,9 @@ export function registerClusterGauges(
     labelNames: ['state'],
     registers: [registry],
     async collect() {
-      if (Date.now() - queueAt >= cacheMs) {
+      if (performance.now() - queueAt >= cacheMs) {
         queue = await deps.queueDepth();
-        queueAt = Date.now();
+        queueAt = performance.now();
       }
       this.set({ state: 'queued' }, queue.queued);
       this.set({ state: 'active' }, queue.active);
@@ -58,7 +59,7 @@ export function registerClusterGauges(
 
   const unserved = deps.unservedTasks;
   if (unserved) {
-    let unservedAt = 0;
+    let unservedAt = -Infinity;
     let counts: Array<{ tool: string; count: number }> = [];
     new Gauge({
       name: 'mtg_tasks_unserved',
@@ -66,9 +67,9 @@ export function registerClusterGauges(
       labelNames: ['tool'],
       registers: [registry],
       async collect() {
-        if (Date.now() - unservedAt >= cacheMs) {
+        if (performance.now() - unservedAt >= cacheMs) {
           counts = await unserved();
-          unservedAt = Date.now();
+          unservedAt = performance.now();
         }
         this.reset();
         for (const { tool, count } of counts) this.set({ tool }, count);

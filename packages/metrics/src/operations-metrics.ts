@@ -52,7 +52,8 @@ export function registerAuditGauges(
   deps: { db: Queryable; cacheMs?: number },
 ): void {
   const cacheMs = deps.cacheMs ?? 5000;
-  let at = 0;
+  // Elapsed time (performance.now(), which starts near 0): never read is stale.
+  let at = -Infinity;
   let state = {
     waiters: 0,
     longestWait: 0,
@@ -64,9 +65,9 @@ export function registerAuditGauges(
   // One read for all five gauges of a scrape: they share the promise while it runs.
   const refresh = () => {
     if (pending) return pending;
-    if (Date.now() - at < cacheMs) return Promise.resolve();
+    if (performance.now() - at < cacheMs) return Promise.resolve();
     pending = read().finally(() => {
-      at = Date.now();
+      at = performance.now();
       pending = undefined;
     });
     return pending;
@@ -156,7 +157,7 @@ export function registerQueueDepthGauges(
   },
 ): void {
   const cacheMs = deps.cacheMs ?? 5000;
-  let at = 0;
+  let at = -Infinity;
   let depths: Array<{ tool: string; queue: string; queued: number; active: number }> = [];
   new Gauge({
     name: 'mtg_queue_depth',
@@ -164,8 +165,8 @@ export function registerQueueDepthGauges(
     labelNames: ['tool', 'queue', 'state'],
     registers: [registry],
     async collect() {
-      if (Date.now() - at >= cacheMs) {
-        at = Date.now();
+      if (performance.now() - at >= cacheMs) {
+        at = performance.now();
         const next = [];
         for (const [tool, queue] of deps.queues) {
           const d = await deps.depth(queue);

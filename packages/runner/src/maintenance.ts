@@ -1,3 +1,4 @@
+import { nowMs, type Clock } from '@mtg/clock';
 import type { Pool, PoolClient } from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from '@mtg/log';
@@ -49,9 +50,9 @@ export function createMaintenance(o: {
    * Paces the purge (default: the system clock). Which rows are due is the database's
    * now(), as everywhere a row's time is compared (docs/architecture.md, "Time").
    */
-  clock?: () => Date;
+  clock?: Clock;
 }) {
-  const now = () => (o.clock ? o.clock().getTime() : Date.now());
+  const now = () => nowMs(o.clock);
   let timer: NodeJS.Timeout | undefined;
   let lastPurge = 0;
   let lastSupervise = 0;

@@ -1,3 +1,4 @@
+import type { Clock } from '@mtg/clock';
 import type { Pool, PoolClient } from 'pg';
 import type { Logger } from '@mtg/log';
 import { claimTask, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
@@ -58,6 +59,8 @@ export interface RunDeps {
    * so the ending and the job's completion commit together.
    */
   settleJob?: (tx: PoolClient) => Promise<void>;
+  /** The worker's clock: when a step started, as journaled (default: the system's). */
+  clock?: Clock;
 }
 
 /** What the worker loop does with the job afterwards. */
@@ -101,7 +104,7 @@ export async function runTask(
   const log = deps.logger.child({ taskId, tool: task.tool, epoch: lease.epoch });
   const run = openRunBoundary(deps, taskId, lease, stop, claimSentAt);
   run.observe(claim.boundary);
-  const startedAt = Date.now();
+  const startedAt = performance.now();
   let downstreamSystems = new Set<string>();
   try {
     const targets = deps.targetsFor(task, held.tool);

@@ -56,7 +56,7 @@ export async function finish(
     lease: h.lease,
     workerId: deps.workerId,
     finished: { result, text, sizeBytes: size, deleteOnRead: h.tool.limits.deleteResultOnRead },
-    runMs: Date.now() - run.startedAt,
+    runMs: Math.round(performance.now() - run.startedAt),
     downstreamSystems: [...run.downstreamSystems],
   });
   return settled ? 'settled' : 'lost';

@@ -1,3 +1,4 @@
+import { systemClock } from '@mtg/clock';
 import { inSpan } from '@mtg/telemetry';
 import type { Logger } from '@mtg/log';
 import {
@@ -25,7 +26,7 @@ import { abortableSleep, StopRun } from './stop.ts';
  * logger. Everything it writes goes through the task state machine, fenced by the lease.
  */
 export function createTaskContext(
-  deps: Pick<RunDeps, 'pool' | 'workerId'>,
+  deps: Pick<RunDeps, 'pool' | 'workerId' | 'clock'>,
   run: RunBoundary,
   r: {
     task: TaskRow;
@@ -66,7 +67,8 @@ export function createTaskContext(
     }
     targets.beginStage();
     upstreams?.beginStage();
-    const stepStarted = new Date();
+    const stepStarted = (deps.clock ?? systemClock)();
+    const stepT0 = performance.now();
     let output;
     try {
       output = await inSpan(`step ${name}`, { attributes: { 'mtg.step': name } }, () =>
@@ -86,7 +88,7 @@ export function createTaskContext(
         ...aboutTask(task),
         data: {
           step: name,
-          durationMs: Date.now() - stepStarted.getTime(),
+          durationMs: Math.round(performance.now() - stepT0),
           worker: deps.workerId,
         },
       }),

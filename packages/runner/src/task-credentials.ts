@@ -1,3 +1,4 @@
+import { nowMs, type Clock } from '@mtg/clock';
 import type { Pool } from 'pg';
 import { appendAuditGrouped } from '@mtg/audit';
 import { prepared, runPrepared } from '@mtg/db';
@@ -35,7 +36,7 @@ export interface TaskCredentialDeps {
   stageReuseMs?: number;
   workerId: string;
   /** The worker's clock (default: the system's); decides when a credential nears expiry. */
-  clock?: () => Date;
+  clock?: Clock;
 }
 
 /**
@@ -56,7 +57,7 @@ export function createTaskCredentials(
     { token: string; expiresAt: number; obtainedAt: number; sub: string; act: unknown } | undefined;
   let stale = true;
   let inflight: Promise<string> | undefined;
-  const now = () => (deps.clock ? deps.clock().getTime() : Date.now());
+  const now = () => nowMs(deps.clock);
 
   const refresh = async (): Promise<string> => {
     const sealed = await runPrepared<{

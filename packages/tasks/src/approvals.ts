@@ -1,3 +1,4 @@
+import type { Clock } from '@mtg/clock';
 import type { Pool } from 'pg';
 import type { Principal } from '@mtg/identity';
 import { deny, denyNotFound, type DenyDeps, type VerbContext } from './authorize-task.ts';
@@ -73,7 +74,7 @@ export async function listApprovals(pool: Pool, p: Principal): Promise<ApprovalV
  * task, so that reveals nothing.
  */
 export async function decideApproval(
-  deps: DenyDeps & { queue: JobQueue },
+  deps: DenyDeps & { queue: JobQueue; clock?: Clock },
   taskId: string,
   ctx: VerbContext,
   decision: { approved: boolean; reason?: string },

@@ -1,3 +1,4 @@
+import { nowMs, type Clock } from '@mtg/clock';
 import { authorizeTask, deny, type DenyDeps, type VerbContext } from './authorize-task.ts';
 import { CHANNELS } from './channels.ts';
 import { taskError, type TaskOutcome } from './errors.ts';
@@ -19,6 +20,8 @@ interface CancelDeps extends DenyDeps {
   events: TaskEvents;
   cancelAckTimeoutMs: number;
   onTaskEnded?: OnTaskEnded;
+  /** Paces the wait for the worker's acknowledgement (default: the system clock). */
+  clock?: Clock;
 }
 
 /**
@@ -106,7 +109,7 @@ async function awaitStop(
   task: TaskRow,
   by: CancelledBy & { reason: string },
 ): Promise<TaskRow | undefined> {
-  const deadline = Date.now() + deps.cancelAckTimeoutMs;
+  const deadline = nowMs(deps.clock) + deps.cancelAckTimeoutMs;
   for (;;) {
     const r = await deps.pool.query<TaskRow & { live: boolean }>(
       `SELECT ${TASK_SELECT}, ${LIVE_LEASE} AS live FROM app.tasks WHERE id = $1`,
@@ -114,7 +117,7 @@ async function awaitStop(
     );
     const row = r.rows[0]!;
     if (isTerminal(row.status)) return row;
-    if (!row.live || Date.now() >= deadline) {
+    if (!row.live || nowMs(deps.clock) >= deadline) {
       // Nobody is running it (queued, or its worker died), or the worker did not answer in
       // time: stop it here. The epoch bump fences off any worker that still holds it.
       const settled = await cancelTaskNow(deps, {
@@ -128,7 +131,7 @@ async function awaitStop(
     }
     await deps.events.waitForSettled(
       task.id,
-      Math.min(250, deadline - Date.now()),
+      Math.min(250, deadline - nowMs(deps.clock)),
       CHANNELS.settled,
     );
   }

@@ -55,8 +55,8 @@ export function createQueueServed(
     return new Set(r.rows.map((row) => row.queue));
   };
   return async (queue) => {
-    if (!served || Date.now() - readAt > cacheMs) {
-      readAt = Date.now();
+    if (!served || performance.now() - readAt > cacheMs) {
+      readAt = performance.now();
       served = read().catch((error) => {
         served = undefined;
         throw error;

@@ -1,3 +1,4 @@
+import { nowMs, systemClock, type Clock } from '@mtg/clock';
 import type { Pool } from 'pg';
 import type { ReadRouter } from '@mtg/db';
 import { appendAuditGrouped } from '@mtg/audit';
@@ -59,7 +60,7 @@ export interface TaskServiceDeps {
   onTaskEnded?: OnTaskEnded;
   random?: () => number;
   /** The gateway's clock (default: the system's), for what is computed outside SQL. */
-  clock?: () => Date;
+  clock?: Clock;
   /** How long one caller's repeats of one denial fold into one audit event (default 60 s). */
   denialWindowMs?: number;
   /** Where a failure to write a folded denial summary is reported. */
@@ -277,23 +278,23 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
           ...row,
           status: 'working',
           status_message: 'Answer received',
-          updated_at: new Date(),
+          updated_at: (deps.clock ?? systemClock)(),
         }),
       };
     },
 
     async awaitResult(taskId, ctx, waitMs, options) {
-      const until = Date.now() + waitMs;
+      const until = nowMs(deps.clock) + waitMs;
       // On the primary: the settle that wakes the wait is there at once, perhaps not yet on
       // the replica (and a blocking wait is far rarer than a poll).
       for (;;) {
         const outcome = await resultOf(taskId, ctx, undefined, options);
-        if (outcome.ok || outcome.code !== 'result_not_ready' || Date.now() >= until)
+        if (outcome.ok || outcome.code !== 'result_not_ready' || nowMs(deps.clock) >= until)
           return outcome;
         // A question is no settle: while one may come, look again each second.
         await deps.events.waitForSettled(
           taskId,
-          Math.min(until - Date.now(), options?.untilInput ? 1000 : 5000),
+          Math.min(until - nowMs(deps.clock), options?.untilInput ? 1000 : 5000),
           CHANNELS.settled,
         );
       }

@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createPool, migrate, MIGRATIONS_DIR, recreateDatabase, ROLES } from '@mtg/db';
@@ -185,7 +186,7 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
     scopes: registry.scopes(),
     ...options.owner,
   };
-  const principal = { ...owner, expiresAt: Math.floor(Date.now() / 1000) + 86_400 };
+  const principal = { ...owner, expiresAt: Math.floor(nowMs() / 1000) + 86_400 };
   const verb = () => ({
     principal,
     correlationId: `harness-${randomBytes(4).toString('hex')}`,

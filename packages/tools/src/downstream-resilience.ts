@@ -183,7 +183,7 @@ export function createDownstreamResilience(
       });
       const entry = { breaker, openedAt: 0 };
       breaker.onBreak(() => {
-        entry.openedAt = Date.now();
+        entry.openedAt = performance.now();
       });
       breaker.onStateChange((state) => {
         for (const l of listeners) l(downstream, STATE_NAMES[state]);
@@ -198,7 +198,7 @@ export function createDownstreamResilience(
   const retryAfter = (c: { breaker: CircuitBreakerPolicy; openedAt: number }) => {
     const open = c.breaker.state === CircuitState.Open;
     const base = open
-      ? Math.max(0, c.openedAt + options.breakerCooldownMs - Date.now())
+      ? Math.max(0, c.openedAt + options.breakerCooldownMs - performance.now())
       : options.backoffMaxMs;
     // Spread the waiting tasks so the half-open probe is not a stampede.
     return Math.max(

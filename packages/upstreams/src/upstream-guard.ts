@@ -48,7 +48,7 @@ export function createUpstreamGuard(options: {
   );
   let openedAt = 0;
   breaker.onBreak(() => {
-    openedAt = Date.now();
+    openedAt = performance.now();
   });
   let active = 0;
   const waiting: Array<() => void> = [];
@@ -91,7 +91,7 @@ export function createUpstreamGuard(options: {
     retryAfterMs() {
       const rest =
         breaker.state === CircuitState.Open
-          ? Math.max(0, openedAt + options.breakerCooldownMs - Date.now())
+          ? Math.max(0, openedAt + options.breakerCooldownMs - performance.now())
           : options.breakerCooldownMs / 2;
       return Math.max(
         50,

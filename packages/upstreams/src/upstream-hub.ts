@@ -83,7 +83,13 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
     ]),
   );
   const longTools = new Map<string, LongTool>(options.ownLong);
-  const limit = createUpstreamCallLimit(pool, options.callsPerMinute);
+  // The hub's clock is the gateway's, read in epoch ms.
+  const now = options.now;
+  const limit = createUpstreamCallLimit(
+    pool,
+    options.callsPerMinute,
+    now ? () => new Date(now()) : undefined,
+  );
   let current: UpstreamTools = { long: new Map(), instant: new Map(), entries: [] };
   let ownInstant: ToolDefinition[] = [];
   let catalogue = createCatalogue([]);
@@ -144,10 +150,10 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
   // The watched session broke (the upstream restarted, or dropped it): list again soon, with
   // backoff up to refreshMs, so notifications keep arriving.
   const watchFailed = (upstream: UpstreamConfig) => {
-    const f = watchFailures.get(upstream.name) ?? { count: 0, since: Date.now() };
-    if (Date.now() - f.since > 30_000) f.count = 0;
+    const f = watchFailures.get(upstream.name) ?? { count: 0, since: performance.now() };
+    if (performance.now() - f.since > 30_000) f.count = 0;
     const delay = Math.min(1000 * 2 ** f.count, upstream.refreshMs);
-    watchFailures.set(upstream.name, { count: f.count + 1, since: Date.now() });
+    watchFailures.set(upstream.name, { count: f.count + 1, since: performance.now() });
     watched.delete(upstream.name);
     setTimeout(() => relist(upstream), delay).unref();
   };

@@ -71,7 +71,7 @@ export function upstreamInstantTool(
         upstreamTool: entry.upstreamName,
         mode: 'instant',
         outcome,
-        durationMs: Date.now() - started,
+        durationMs: Math.round(performance.now() - started),
         argumentKeys: Object.keys((args as Record<string, unknown>) ?? {}).slice(0, 20),
       },
     });
@@ -136,7 +136,7 @@ export function upstreamInstantTool(
     inputSchema: inputSchemaOf(entry),
     scope,
     async run({ principal, correlationId, token }, args) {
-      const started = Date.now();
+      const started = performance.now();
       // Over the caller's limit: refused before any exchange or upstream request, audited.
       const admitted = await deps.limit(principal);
       if (!admitted.ok) {

@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import { createHash } from 'node:crypto';
 import { connectUpstream, type UpstreamConnection } from './connect-upstream.ts';
 import type { UpstreamConfig } from './upstream-config.ts';
@@ -78,7 +79,7 @@ export function createUpstreamSessionPool(options: {
   now?: () => number;
 }): UpstreamSessionPool {
   const { upstream } = options;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? nowMs;
   // Insertion order is use order: a session handed out is moved to the end.
   const sessions = new Map<string, Pooled>();
   let closed = false;

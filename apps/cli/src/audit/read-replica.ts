@@ -32,7 +32,7 @@ export async function connectForReading(options: {
     );
     return primary;
   }
-  const until = Date.now() + options.maxWaitMs;
+  const until = performance.now() + options.maxWaitMs;
   try {
     for (;;) {
       const r = await replica.query<{ standby: boolean; caught_up: boolean | null }>(
@@ -49,7 +49,7 @@ export async function connectForReading(options: {
         options.note(`reading the replica ${readWhere} (replayed up to ${at})`);
         return replica;
       }
-      if (Date.now() >= until) {
+      if (performance.now() >= until) {
         options.note(
           `read replica ${readWhere} has not replayed up to ${at} within ${options.maxWaitMs} ms: reading the primary`,
         );

@@ -4,6 +4,7 @@
 // heads at the month's end), exports it as JSON
 // Lines with the checkpoints that bound it, verifies the export, records it, and only then
 // detaches its partition (docs/audit.md, "Archival").
+import { systemClock } from '@mtg/clock';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
@@ -80,7 +81,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         key: source.key,
         trustedKeys: keys,
         ...(before !== undefined ? { before } : {}),
-        now: () => new Date(),
+        now: systemClock,
       });
       // A month is archived only under a checkpoint of every chain: a broken one stops it
       // (the intact chains' checkpoint is still stored, as audit:checkpoint stores it).

@@ -2,6 +2,7 @@
 // npm run -s audit:checkpoint -- --new-key FILE [--jwks JWKS_FILE]
 // Signs every audit chain head with the Ed25519 checkpoint key, stores it in
 // audit.checkpoints and prints it (docs/audit.md).
+import { systemClock } from '@mtg/clock';
 import { parseArgs } from 'node:util';
 import {
   createCheckpoint,
@@ -118,7 +119,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
           min: config.AUDIT_CHECKPOINT_STANDBYS,
           waitMs: config.AUDIT_CHECKPOINT_STANDBY_WAIT_MS,
         },
-        now: () => new Date(),
+        now: systemClock,
       });
     };
     const report = async (result: CreateCheckpointResult): Promise<number> => {

@@ -1,6 +1,7 @@
 // npm run -s audit -- task <id> | denials [--since 7d] | principal <sub> | bundle (--task ID | --month YYYY-MM | --from T --to T)
 //   [--tenant T] [--format table|csv|json] [--out FILE]
 // The audit trail for people who prefer a terminal, read as the auditor role (docs/audit.md).
+import { systemClock } from '@mtg/clock';
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { buildBundle, type BundleSelection } from '@mtg/audit';
@@ -138,7 +139,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   if (!['table', 'csv', 'json'].includes(format))
     throw new CliError('--format is table, csv or json');
   const selection = command === 'bundle' ? selectionOf(values) : undefined;
-  const since = command === 'denials' ? sinceOf(values.since!, new Date()) : undefined;
+  const since = command === 'denials' ? sinceOf(values.since!, systemClock()) : undefined;
 
   const config = parseConfig(schema, env);
   const { url, where } = await resolveDatabaseUrl(config.DATABASE_URL, dataDir(env));

@@ -1,3 +1,4 @@
+import { systemClock } from '@mtg/clock';
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -64,7 +65,7 @@ async function main() {
   const ctx = { stack, db, tenants };
   const firstHead = await headSeq(db);
   const tolerance = Number(env.AUTH_CLOCK_TOLERANCE_SECONDS ?? 30);
-  const started = new Date();
+  const started = systemClock();
   const results: CheckResult[] = [];
   let coverage: Awaited<ReturnType<typeof runCoverage>> | undefined;
   const run = async (name: string, fn: () => Promise<CheckResult>) => {
@@ -95,7 +96,7 @@ async function main() {
     await run('cancel-then-writes', () => cancelThenWrites(ctx));
     await run('user-disabled-mid-run', () => userDisabledMidRun(ctx));
     await run('token-expiry-mid-run', () => expiry);
-    coverage = await runCoverage(db, tenants, { from: started, to: new Date() }, firstHead);
+    coverage = await runCoverage(db, tenants, { from: started, to: systemClock() }, firstHead);
   } finally {
     await db.end();
   }
@@ -117,7 +118,7 @@ async function main() {
   );
 
   const report = {
-    generatedAt: new Date().toISOString(),
+    generatedAt: systemClock().toISOString(),
     startedAt: started.toISOString(),
     endpoints,
     database: where,

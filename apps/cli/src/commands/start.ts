@@ -39,10 +39,10 @@ async function main(): Promise<number> {
   let firstSignalAt = 0;
   const onSignal = (signal: string) => {
     if (!firstSignalAt) {
-      firstSignalAt = Date.now();
+      firstSignalAt = performance.now();
       logger.info('stopping the stack', { signal });
       void stack.stop(0);
-    } else if (Date.now() - firstSignalAt > SAME_SIGNAL_MS) {
+    } else if (performance.now() - firstSignalAt > SAME_SIGNAL_MS) {
       logger.warn('second signal: killing everything now', { signal });
       stack.force();
       process.exit(130);

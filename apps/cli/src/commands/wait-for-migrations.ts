@@ -23,7 +23,7 @@ async function main(): Promise<number> {
     }
     throw error;
   }
-  const until = Date.now() + config.WAIT_TIMEOUT_SECONDS * 1000;
+  const until = performance.now() + config.WAIT_TIMEOUT_SECONDS * 1000;
   let last = '';
   for (;;) {
     try {
@@ -40,7 +40,7 @@ async function main(): Promise<number> {
       if (reason !== last) process.stdout.write(`wait-for-migrations: waiting: ${reason}\n`);
       last = reason;
     }
-    if (Date.now() >= until) {
+    if (performance.now() >= until) {
       process.stderr.write(
         `wait-for-migrations: gave up after ${config.WAIT_TIMEOUT_SECONDS}s: ${last}\n`,
       );

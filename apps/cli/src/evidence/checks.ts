@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import type pg from 'pg';
 import { waitFor, type Answer, type StackClient } from './stack-client.ts';
 
@@ -110,9 +111,9 @@ export async function cancelThenWrites({ stack, db, tenants }: CheckContext): Pr
   if (!started.ok) throw new Error(`start failed: ${started.error}`);
   const taskId = started.value.jobId as string;
   await waitFor(() => stack.writes(taskId), (w) => w.length >= 2, 60_000);
-  const t0 = Date.now();
+  const t0 = nowMs();
   const cancelled = await stack.call(token, 'cancel_job', { jobId: taskId });
-  const returnedAt = Date.now();
+  const returnedAt = nowMs();
   const before = await stack.writes(taskId);
   await new Promise((r) => setTimeout(r, 5000));
   const after = await stack.writes(taskId);
@@ -157,7 +158,7 @@ export async function userDisabledMidRun({ stack, db, tenants }: CheckContext): 
   if (!started.ok) throw new Error(`start failed: ${started.error}`);
   const taskId = started.value.jobId as string;
   await waitFor(() => stack.writes(taskId), (w) => w.length >= 1, 60_000);
-  const t0 = Date.now();
+  const t0 = nowMs();
   await stack.idpUser('disable', user, tenants.main);
   const row = await waitFor(
     async () => (await db.query('SELECT status, outcome, ended_at FROM app.tasks WHERE id = $1', [taskId])).rows[0],

@@ -118,7 +118,7 @@ export function createStack(options: StackOptions) {
     });
     const module = moduleOf(service);
     const child = startChild(name, module, env, { readyTimeoutMs });
-    const startedAt = Date.now();
+    const startedAt = performance.now();
     tiers[service].add(child);
     processes.started(child.pid, module);
     void child.exited.then(async (exit) => {
@@ -135,7 +135,8 @@ export function createStack(options: StackOptions) {
           ),
         );
       } else if (phase === 'running') {
-        if (service === 'worker') scheduleRestart(workerIndex!, Date.now() - startedAt, exit);
+        if (service === 'worker')
+          scheduleRestart(workerIndex!, performance.now() - startedAt, exit);
         else {
           logger.error('process exited unexpectedly; stopping the stack', {
             process: name,

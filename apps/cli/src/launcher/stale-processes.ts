@@ -44,8 +44,8 @@ export async function stopStaleProcesses(dataDir: string, logger: Logger): Promi
       pids: left.map((c) => c.pid),
     });
     for (const c of left) signal(c.pid, 'SIGTERM');
-    const deadline = Date.now() + 10_000;
-    while (left.some((c) => alive(c.pid)) && Date.now() < deadline) {
+    const deadline = performance.now() + 10_000;
+    while (left.some((c) => alive(c.pid)) && performance.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
     }
     for (const c of left) signal(c.pid, 'SIGKILL');

@@ -45,11 +45,11 @@ export async function pollUntilOrLast<T>(
   timeoutMs = 30_000,
   everyMs = 100,
 ): Promise<{ done: boolean; value: T }> {
-  const until = Date.now() + timeoutMs;
+  const until = performance.now() + timeoutMs;
   for (;;) {
     const value = await fn();
     if (done(value)) return { done: true, value };
-    if (Date.now() > until) return { done: false, value };
+    if (performance.now() > until) return { done: false, value };
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -1,3 +1,4 @@
+import { nowMs, type Clock } from '@mtg/clock';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Pool } from '@mtg/db';
 import type { CredentialCipher } from '@mtg/identity';
@@ -61,6 +62,8 @@ export function createSessionStore(deps: {
   cipher: CredentialCipher;
   /** Seconds without a request after which a session ends. */
   idleSeconds?: number;
+  /** When a login under way expires (default: the system clock). */
+  clock?: Clock;
 }) {
   const { pool, cipher } = deps;
   const idle = deps.idleSeconds ?? DEFAULT_IDLE_S;
@@ -170,7 +173,7 @@ export function createSessionStore(deps: {
     /** A new session for a login under way; also purges the ended ones. */
     async startLogin(login: NonNullable<Session['login']>): Promise<Session> {
       await purge();
-      const expiresAt = Math.floor(Date.now() / 1000) + LOGIN_TTL_S;
+      const expiresAt = Math.floor(nowMs(deps.clock) / 1000) + LOGIN_TTL_S;
       const s: Session = { id: token(), csrf: token(), expiresAt, login };
       await insert(s);
       return s;

@@ -1,3 +1,4 @@
+import { nowMs, type Clock } from '@mtg/clock';
 import express, { Router, type Request, type Response } from 'express';
 import type { JWTVerifyGetKey } from 'jose';
 import type { Logger } from '@mtg/log';
@@ -33,6 +34,8 @@ export function authRoutes(deps: {
   /** Whether the gateway has revoked a principal: a revoked one cannot log in. */
   revoked: RevocationCheck;
   logger: Logger;
+  /** How long the session cookie lasts (default: the system clock). */
+  clock?: Clock;
 }): Router {
   const { oidc, sessions, logger } = deps;
   const router = Router();
@@ -196,7 +199,11 @@ export function authRoutes(deps: {
       return fail(403, 'Your access has been revoked (principal_revoked).');
     }
     const next = await sessions.establish(session, verified.principal);
-    setSessionCookie(res, next.id, verified.principal.expiresAt - Math.floor(Date.now() / 1000));
+    setSessionCookie(
+      res,
+      next.id,
+      verified.principal.expiresAt - Math.floor(nowMs(deps.clock) / 1000),
+    );
     logger.info('console login', {
       tenant: verified.principal.tenant,
       subject: verified.principal.subject,

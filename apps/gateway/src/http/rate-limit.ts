@@ -1,8 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
-import type { Pool } from '@mtg/db';
+import type { Clock } from '@mtg/clock';
+import { createWindowCounter, type Pool } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 
 /**
@@ -16,7 +16,8 @@ import type { Principal } from '@mtg/identity';
  * - controls: cancels and lists per caller per second, as many as polls but counted apart,
  *   so a caller polling at its limit can still cancel.
  * A limit of 0 is off. Counters live in app.rate_limits (migration 020), so every gateway
- * replica shares them; fixed windows, counted with one upsert per request.
+ * replica shares them; fixed windows on the gateway's clock, counted with one upsert per
+ * request (createWindowCounter, @mtg/db).
  */
 export interface RateLimitSettings {
   startsPerMinute: number;
@@ -52,30 +53,22 @@ export interface RateLimits {
   noteDenied(retryAfterSeconds: number): void;
 }
 
-export function createRateLimits(options: { pool: Pool; settings: RateLimitSettings }): RateLimits {
+export function createRateLimits(options: {
+  pool: Pool;
+  settings: RateLimitSettings;
+  /** Opens and closes the windows (default: the system clock); tests move it. */
+  clock?: Clock;
+}): RateLimits {
   const limiter = (name: LimitName, points: number, durationSeconds: number) => {
     if (points <= 0) return undefined;
     return {
       points,
-      store: new RateLimiterPostgres({
-        storeClient: options.pool,
-        storeType: 'pool',
-        schemaName: 'app',
-        tableName: 'rate_limits',
-        // Created by migration 020: the gateway's role has no CREATE.
-        tableCreated: true,
-        keyPrefix: name,
+      consume: createWindowCounter({
+        pool: options.pool,
+        prefix: name,
         points,
-        duration: durationSeconds,
-        // Once a caller is over, later requests in the window are refused from memory,
-        // without a database round trip: a flood costs this replica, not PostgreSQL.
-        inMemoryBlockOnConsumed: points + 1,
-        // PostgreSQL unreachable: limit per replica rather than refuse everyone or no one.
-        insuranceLimiter: new RateLimiterMemory({
-          keyPrefix: name,
-          points,
-          duration: durationSeconds,
-        }),
+        durationMs: durationSeconds * 1000,
+        ...(options.clock ? { clock: options.clock } : {}),
       }),
     };
   };
@@ -93,20 +86,16 @@ export function createRateLimits(options: { pool: Pool; settings: RateLimitSetti
     key: string,
   ): Promise<RateDecision> => {
     if (!l) return { ok: true };
-    try {
-      await l.store.consume(hashKey(key));
-      return { ok: true };
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      return {
-        ok: false,
-        limit: name,
-        retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),
-        // The store counts atomically, so exactly one request sees points + 1 per window;
-        // requests refused from memory report 0.
-        firstInWindow: rejection.consumedPoints === l.points + 1,
-      };
-    }
+    const counted = await l.consume(hashKey(key));
+    if (counted.ok) return counted;
+    return {
+      ok: false,
+      limit: name,
+      retryAfterSeconds: Math.max(1, Math.ceil(counted.msBeforeNext / 1000)),
+      // The store counts atomically, so exactly one request sees points + 1 per window;
+      // requests refused from memory report 0.
+      firstInWindow: counted.consumed === l.points + 1,
+    };
   };
 
   return {

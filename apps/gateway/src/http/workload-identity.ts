@@ -1,3 +1,4 @@
+import { systemClock } from '@mtg/clock';
 import { createHash, X509Certificate } from 'node:crypto';
 import net from 'node:net';
 import { TLSSocket } from 'node:tls';
@@ -83,7 +84,7 @@ export function identifyWorkload(
         };
       if (
         options.clientCas.length > 0 &&
-        !isIssuedByOneOf(read, options.clientCas, options.now?.() ?? new Date())
+        !isIssuedByOneOf(read, options.clientCas, (options.now ?? systemClock)())
       ) {
         return {
           ok: false,

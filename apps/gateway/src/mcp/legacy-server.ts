@@ -1,3 +1,4 @@
+import { nowMs, type Clock } from '@mtg/clock';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -52,7 +53,7 @@ class LegacyServer extends Server {
 export function createLegacyServer(
   dispatch: Dispatch,
   request: RequestContext,
-  options: { resultWaitMs: number },
+  options: { resultWaitMs: number; clock?: Clock },
 ): Server {
   const server = new LegacyServer(SERVER_INFO, {
     capabilities: {
@@ -118,14 +119,14 @@ export function createLegacyServer(
 
   server.setRequestHandler(GetTaskPayloadRequestSchema, async (rpc, extra) => {
     const taskId = rpc.params.taskId;
-    const until = Date.now() + options.resultWaitMs;
+    const until = nowMs(options.clock) + options.resultWaitMs;
     const asked: string[] = [];
     let r;
     for (;;) {
       r = await dispatch.tasks.awaitResult(
         taskId,
         callContextFrom(request, undefined, WIRE),
-        Math.max(0, until - Date.now()),
+        Math.max(0, until - nowMs(options.clock)),
         { untilInput: true, asked },
       );
       if (!r.ok || !r.input) break;

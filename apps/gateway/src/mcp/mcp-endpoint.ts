@@ -1,3 +1,4 @@
+import type { Clock } from '@mtg/clock';
 import type { NextFunction, Request, Response } from 'express';
 import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
@@ -26,7 +27,7 @@ import {
 export function mcpEndpoint(
   dispatch: Dispatch,
   logger: Logger,
-  options: { resultWaitMs: number; tasksGetFastPath?: boolean },
+  options: { resultWaitMs: number; tasksGetFastPath?: boolean; clock?: Clock },
 ) {
   const fast = options.tasksGetFastPath === false ? undefined : fastTasksGet(dispatch);
   const modern = toNodeHandler(

@@ -54,7 +54,8 @@ export function securityEventRoutes(
   const readBody = express.text({ type: () => true, limit: MAX_SET_LENGTH });
   // jtis live well past the window in which a SET with the same jti could be accepted.
   const keepSeconds = 3 * deps.verify.maxAgeSeconds;
-  let lastPruneAt = 0;
+  // Elapsed time (performance.now(), which starts near 0): never read is stale.
+  let lastPruneAt = -Infinity;
 
   const reject = (res: Response, refusal: SetRefusal) => {
     logger.warn('security event rejected', {
@@ -145,8 +146,8 @@ export function securityEventRoutes(
       }
       res.status(202).end();
 
-      if (Date.now() - lastPruneAt > deps.verify.maxAgeSeconds * 1000) {
-        lastPruneAt = Date.now();
+      if (performance.now() - lastPruneAt > deps.verify.maxAgeSeconds * 1000) {
+        lastPruneAt = performance.now();
         pruneReceivedSets(pool, keepSeconds).catch((error: Error) =>
           logger.warn('pruning received SETs failed', { error: error.message }),
         );

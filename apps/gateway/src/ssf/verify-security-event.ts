@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import {
   errors,
   jwtVerify,
@@ -55,7 +56,7 @@ export async function verifySecurityEvent(
   token: string,
   options: VerifySecurityEventOptions,
 ): Promise<VerifySecurityEventResult> {
-  const now = options.now ?? Date.now;
+  const now = options.now ?? nowMs;
   const algorithms = acceptableAlgorithms(options.algorithms ?? DEFAULT_ALGORITHMS);
   const screened = screenCompactJws(token, { maxLength: MAX_SET_LENGTH, algorithms });
   if (!screened.ok) {

@@ -1,3 +1,4 @@
+import { nowMs } from '@mtg/clock';
 import { importJWK, SignJWT } from 'jose';
 import type { Logger } from '@mtg/log';
 import { SIGNING_ALG, type SigningJwk } from '../signing-key.ts';
@@ -49,7 +50,7 @@ export function createSecurityEventTransmitter(options: {
   logger: Logger;
 }): SecurityEventTransmitter {
   const doFetch = options.fetch ?? fetch;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? nowMs;
   const keyPromise = importJWK(options.signingKey, SIGNING_ALG);
 
   async function sign(claims: SecurityEventClaims): Promise<string> {

@@ -1,3 +1,4 @@
+import { systemClock } from '@mtg/clock';
 import type pg from 'pg';
 import { listChains, readChain, readChainSession } from '../chain/read-chain.ts';
 import type { ChainEvent } from '../chain/chain-verifier.ts';
@@ -60,7 +61,7 @@ export async function buildBundle(
     }));
     const empty: EvidenceBundle = {
       format: BUNDLE_FORMAT,
-      createdAt: (options.now?.() ?? new Date()).toISOString(),
+      createdAt: (options.now ?? systemClock)().toISOString(),
       selection,
       period: null,
       chains: [],

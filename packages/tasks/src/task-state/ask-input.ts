@@ -1,3 +1,4 @@
+import type { Clock } from '@mtg/clock';
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { appendAuditInTransaction } from '@mtg/audit';
@@ -114,7 +115,7 @@ export async function pendingInput(
  * (answered already, or the task ended).
  */
 export async function recordAnswer(
-  deps: { pool: Pool; queue: JobQueue },
+  deps: { pool: Pool; queue: JobQueue; clock?: Clock },
   a: {
     task: TaskRow;
     key: string;
@@ -151,6 +152,7 @@ export async function recordAnswer(
       jobId,
       jobQueue: row.job_queue,
       deadline: row.deadline,
+      clock: deps.clock,
     });
     await appendAuditInTransaction(c, {
       type: 'task.input_received',

@@ -1,3 +1,4 @@
+import type { Clock } from '@mtg/clock';
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { appendAuditInTransaction } from '@mtg/audit';
@@ -76,7 +77,7 @@ export type DecisionOutcome = 'recorded' | 'not_waiting' | 'approver_revoked';
  * decision. The run ends a rejected task with the rejection's reason.
  */
 export async function recordDecision(
-  deps: { pool: Pool; queue: JobQueue },
+  deps: { pool: Pool; queue: JobQueue; clock?: Clock },
   d: {
     task: TaskRow;
     key: string;
@@ -128,6 +129,7 @@ export async function recordDecision(
       jobId,
       jobQueue: row.job_queue,
       deadline: row.deadline,
+      clock: deps.clock,
     });
     await appendAuditInTransaction(c, {
       type: d.approved ? 'task.approved' : 'task.rejected',

@@ -1,3 +1,4 @@
+import { nowMs, type Clock } from '@mtg/clock';
 import type { Queryable } from '@mtg/db';
 import { CHANNELS } from '../channels.ts';
 import type { JobQueue } from '../job-queue.ts';
@@ -19,6 +20,8 @@ export async function journalAnswerAndRequeue(
     jobId: string;
     jobQueue: string;
     deadline: Date;
+    /** The gateway's clock: what is left of the deadline (default: the system's). */
+    clock?: Clock | undefined;
   },
 ): Promise<void> {
   await c.query(
@@ -29,7 +32,7 @@ export async function journalAnswerAndRequeue(
      ON CONFLICT (task_id, step) DO NOTHING`,
     [a.taskId, a.key, JSON.stringify({ value: a.output }), a.askedAt],
   );
-  const remainingMs = Math.max(1000, a.deadline.getTime() - Date.now());
+  const remainingMs = Math.max(1000, a.deadline.getTime() - nowMs(a.clock));
   await queue.enqueue(c, {
     queue: a.jobQueue,
     taskId: a.taskId,

@@ -1,3 +1,4 @@
+import { nowMs, type Clock } from '@mtg/clock';
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { appendAuditInTransaction } from '@mtg/audit';
@@ -22,13 +23,13 @@ import type { TaskRow } from '../task-row.ts';
  * worker still holds it, and it is never resumed here.
  */
 export async function resumeIfPaused(
-  deps: { pool: Pool; queue: JobQueue; delegation?: DelegationDeps; clock?: () => Date },
+  deps: { pool: Pool; queue: JobQueue; delegation?: DelegationDeps; clock?: Clock },
   row: TaskRow,
   scope: string,
   ctx: VerbContext,
 ): Promise<TaskRow> {
   if (row.status !== 'input_required' || !row.needs_live_user || !ctx.token) return row;
-  const remainingMs = row.deadline.getTime() - (deps.clock?.() ?? new Date()).getTime();
+  const remainingMs = row.deadline.getTime() - nowMs(deps.clock);
   if (remainingMs <= 0) return row; // the deadline sweep ends it
   let delegation: Delegation | undefined;
   if (deps.delegation) {

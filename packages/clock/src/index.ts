@@ -1,0 +1,1 @@
+export { nowMs, systemClock, type Clock } from './clock.ts';
