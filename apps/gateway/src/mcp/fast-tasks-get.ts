@@ -1,12 +1,14 @@
 import type { Request, Response } from 'express';
 import type { RequestContext } from '../http/request-context.ts';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
+import { WIRE_2025 } from './legacy-server.ts';
 import { TASKS_EXTENSION, WIRE_2026 } from './modern-server.ts';
 import { SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
-import { detailedExtTask } from './task-shapes.ts';
+import { coreTask, detailedExtTask } from './task-shapes.ts';
 
 const REVISION = '2026-07-28';
+const CORE_REVISION = '2025-11-25';
 const PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 
@@ -44,6 +46,52 @@ export function plainTasksGet(req: Request): { id: string | number; taskId: stri
   return { id, taskId: params.taskId };
 }
 
+/** A JSON-RPC request id the SDKs accept: a string or a safe integer. */
+const validId = (id: unknown): id is string | number =>
+  typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
+
+/**
+ * The taskId of a 2025-11-25 `tasks/get` exactly as the v1 SDK's client sends it after
+ * `initialize` to a stateless server (no session id, no `_meta`, no 2026 headers), which the
+ * v1 transport would take as it stands (Accept listing both JSON and SSE, a JSON body); or
+ * undefined, for the SDK to answer as it would.
+ */
+export function coreTasksGet(req: Request): { id: string | number; taskId: string } | undefined {
+  const body: unknown = req.body;
+  if (!isObj(body) || body.jsonrpc !== '2.0' || body.method !== 'tasks/get') return undefined;
+  if (!validId(body.id)) return undefined;
+  const params = body.params;
+  if (!isObj(params) || typeof params.taskId !== 'string' || Object.keys(params).length !== 1)
+    return undefined;
+  const h = req.headers;
+  const accept = String(h.accept ?? '');
+  if (
+    h['mcp-protocol-version'] !== CORE_REVISION ||
+    h['mcp-session-id'] !== undefined ||
+    h['mcp-method'] !== undefined ||
+    !accept.includes('application/json') ||
+    !accept.includes('text/event-stream') ||
+    !/^application\/json\s*(;|$)/i.test(String(h['content-type'] ?? ''))
+  )
+    return undefined;
+  return { id: body.id, taskId: params.taskId };
+}
+
+/** The JSON-RPC answer, as the SDKs' servers send it: HTTP 200 either way. */
+function send(res: Response, id: string | number, outcome: { result: Obj } | { error: Obj }) {
+  const message =
+    'result' in outcome
+      ? { result: outcome.result, jsonrpc: '2.0', id }
+      : { jsonrpc: '2.0', id, error: outcome.error };
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(message));
+}
+
+function errorOf(r: Parameters<typeof rpcErrorFor>[0]): Obj {
+  const { code, message, data } = rpcErrorFor(r);
+  return { code, message, ...(data !== undefined ? { data } : {}) };
+}
+
 /**
  * `tasks/get` on the 2026-07-28 wire without the SDK's per-request server: polling is the
  * hottest call a gateway of long tasks serves, and the same verb through the SDK costs a
@@ -55,30 +103,28 @@ export function plainTasksGet(req: Request): { id: string | number; taskId: stri
 export function fastTasksGet(dispatch: Dispatch) {
   return async (req: Request, res: Response, request: RequestContext): Promise<boolean> => {
     const call = plainTasksGet(req);
-    if (!call) return false;
-    const ctx = callContextFrom(request, undefined, WIRE_2026);
-    const r = await dispatch.tasks.read(call.taskId, ctx, { withResult: true });
-    let message: Obj;
-    if (r.ok) {
-      message = {
-        result: {
-          ...detailedExtTask(r),
-          _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
-        },
-        jsonrpc: '2.0',
-        id: call.id,
-      };
-    } else {
-      const { code, message: text, data } = rpcErrorFor(r);
-      message = {
-        jsonrpc: '2.0',
-        id: call.id,
-        error: { code, message: text, ...(data !== undefined ? { data } : {}) },
-      };
+    if (call) {
+      const ctx = callContextFrom(request, undefined, WIRE_2026);
+      const r = await dispatch.tasks.read(call.taskId, ctx, { withResult: true });
+      send(
+        res,
+        call.id,
+        r.ok
+          ? {
+              result: {
+                ...detailedExtTask(r),
+                _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
+              },
+            }
+          : { error: errorOf(r) },
+      );
+      return true;
     }
-    // Errors of a handler are in-band: HTTP 200, as the SDK answers them.
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(message));
+    const core = coreTasksGet(req);
+    if (!core) return false;
+    // As legacy-server.ts answers it: the same verb, the same core Task shape.
+    const r = await dispatch.tasks.get(core.taskId, callContextFrom(request, undefined, WIRE_2025));
+    send(res, core.id, r.ok ? { result: coreTask(r.task) } : { error: errorOf(r) });
     return true;
   };
 }

@@ -22,7 +22,8 @@ import { elicitationId } from './legacy-elicitation.ts';
 import { WireError } from './wire-error.ts';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
-const WIRE = 'core-2025';
+export const WIRE_2025 = 'core-2025';
+const WIRE = WIRE_2025;
 
 /** Every request this server answers: the SDK's own (initialize, ping) and ours below. */
 const SERVED_REQUESTS = [
