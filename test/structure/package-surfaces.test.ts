@@ -241,6 +241,10 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'VerifyOptions',
     ],
   },
+  '@mtg/http-serve': {
+    values: ['DEFAULT_DRAIN_MS', 'serveUntilSignalled'],
+    types: ['ServeOptions'],
+  },
   '@mtg/log': {
     values: ['MAX_ECHOED_CHARS', 'clipEveryField', 'clipInput', 'createLogger'],
     types: ['Logger'],
