@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { DEFAULT_DRAIN_MS } from '../../apps/gateway/src/serve.ts';
+import { DEFAULT_DRAIN_MS } from '@mtg/http-serve';
 import { loadToolRegistry } from '@mtg/tools';
 import { loadUpstreams, upstreamQueue } from '@mtg/upstreams';
 

@@ -341,6 +341,8 @@ test('an operator revokes and restores a principal through the gateway; the revo
   await page.goto(`${consoleApp.url}/revocations`);
   expect(await page.locator('table').innerText()).toContain('principal.revoked');
   expect(await page.locator('table').innerText()).toContain('principal.restored');
+  // The reason the operator typed, not only how (`admin`).
+  expect(await page.locator('table').innerText()).toContain('suspicious reads');
   await shot(page, 'revocations');
   await page.goto(`${consoleApp.url}/chain`);
   expect(await page.locator('#chain-verdict').innerText()).toContain('intact');
@@ -392,6 +394,19 @@ test('an operator sees the worker pools, their queues and workers, and the queue
   // Its queue, the slots from each worker's metrics, no breaker has opened.
   expect(reports).toMatch(/generate_report\s+tool\.generate_report\.\w+\s+\d+\s+\d+\s+\d+\s+\d+/);
   expect(reports).toMatch(/\d+\/\d+\s+all closed/);
+  // The Processes table reads the same workers' breakers the same way.
+  // (Each table's last column is its circuit breakers.)
+  const circuitsIn = (selector: string, row: string) =>
+    page
+      .locator(`${selector} tbody tr`)
+      .filter({ has: page.locator('td:first-child', { hasText: new RegExp(`^${row}$`) }) })
+      .locator('td:last-child')
+      .innerText();
+  for (const worker of ['reports-1', 'reports-2', 'bulk-1']) {
+    const inPool = await circuitsIn('#worker-pools', worker);
+    expect(inPool).toBe('all closed');
+    expect(await circuitsIn('#processes', worker)).toBe(inPool);
+  }
   const bulk = await page.locator('section.pool[data-pool="bulk_update_records"]').innerText();
   expect(bulk).toContain('1 live worker');
   expect(bulk).toContain('bulk-1');
@@ -463,6 +478,40 @@ test('an operator sees the worker pools, their queues and workers, and the queue
   await context.close();
 });
 
+test('on a narrow window, timestamps and client names stay on one line', async () => {
+  const context = await newContext(browser);
+  const page = await logIn(context, consoleApp.url, 'operator', { sub: 'olga', tenant: 'acme' });
+  await page.setViewportSize({ width: 720, height: 900 });
+  /** Cells of timestamps and names whose text runs over more than one line. */
+  // (A string: the test's TypeScript has no DOM types.) A text's line count is the number of
+  // distinct tops among its client rects.
+  const wrapped = () =>
+    page.evaluate(`(() => {
+      const lines = (node) => {
+        const range = document.createRange();
+        range.selectNodeContents(node);
+        return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+      };
+      const cells = [...document.querySelectorAll('td time, td.name')].filter((el) =>
+        el.textContent.trim(),
+      );
+      return {
+        checked: cells.length,
+        wrapped: cells.filter((el) => lines(el) > 1).map((el) => el.textContent),
+      };
+    })()`) as Promise<{ checked: number; wrapped: string[] }>;
+  for (const path of ['/denials?since=30d', '/revocations', `/tasks/${reportTask}`, '/queues']) {
+    await page.goto(`${consoleApp.url}${path}`);
+    const found = await wrapped();
+    expect({ path, checked: found.checked > 0, wrapped: found.wrapped }).toEqual({
+      path,
+      checked: true,
+      wrapped: [],
+    });
+  }
+  await context.close();
+});
+
 test("an auditor downloads the tenant's month from the console, and it verifies offline", async () => {
   // Sign the head first: the month's last events came after the first checkpoint.
   expect((await checkpointScript([], { DATABASE_URL: stack.db.url, DATA_DIR: dataDir })).code).toBe(
@@ -471,7 +520,8 @@ test("an auditor downloads the tenant's month from the console, and it verifies 
   const context = await newContext(browser);
   const page = await logIn(context, consoleApp.url, 'auditor', { sub: 'ada', tenant: 'acme' });
   await page.goto(`${consoleApp.url}/evidence`);
-  await page.fill('input[name=month]', new Date().toISOString().slice(0, 7));
+  // The month under way is offered: nothing to pick for it.
+  expect(await page.inputValue('input[name=month]')).toBe(new Date().toISOString().slice(0, 7));
   const [download] = await Promise.all([
     page.waitForEvent('download'),
     page.click('#download-month'),

@@ -80,6 +80,24 @@ test('a session opened at one console is accepted by another on the same databas
   expect(there.location).toBe('/login');
 }, 120_000);
 
+test('the session cookie is found among other cookies, also in the quoted form RFC 6265 allows', async () => {
+  const id = await loginAt(a, 'cookie-reader');
+  for (const header of [
+    `theme=dark; mtg_console=${id}; lang=en`,
+    `theme="a b"; mtg_console="${id}"`,
+    `mtg_console=${encodeURIComponent(id)};other=1`,
+  ]) {
+    const r = await fetch(`${a.url}/tasks`, { headers: { cookie: header }, redirect: 'manual' });
+    expect({ header, status: r.status }).toEqual({ header, status: 200 });
+  }
+  // Another cookie whose name merely ends like it is not the session.
+  const r = await fetch(`${a.url}/tasks`, {
+    headers: { cookie: `xmtg_console=${id}` },
+    redirect: 'manual',
+  });
+  expect(r.status).toBe(303);
+});
+
 test('the table stores a hash of the session id, and nothing of the session in clear', async () => {
   const id = await loginAt(a, 'bea');
   const rows = await sql(

@@ -1,9 +1,9 @@
 import { ConfigError, parseConfig } from '@mtg/config';
+import { serveUntilSignalled } from '@mtg/http-serve';
 import { createLogger } from '@mtg/log';
 import { buildCellRouter } from './build-cell-router.ts';
 import { CellsFileError, loadCells } from './cells-file.ts';
 import { cellRouterConfigSchema } from './config.ts';
-import { serveUntilSignalled } from './serve.ts';
 
 async function main() {
   let config;
@@ -29,6 +29,7 @@ async function main() {
     port: config.CELL_ROUTER_PORT,
     host: config.CELL_ROUTER_HOST,
     logger,
+    service: 'cell-router',
     url: config.resource,
     onClose: () => router.close(),
   });

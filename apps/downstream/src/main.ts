@@ -1,11 +1,11 @@
 import { createRemoteJWKSet } from 'jose';
 import { ConfigError, parseConfig } from '@mtg/config';
 import { ApplicationLoginError, checkApplicationLogin, createPool } from '@mtg/db';
+import { serveUntilSignalled } from '@mtg/http-serve';
 import { createLogger } from '@mtg/log';
 import { downstreamConfigSchema } from './config.ts';
 import { createApp } from './create-app.ts';
 import { createFaults } from './api/faults.ts';
-import { serveUntilSignalled } from './serve.ts';
 
 async function main() {
   let config;

@@ -1,4 +1,5 @@
 import { ConfigError, parseConfig } from '@mtg/config';
+import { serveUntilSignalled } from '@mtg/http-serve';
 import {
   ApplicationLoginError,
   checkSchemaVersion,
@@ -12,7 +13,7 @@ import { loadToolRegistry, RegistryError } from '@mtg/tools';
 import { loadUpstreams, UpstreamConfigError } from '@mtg/upstreams';
 import { buildGateway } from './build-gateway.ts';
 import { gatewayConfigSchema } from './config.ts';
-import { serveUntilSignalled } from './serve.ts';
+import { createGatewayServer } from './tls.ts';
 
 async function main() {
   let config;
@@ -42,12 +43,14 @@ async function main() {
     port: config.GATEWAY_PORT,
     host: config.GATEWAY_HOST,
     logger,
-    ready: { service: 'gateway', url: config.resource },
+    service: 'gateway',
+    url: config.resource,
     onClose: async () => {
       await gateway.close();
       await tracing?.shutdown();
     },
-    ...(gateway.tls ? { tls: gateway.tls } : {}),
+    // HTTPS when the config names a certificate (tls.ts), plain HTTP behind a proxy.
+    createServer: (listener) => createGatewayServer(listener, gateway.tls),
   });
 }
 

@@ -10,7 +10,7 @@ export {
   type AuditEventType,
 } from './append-audit.ts';
 export { canonicalJson } from './canonical-json.ts';
-export { csvField } from './export/csv-cell.ts';
+export { cellText, toCsv } from './export/csv.ts';
 export { runWithRequestOrigin, type RequestOrigin } from './request-origin.ts';
 export {
   eventHash,

@@ -187,6 +187,8 @@ export async function restorePrincipal(
       subject: p.subject,
       reason: source.path,
       actor: actorOf(source),
+      // What the administrator gave as the reason (the admin API's `reason`), as on a revoke.
+      ...(source.detail ? { data: source.detail } : {}),
     });
     return true;
   });

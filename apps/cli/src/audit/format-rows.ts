@@ -1,14 +1,7 @@
-import { csvField } from '@mtg/audit';
+import { cellText as text, toCsv } from '@mtg/audit';
 
 /** Rows for a terminal (aligned columns), a spreadsheet (CSV) or a program (JSON). */
 export type RowFormat = 'table' | 'csv' | 'json';
-
-function text(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
-}
 
 export function formatRows(
   format: RowFormat,
@@ -24,10 +17,7 @@ export function formatRows(
     return JSON.stringify(objects, null, 2) + '\n';
   }
   if (format === 'csv') {
-    return [columns, ...rows.map((r) => columns.map((c) => r[c]))]
-      .map((line) => line.map((v) => csvField(text(v))).join(','))
-      .join('\r\n')
-      .concat('\r\n');
+    return toCsv(columns, rows);
   }
   const cells = [
     columns.map(String),

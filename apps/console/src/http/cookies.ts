@@ -1,13 +1,11 @@
+import { parse } from 'cookie';
 import type { Request, Response } from 'express';
 
 export const SESSION_COOKIE = 'mtg_console';
 
+/** A cookie's value, decoded as res.cookie encoded it (the `cookie` package, as Express uses). */
 export function cookieOf(req: Request, name: string): string | undefined {
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return undefined;
+  return parse(req.headers.cookie ?? '')[name];
 }
 
 /**

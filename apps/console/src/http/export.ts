@@ -1,23 +1,8 @@
 import type { Response } from 'express';
-import { csvField } from '@mtg/audit';
+import { toCsv } from '@mtg/audit';
 
-/** A cell as text: timestamps in ISO 8601 UTC, objects as JSON. */
-export function cellText(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
-}
-
-export function toCsv(
-  columns: readonly string[],
-  rows: readonly Record<string, unknown>[],
-): string {
-  // csvField: RFC 4180 quoting, and a leading ' on what a spreadsheet would run as a formula.
-  const lines = [columns.map(csvField).join(',')];
-  for (const row of rows) lines.push(columns.map((c) => csvField(cellText(row[c]))).join(','));
-  return lines.join('\r\n') + '\r\n';
-}
+// The cells of a page's tables read as the cells of its CSV export do.
+export { cellText } from '@mtg/audit';
 
 export type ExportFormat = 'csv' | 'json';
 
@@ -36,6 +21,7 @@ export function sendExport(
 ): void {
   res.set('Content-Disposition', `attachment; filename="${name}.${format}"`);
   if (format === 'csv') {
+    // The audit CLI's writer: RFC 4180 quoting, a leading ' on what a spreadsheet would run.
     res.type('text/csv; charset=utf-8').send(toCsv(columns, rows));
     return;
   }

@@ -110,6 +110,13 @@ export function requireSession(sessions: SessionStore, revoked: RevocationCheck,
   };
 }
 
+/** The article goes by the role's first sound, not its letter ("a user"). */
+const WITH_ARTICLE: Record<ConsoleRole, string> = {
+  auditor: 'an auditor',
+  operator: 'an operator',
+  user: 'a user',
+};
+
 export function requireRole(logger: Logger, roles: readonly ConsoleRole[]) {
   return (_req: Request, res: Response, next: NextFunction) => {
     const p = principalOf(res);
@@ -119,7 +126,7 @@ export function requireRole(logger: Logger, roles: readonly ConsoleRole[]) {
       logger,
       403,
       'role_required',
-      `This page is for ${roles.join(' and ')}s; you are logged in as a ${p.role}.`,
+      `This page is for ${roles.join(' and ')}s; you are logged in as ${WITH_ARTICLE[p.role]}.`,
     );
   };
 }

@@ -8,6 +8,30 @@ export interface Column<R> {
   cell?: (row: R) => SafeHtml | string;
 }
 
+/** A timestamp as cellText writes it (ISO 8601 UTC). */
+const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
+
+/**
+ * Columns of names (clients, principals, tools, workers, processes): a name such as `mcp-agent` would
+ * otherwise break at its hyphen; it moves to the next line whole (console.css, td.name).
+ */
+const NAME_COLUMNS = new Set([
+  'client',
+  'subject',
+  'actor_subject',
+  'principal',
+  'tool',
+  'worker',
+  'process',
+  'upstream',
+]);
+
+/** A cell's default markup: its text, a timestamp as a <time> that does not wrap. */
+function defaultCell(value: unknown): SafeHtml | string {
+  const text = cellText(value);
+  return TIMESTAMP.test(text) ? html`<time datetime="${text}">${text}</time>` : text;
+}
+
 export function table<R extends object>(
   columns: Column<R>[],
   rows: R[],
@@ -25,8 +49,10 @@ export function table<R extends object>(
         (r) =>
           html`<tr>
             ${columns.map((c) => {
-              const v = c.cell ? c.cell(r) : cellText((r as Record<string, unknown>)[c.key]);
-              return html`<td>${v}</td>`;
+              const v = c.cell ? c.cell(r) : defaultCell((r as Record<string, unknown>)[c.key]);
+              return NAME_COLUMNS.has(c.key)
+                ? html`<td class="name">${v}</td>`
+                : html`<td>${v}</td>`;
             })}
           </tr>`,
       )}

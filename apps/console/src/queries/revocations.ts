@@ -6,7 +6,10 @@ export interface RevocationRow {
   occurred_at: string;
   type: string;
   subject: string | null;
+  /** How it came: `admin` (the admin API), `ssf:account-disabled` (a security event), … */
   reason: string | null;
+  /** What the operator typed as the reason, if anything. */
+  note: string | null;
   actor_subject: string | null;
   actor_kind: string | null;
 }
@@ -18,7 +21,8 @@ export async function listRevocations(
   limit = 1000,
 ): Promise<RevocationRow[]> {
   const { rows } = await db.query<RevocationRow>(
-    `SELECT seq, occurred_at, type, subject, reason, actor_subject, actor_kind
+    `SELECT seq, occurred_at, type, subject, reason, data ->> 'note' AS note, actor_subject,
+            actor_kind
        FROM audit.identity_changes
       WHERE tenant = $1 AND type IN ('principal.revoked', 'principal.restored')
       ORDER BY occurred_at DESC, chain_id DESC, seq DESC LIMIT $2`,

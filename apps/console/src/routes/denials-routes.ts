@@ -98,7 +98,20 @@ export function denialsRoutes(deps: AuditRouteDeps): Router {
       <h2>Denials</h2>
       ${exportLinks('/denials', req.query)}
       ${table<DenialRow>(
-        DENIAL_COLUMNS.map((key) => ({ key, label: key.replace('_', ' ') })),
+        DENIAL_COLUMNS.map((key) => ({
+          key,
+          label: key.replace('_', ' '),
+          // The task the denied call named, when it is one of the tenant's: an unknown_task
+          // denial names an id with no task behind it here.
+          ...(key === 'task_id'
+            ? {
+                cell: (r: DenialRow) =>
+                  r.task_id && r.reason !== 'unknown_task'
+                    ? html`<a href="/tasks/${r.task_id}">${r.task_id}</a>`
+                    : (r.task_id ?? ''),
+              }
+            : {}),
+        })),
         rows,
         'No denial in this period.',
       )}`;

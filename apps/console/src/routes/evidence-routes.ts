@@ -51,6 +51,8 @@ export function evidenceRoutes(deps: AuditRouteDeps): Router {
       }
       return;
     }
+    // The month under way (UTC), the one an auditor most often asks for; the picker stops there.
+    const month = deps.now().toISOString().slice(0, 7);
     const body = html`<p>
         An evidence bundle holds every event of tenant ${p.tenant} in the period, each with its
         hash, the chain links from the first of them to the first signed checkpoint after the last,
@@ -60,7 +62,7 @@ export function evidenceRoutes(deps: AuditRouteDeps): Router {
       </p>
       <form method="get" action="/evidence" class="search">
         <input type="hidden" name="download" value="1" />
-        <label>Month<input type="month" name="month" /></label
+        <label>Month (UTC)<input type="month" name="month" value="${month}" max="${month}" /></label
         ><button type="submit" id="download-month">Download month</button>
       </form>
       <form method="get" action="/evidence" class="search">

@@ -36,9 +36,21 @@ const REVOCATION_COLUMNS = [
   'type',
   'subject',
   'reason',
+  'note',
   'actor_subject',
   'actor_kind',
 ] as const;
+
+const REVOCATION_LABELS: Record<(typeof REVOCATION_COLUMNS)[number], string> = {
+  seq: 'Seq',
+  occurred_at: 'When',
+  type: 'Event',
+  subject: 'Principal',
+  reason: 'Via',
+  note: 'Reason given',
+  actor_subject: 'Actor',
+  actor_kind: 'Actor kind',
+};
 
 const PrincipalAction = z.object({
   csrf: z.string(),
@@ -136,7 +148,7 @@ export function principalRoutes(deps: AuditRouteDeps): Router {
     const rows = await listRevocations(pool, readScopeOf(principalOf(res)));
     if (format) return sendExport(res, format, 'revocations', REVOCATION_COLUMNS, rows as never);
     const body = html`${exportLinks('/revocations', {})}${table<RevocationRow>(
-      REVOCATION_COLUMNS.map((key) => ({ key, label: key.replace('_', ' ') })),
+      REVOCATION_COLUMNS.map((key) => ({ key, label: REVOCATION_LABELS[key] })),
       rows,
       'Nobody was revoked or restored.',
     )}`;

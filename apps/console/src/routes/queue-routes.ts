@@ -7,6 +7,7 @@ import { html } from '../http/html.ts';
 import { listQuery } from '../http/list-query.ts';
 import { readMetrics, type Endpoint, type Sample } from '../queries/read-metrics.ts';
 import {
+  circuitsOf,
   readWorkerPools,
   slotsOf,
   type PoolsView,
@@ -16,8 +17,6 @@ import {
 import { readUpstreamRefusals } from '../queries/upstream-refusals.ts';
 import { exportLinks, layout } from '../pages/layout.ts';
 import { table } from '../pages/table.ts';
-
-const CIRCUIT = ['closed', 'open', 'half-open', 'isolated'];
 
 /** One row per queue of the pools export: the pool serving it (none: unserved) and its depth. */
 const POOL_COLUMNS = [
@@ -90,12 +89,9 @@ export function queueRoutes(deps: {
         state: r.ok ? 'up' : `unreachable (${r.error})`,
         runs: r.ok ? sum(r.samples, 'mtg_task_runs_total') : null,
         slots: r.ok ? slotsOf(r.samples) : '',
-        circuits: r.ok
-          ? r.samples
-              .filter((s) => s.name === 'mtg_downstream_circuit_state')
-              .map((s) => `${s.labels.downstream}: ${CIRCUIT[s.value] ?? s.value}`)
-              .join(', ') || '—'
-          : '',
+        // The pools' reading of the same samples, so a worker's breakers read the same in both
+        // tables (downstream and upstream ones; none reported is all closed).
+        circuits: r.ok ? circuitsOf(r.samples) : '',
       }));
       if (format) {
         // One row per figure: cluster-wide ones with process "cluster", then each process.

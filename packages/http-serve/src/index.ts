@@ -1,0 +1,5 @@
+export {
+  DEFAULT_DRAIN_MS,
+  serveUntilSignalled,
+  type ServeOptions,
+} from './serve-until-signalled.ts';
