@@ -3,7 +3,7 @@
 // tasks: the answers (HTTP status, content type, JSON-RPC body) and the audit events they
 // write must be identical; requests the fast path does not take still reach the SDK.
 import type { Request } from 'express';
-import { plainTasksGet } from '../../apps/gateway/src/mcp/fast-tasks-get.ts';
+import { coreTasksGet, plainTasksGet } from '../../apps/gateway/src/mcp/fast-tasks-get.ts';
 import { pollUntil } from '../support/poll.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { sql } from '../support/sql.ts';
@@ -69,6 +69,10 @@ afterAll(async () => {
 
 interface Case {
   name: string;
+  /** 2025-11-25 as the v1 SDK sends it (mcp/fast-tasks-get.ts coreTasksGet); else 2026. */
+  wire?: '2025';
+  /** 2025 only: params beside taskId. */
+  params?: Record<string, unknown>;
   fast: boolean;
   token: () => string;
   id: unknown;
@@ -138,8 +142,93 @@ const CASES: Case[] = [
   },
 ];
 
+const core = (taskId: unknown) => ({ 'mcp-protocol-version': '2025-11-25' });
+const CASES_2025: Case[] = [
+  { name: '2025: working task', fast: true, token: () => alice, id: 21, taskId: () => ids.working },
+  {
+    name: '2025: string id',
+    fast: true,
+    token: () => alice,
+    id: 'r-22',
+    taskId: () => ids.working,
+  },
+  {
+    name: '2025: completed task',
+    fast: true,
+    token: () => alice,
+    id: 23,
+    taskId: () => ids.completed,
+  },
+  {
+    name: '2025: cancelled task',
+    fast: true,
+    token: () => alice,
+    id: 24,
+    taskId: () => ids.cancelled,
+  },
+  {
+    name: '2025: unknown task',
+    fast: true,
+    token: () => alice,
+    id: 25,
+    taskId: () => 'b'.repeat(32),
+  },
+  {
+    name: "2025: another user's task",
+    fast: true,
+    token: () => bob,
+    id: 26,
+    taskId: () => ids.working,
+  },
+  { name: '2025: malformed task id', fast: true, token: () => alice, id: 27, taskId: () => 'nope' },
+  { name: '2025: taskId not a string', fast: false, token: () => alice, id: 28, taskId: () => 42 },
+  {
+    name: '2025: _meta beside taskId',
+    fast: false,
+    token: () => alice,
+    id: 29,
+    taskId: () => ids.working,
+    params: { _meta: { progressToken: 'p' } },
+  },
+  {
+    name: '2025: Accept: application/json only (the v1 transport refuses it)',
+    fast: false,
+    token: () => alice,
+    id: 30,
+    taskId: () => ids.working,
+    headers: () => ({ ...core(0), accept: 'application/json' }),
+  },
+  {
+    name: '2025: an older revision',
+    fast: false,
+    token: () => alice,
+    id: 31,
+    taskId: () => ids.working,
+    headers: () => ({ 'mcp-protocol-version': '2025-06-18' }),
+  },
+  {
+    name: '2025: a session id',
+    fast: false,
+    token: () => alice,
+    id: 32,
+    taskId: () => ids.working,
+    headers: () => ({ ...core(0), 'mcp-session-id': 'abc' }),
+  },
+].map((c) => ({ ...c, wire: '2025' as const }));
+const ALL = [...CASES, ...CASES_2025];
+
 function requestOf(c: Case) {
   const taskId = c.taskId();
+  if (c.wire === '2025') {
+    return {
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(c.headers ?? core)(taskId),
+      },
+      body: { jsonrpc: '2.0', id: c.id, method: 'tasks/get', params: { taskId, ...c.params } },
+    };
+  }
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
@@ -196,7 +285,7 @@ function delta(after: Record<string, number>, before: Record<string, number>) {
 async function runAll() {
   const answers = [];
   const audits = [];
-  for (const c of CASES) {
+  for (const c of ALL) {
     const before = await auditCounts();
     answers.push(await send(c));
     audits.push(delta(await auditCounts(), before));
@@ -205,9 +294,10 @@ async function runAll() {
 }
 
 test('the fast path takes exactly the conforming requests', () => {
-  for (const c of CASES) {
+  for (const c of ALL) {
     const { headers, body } = requestOf(c);
-    const taken = plainTasksGet({ body, headers } as unknown as Request);
+    const r = { body, headers } as unknown as Request;
+    const taken = c.wire === '2025' ? coreTasksGet(r) : plainTasksGet(r);
     expect({ name: c.name, taken: taken !== undefined }).toEqual({ name: c.name, taken: c.fast });
   }
 });
@@ -218,7 +308,7 @@ test('answers and audit events are the same with and without the fast path', asy
   await stack.restartGateway();
   try {
     const sdk = await runAll();
-    CASES.forEach((c, i) => {
+    ALL.forEach((c, i) => {
       expect({ case: c.name, ...fast.answers[i] }).toEqual({ case: c.name, ...sdk.answers[i] });
       expect({ case: c.name, audit: fast.audits[i] }).toEqual({
         case: c.name,
@@ -239,6 +329,19 @@ test('answers and audit events are the same with and without the fast path', asy
     expect(fast.audits[4]).toEqual({ 'task.status_read/': 1, 'task.denied/result_gone': 1 });
     expect(fast.answers[6]).toMatchObject({ body: { error: { code: -32602 } } });
     expect(fast.audits[6]).toEqual({ 'task.denied/other_subject': 1 });
+    const at = (name: string) => ALL.findIndex((c) => c.name === name);
+    expect(fast.answers[at('2025: working task')]).toMatchObject({
+      status: 200,
+      contentType: 'application/json',
+      body: { jsonrpc: '2.0', id: 21, result: { status: 'working', taskId: ids.working } },
+    });
+    expect(fast.answers[at("2025: another user's task")]).toMatchObject({
+      body: { error: { code: -32602 } },
+    });
+    // (Its denial folds into the 2026 case's: the same caller and task moments before.)
+    expect(
+      fast.answers[at('2025: Accept: application/json only (the v1 transport refuses it)')],
+    ).toMatchObject({ status: 406 });
   } finally {
     stack.env.TASKS_GET_FAST_PATH = 'on';
     await stack.restartGateway();

@@ -248,7 +248,7 @@ export async function benchVolume(ctx: BenchContext): Promise<void> {
           `${fmt(s.removed)} expired: ${fmt(s.ms, 1)} ms (PostgreSQL CPU ${fmt(s.postgresMs)} ms)`,
       )
       .join('; '),
-    baseline: `before migration 170 the sweep's predicate read every retained row: ${fmt(oldMs, 1)} ms to find nothing on this table`,
+    baseline: `before migration 190 the sweep's predicate read every retained row: ${fmt(oldMs, 1)} ms to find nothing on this table`,
     goal: `PostgreSQL CPU per removed task ${perRow.join(' and ')}`,
     samples: 'one sweep each, after VACUUM ANALYZE',
   });

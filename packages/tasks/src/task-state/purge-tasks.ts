@@ -41,7 +41,7 @@ export async function signalDeadline(db: Queryable, taskId: string): Promise<voi
 export async function purgeExpired(pool: Pool): Promise<void> {
   const results = await pool.query('DELETE FROM app.task_results WHERE expires_at <= now()');
   const tasks = await pool.query<{ id: string }>(
-    // purge_at = ended_at + ttl (migration 170): indexed, so a sweep reads only what it removes.
+    // purge_at = ended_at + ttl (migration 190): indexed, so a sweep reads only what it removes.
     `DELETE FROM app.tasks WHERE purge_at <= now() RETURNING id`,
   );
   if ((results.rowCount ?? 0) + (tasks.rowCount ?? 0) > 0) {
