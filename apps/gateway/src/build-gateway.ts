@@ -1,4 +1,5 @@
 import type https from 'node:https';
+import { hostname } from 'node:os';
 import {
   checkApplicationLogin,
   createPool,
@@ -14,7 +15,7 @@ import {
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
-import { observeAuditAppends } from '@mtg/audit';
+import { declareStatusReadPolicy, observeAuditAppends } from '@mtg/audit';
 import { withTaskSpans } from './mcp/trace-task-service.ts';
 import {
   createAuditAppendMetrics,
@@ -252,12 +253,20 @@ export async function buildGateway(
       derivedDedupeWindowMs: config.DERIVED_DEDUPE_WINDOW_MS,
       pollIntervalMs: config.TASK_POLL_INTERVAL_MS,
     },
-    statusReadSampleRate: config.STATUS_READ_AUDIT_SAMPLE_RATE,
+    statusReadAudit: config.STATUS_READ_AUDIT,
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
     onTaskEnded: gatewayMetrics.taskEnded,
     ...(deps.clock ? { clock: deps.clock } : {}),
     logger,
   });
+
+  // In the trail, not only the config: an auditor reading it later learns how its status
+  // reads were kept (docs/audit.md, "Status reads").
+  await declareStatusReadPolicy(
+    pool,
+    config.STATUS_READ_AUDIT,
+    `gateway@${hostname()}:${process.pid}`,
+  );
 
   registerClusterGauges(registry, {
     db: pool,
