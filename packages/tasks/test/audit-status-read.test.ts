@@ -101,3 +101,14 @@ test('`all` records every read, marks or not', async () => {
   await readAll('all');
   expect((await reads()).length - before).toBe(9);
 });
+
+test('the purge (the worker deletes the task) takes its marks with it', async () => {
+  const worker = createPool({ connectionString: db.logins.worker, role: ROLES.worker, max: 1 });
+  try {
+    await worker.query('DELETE FROM app.tasks WHERE id = $1', [TASK]);
+  } finally {
+    await worker.end();
+  }
+  const left = await owner.query('SELECT count(*)::int AS n FROM app.status_read_marks');
+  expect(left.rows[0].n).toBe(0);
+});
