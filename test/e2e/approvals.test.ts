@@ -1,3 +1,11 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  checkpointScript,
+  runScript,
+  verifyScript,
+} from '../../packages/audit/test/support/run-script.ts';
 import { connectV1 } from '../support/clients.ts';
 import { pollUntil } from '../support/poll.ts';
 import { sql } from '../support/sql.ts';
@@ -127,4 +135,63 @@ test('a rejection ends the task with the approver’s reason and nothing is writ
     error: expect.stringContaining('Rejected by bob: not during the audit freeze'),
   });
   expect(await stack.writes(id)).toEqual([]);
+});
+
+test('the evidence bundle of an approved and of a rejected task holds the request and the decision, naming the approver', async () => {
+  const approved = await start(120);
+  const rejected = await start(130);
+  const bob = await stack.token('bob', 'acme', { scope: APPROVER });
+  expect((await tool(bob, 'approve_task', { taskId: approved })).isError).toBeFalsy();
+  expect(
+    (await tool(bob, 'reject_task', { taskId: rejected, reason: 'wrong collection' })).isError,
+  ).toBeFalsy();
+  await finished(approved);
+  await finished(rejected);
+
+  // As an auditor exports and checks them: `npm run -s audit -- bundle --task`, a signed
+  // checkpoint, `npm run -s audit:verify -- --bundle`.
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'mtg-approval-bundle-'));
+  try {
+    const env = { DATABASE_URL: stack.db.url, DATA_DIR: path.join(dir, 'data') };
+    expect((await checkpointScript([], env)).code).toBe(0);
+    const bundleOf = async (taskId: string) => {
+      const file = path.join(dir, `${taskId}.json`);
+      const made = await runScript(
+        'scripts/audit.ts',
+        ['bundle', '--task', taskId, '--tenant', 'acme', '--out', file],
+        env,
+      );
+      expect(made.code).toBe(0);
+      const verified = await verifyScript(
+        ['--bundle', file, '--keys', path.join(dir, 'data', 'audit', 'jwks.json')],
+        { DATA_DIR: path.join(dir, 'nothing') },
+      );
+      expect(verified.code).toBe(0);
+      const bundle = JSON.parse(await readFile(file, 'utf8')) as {
+        events: Array<{ type?: string; body?: string; selected?: boolean }>;
+      };
+      return bundle.events
+        .filter(
+          (e) => e.selected && /^task\.(approval_requested|approved|rejected)$/.test(e.type ?? ''),
+        )
+        .map((e) => ({ type: e.type, ...(JSON.parse(e.body!) as Record<string, any>) }));
+    };
+    const yes = await bundleOf(approved);
+    expect(yes.map((e) => e.type)).toEqual(['task.approval_requested', 'task.approved']);
+    expect(yes[1]).toMatchObject({
+      taskId: approved,
+      subject: 'alice',
+      actor: { subject: 'bob', kind: 'user' },
+      data: { approver: { subject: 'bob' } },
+    });
+    const no = await bundleOf(rejected);
+    expect(no.map((e) => e.type)).toEqual(['task.approval_requested', 'task.rejected']);
+    expect(no[1]).toMatchObject({
+      taskId: rejected,
+      actor: { subject: 'bob', kind: 'user' },
+      data: { approver: { subject: 'bob' }, reason: 'wrong collection' },
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

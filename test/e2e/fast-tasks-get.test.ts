@@ -18,7 +18,12 @@ const ids: Record<string, string> = {};
 beforeAll(async () => {
   stack = await startStack({
     workers: 1,
-    env: { TOOL_LIMITS: JSON.stringify({ bulk_update_records: { deleteResultOnRead: true } }) },
+    env: {
+      TOOL_LIMITS: JSON.stringify({ bulk_update_records: { deleteResultOnRead: true } }),
+      // Both paths must write the same events for each read: every read is one here (under
+      // the default, the first path's reads would leave the second's nothing to record).
+      STATUS_READ_AUDIT: 'all',
+    },
   });
   alice = await stack.token('alice', 'acme');
   bob = await stack.token('bob', 'acme');

@@ -6,7 +6,12 @@ import { jobToolsWire } from '../support/wires.ts';
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ workers: 0, env: { RATE_LIMIT_POLLS_PER_SECOND: '3' } });
+  // STATUS_READ_AUDIT=all: each element's read is its own event, so the trail shows which
+  // elements got through (the default records one read per status per caller).
+  stack = await startStack({
+    workers: 0,
+    env: { RATE_LIMIT_POLLS_PER_SECOND: '3', STATUS_READ_AUDIT: 'all' },
+  });
 });
 afterAll(async () => {
   await stack?.close();

@@ -18,6 +18,9 @@ beforeAll(async () => {
     workers: 1,
     env: {
       RATE_LIMIT_POLLS_PER_SECOND: '1',
+      // One audit pair per read, each read counted (the default records a status once per
+      // caller: status-read-audit.test.ts).
+      STATUS_READ_AUDIT: 'all',
       TOOL_LIMITS: JSON.stringify({ bulk_update_records: { deleteResultOnRead: true } }),
     },
   });

@@ -1,5 +1,6 @@
 import { nowMs, type Clock } from '@mtg/clock';
 import type https from 'node:https';
+import { hostname } from 'node:os';
 import {
   checkApplicationLogin,
   createPool,
@@ -15,7 +16,7 @@ import {
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import { loadPolicyFile } from '@mtg/policy';
-import { observeAuditAppends } from '@mtg/audit';
+import { declareStatusReadPolicy, observeAuditAppends } from '@mtg/audit';
 import { withTaskSpans } from './mcp/trace-task-service.ts';
 import {
   createAuditAppendMetrics,
@@ -253,12 +254,20 @@ export async function buildGateway(
       derivedDedupeWindowMs: config.DERIVED_DEDUPE_WINDOW_MS,
       pollIntervalMs: config.TASK_POLL_INTERVAL_MS,
     },
-    statusReadSampleRate: config.STATUS_READ_AUDIT_SAMPLE_RATE,
+    statusReadAudit: config.STATUS_READ_AUDIT,
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
     onTaskEnded: gatewayMetrics.taskEnded,
     ...(deps.clock ? { clock: deps.clock } : {}),
     logger,
   });
+
+  // In the trail, not only the config: an auditor reading it later learns how its status
+  // reads were kept (docs/audit.md, "Status reads").
+  await declareStatusReadPolicy(
+    pool,
+    config.STATUS_READ_AUDIT,
+    `gateway@${hostname()}:${process.pid}`,
+  );
 
   registerClusterGauges(registry, {
     db: pool,

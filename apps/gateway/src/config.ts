@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { toolLimitsOverrides } from '@mtg/tools';
 import { csv, port, url, postgresUrl } from '@mtg/config';
+import { STATUS_READ_AUDITS } from '@mtg/tasks';
 import {
   checkCredentialKeys,
   claimMappingEnv,
@@ -79,8 +80,24 @@ export const gatewayConfigSchema = z
       .min(0)
       .default(10 * 60_000),
     TASK_POLL_INTERVAL_MS: z.coerce.number().int().min(100).default(1000),
-    /** Fraction of status reads written to the audit trail (result reads are always). */
-    STATUS_READ_AUDIT_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(1),
+    /**
+     * Which status reads the audit trail records (docs/audit.md, "Status reads"):
+     * `first-per-change`, the first read by each caller after each change of the task's
+     * status; `all`, every read. Result reads and denials are always recorded.
+     */
+    STATUS_READ_AUDIT: z.enum(STATUS_READ_AUDITS).default('first-per-change'),
+    /**
+     * Removed: a random sample of reads told an auditor little about who looked when. Set,
+     * whatever its value, it stops the gateway with what to set instead, rather than being
+     * ignored by a deployment that relied on it.
+     */
+    STATUS_READ_AUDIT_SAMPLE_RATE: z
+      .string()
+      .optional()
+      .refine((v) => v === undefined, {
+        message:
+          'was removed: set STATUS_READ_AUDIT=first-per-change (the default: the first read of each status by each caller) or STATUS_READ_AUDIT=all (every read)',
+      }),
     /** Bound on how long a cancel waits for the worker's acknowledgement. */
     CANCEL_ACK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
     /** How long a blocking tasks/result waits before asking the client to call again. */

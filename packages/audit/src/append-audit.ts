@@ -38,7 +38,8 @@ export type AuditEventType =
   | 'upstream.call'
   | 'upstream.task_created'
   | 'upstream.task_cancelled'
-  | 'upstream.task_ended';
+  | 'upstream.task_ended'
+  | 'audit.policy';
 
 /**
  * One audit event. Who (tenant/subject/client), what (task, tool) and why (reason) are

@@ -90,3 +90,9 @@ export {
   type BuildBundleResult,
 } from './bundle/build-bundle.ts';
 export { verifyBundle, type BundleFailureCode, type BundleReport } from './bundle/verify-bundle.ts';
+export {
+  declareStatusReadPolicy,
+  describeStatusReadPolicy,
+  readStatusReadPolicy,
+  type StatusReadPolicy,
+} from './status-read-policy.ts';

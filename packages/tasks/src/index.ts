@@ -53,6 +53,7 @@ export {
 export type { VerbContext } from './authorize-task.ts';
 export type { ApprovalView } from './approvals.ts';
 export { stepUpScope } from './step-up-scope.ts';
+export { STATUS_READ_AUDITS, type StatusReadAudit } from './audit-status-read.ts';
 export {
   RESULT_GONE,
   taskError,

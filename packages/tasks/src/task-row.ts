@@ -17,6 +17,8 @@ export interface TaskRow {
   dedupe_until: Date | null;
   correlation_id: string;
   status: TaskStatus;
+  /** How many times the status changed (a trigger counts them: migration 145). */
+  status_version: number;
   status_message: string | null;
   progress: { current: number; total: number } | null;
   created_at: Date;
@@ -63,6 +65,7 @@ export const TASK_COLUMNS = [
   'dedupe_until',
   'correlation_id',
   'status',
+  'status_version',
   'status_message',
   'progress',
   'created_at',

@@ -5,6 +5,7 @@ import { appendAuditGrouped } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { LongToolDefinition } from '@mtg/tools';
+import { auditStatusRead, type StatusReadAudit } from './audit-status-read.ts';
 import { authorizeTask, deny, readKeys, taskReadKey, type VerbContext } from './authorize-task.ts';
 import { cancelTask, type CancelOptions } from './cancel-task.ts';
 import { CHANNELS } from './channels.ts';
@@ -52,13 +53,15 @@ export interface TaskServiceDeps {
   limits: StartLimits;
   /** Task-bound delegation at creation; without it tasks carry no user credential. */
   delegation?: DelegationDeps;
-  /** Fraction of status reads written to the audit trail (1 = every read). */
-  statusReadSampleRate: number;
+  /**
+   * Which status reads are audited: the first by each caller after each change of status, or
+   * every one (audit-status-read.ts). Result reads and denials always are.
+   */
+  statusReadAudit: StatusReadAudit;
   /** How long cancel waits for the running worker to acknowledge the stop. */
   cancelAckTimeoutMs: number;
   /** Told about each task a cancel ends here (no live worker held it, or none answered). */
   onTaskEnded?: OnTaskEnded;
-  random?: () => number;
   /** The gateway's clock (default: the system's), for what is computed outside SQL. */
   clock?: Clock;
   /** How long one caller's repeats of one denial fold into one audit event (default 60 s). */
@@ -93,7 +96,8 @@ export interface TaskService {
   get(taskId: string, ctx: VerbContext): Promise<TaskOutcome<{ task: TaskView; row: TaskRow }>>;
   /**
    * get(), and with `withResult` an ended task's result, in one verb: one authorization, one
-   * rate-limit point, one audit pair (`task.status_read`, sampled as for get(); then, for an
+   * rate-limit point, one audit pair (`task.status_read`, as for get() under the deps'
+   * `statusReadAudit`; then, for an
    * ended task, `task.result_read` or the `result_gone` denial, always). For answers that
    * carry status and result together (2026 tasks/get, get_job_result).
    */
@@ -153,7 +157,6 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
         options.logger.warn('denial summary audit failed', { error: error.message }),
     }),
   };
-  const random = deps.random ?? Math.random;
   // A task that ended anywhere (a worker, a cancel through another gateway replica): every
   // gateway hears of it at its commit, and reads it from the primary until the replica has
   // replayed that far, so a poll never shows a task running that its owner saw end.
@@ -209,16 +212,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       // at worst find nothing to resume.
       const row = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (row !== auth.task) await deps.reads?.wrote(readKeys(ctx.principal, taskId));
-      if (random() < deps.statusReadSampleRate) {
-        await appendAuditGrouped(deps.pool, {
-          type: 'task.status_read',
-          taskId,
-          ...owner(ctx.principal),
-          tool: row.tool,
-          correlationId: ctx.correlationId,
-          data: { wire: ctx.wire, status: row.status },
-        });
-      }
+      await auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
       const reading: TaskReading = { task: await viewOf(row), row };
       if (reading.task.inputFrom === 'caller') {
         const q = await pendingInput(deps.pool, row.id);

@@ -173,7 +173,7 @@ export async function createToolHarness(options: HarnessOptions): Promise<ToolHa
       derivedDedupeWindowMs: 60_000,
       pollIntervalMs: 100,
     },
-    statusReadSampleRate: 1,
+    statusReadAudit: 'all',
     cancelAckTimeoutMs: 5000,
     logger,
   });

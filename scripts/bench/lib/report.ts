@@ -106,7 +106,7 @@ const LIMITS: Record<string, string> = {
   'audit-append':
     'one chain lock held from each append to its COMMIT, WAL flush included: group commit shares a hold among concurrent appends, so the rate follows the flush time and the CPU left (see "Audit appends" below).',
   'poll-ratio':
-    'the work the baseline skips: revocation check, rate-limit upsert, the audited `task.status_read` (each poll waits for its group commit) and the JSON-RPC/MCP envelope (see "Polls" below). Verified tokens are remembered (AUTH_TOKEN_CACHE_MS), so a poll no longer pays a signature check the baseline pays.',
+    'the work the baseline skips: revocation check, rate-limit upsert, the status-read audit step (under the default a repeat poll finds its mark and writes nothing; under STATUS_READ_AUDIT=all it waits for a group commit) and the JSON-RPC/MCP envelope (see "Polls" below). Verified tokens are remembered (AUTH_TOKEN_CACHE_MS), so a poll no longer pays a signature check the baseline pays.',
 };
 
 /**
@@ -187,17 +187,21 @@ const ANALYSIS: string[] = [
   'SDK server, no web `Request`, same answer (a test compares both paths). That cut the',
   "gateway's CPU per poll from about 1.7–2 ms to 0.6–1 ms. PostgreSQL's share fell from about",
   '1.3 ms to 0.5 ms per poll: prepared statements, the UNLOGGED rate-limit table, and group',
-  'commit for the `task.status_read` event every poll appends (STATUS_READ_AUDIT_SAMPLE_RATE=1, the',
-  'default): concurrent polls share one chain-lock hold and one WAL flush instead of queueing',
-  'one commit each. The gap left to the baseline is the work the baseline skips: the revocation',
+  'commit for the `task.status_read` events (concurrent polls share one chain-lock hold and one',
+  'WAL flush instead of queueing one commit each). Since STATUS_READ_AUDIT (default',
+  '`first-per-change`), a poll of a status its caller has already read appends nothing: its',
+  'audit step is one `INSERT … ON CONFLICT DO NOTHING` into app.status_read_marks that finds',
+  'the mark, with no transaction id, no WAL and no commit to wait for; the `all` row measures',
+  'every read appended, as every poll was before. The gap left to the baseline is the work the baseline skips: the revocation',
   'check, the rate-limit upsert, the audit event and the JSON-RPC/MCP envelope. The gateway',
   "profile's largest single item is now socket writes (several round trips to PostgreSQL per",
   'poll against one in the baseline).',
-  'In quiet runs the audited ratio lands at 0.46–0.51, on the goal line, and 0.54–0.59 with',
-  'status reads unaudited. The machine is not CPU-bound meanwhile (about 80 % busy): each poll',
-  'waits for the commit of its own `task.status_read` event before it answers, because an audit',
-  'trail that answers first could lose the record of a read it served. Group commit shares that',
-  'wait among concurrent polls; it does not remove it.',
+  'In quiet runs with every read appended (before STATUS_READ_AUDIT) the ratio landed at',
+  '0.46–0.51, on the goal line, and 0.54–0.59 with status reads unaudited. The machine is not',
+  'CPU-bound meanwhile (about 80 % busy): a poll whose read is recorded waits for the commit of',
+  'its `task.status_read` event before it answers, because an audit trail that answers first',
+  'could lose the record of a read it served. Group commit shares that wait among concurrent',
+  'polls; the default policy leaves it to the first read of each status.',
   '',
   '**Start → worker step start (goal p50 ≤ 20 ms).** The split in the note shows where it goes:',
   "a few ms inside the creating transaction, then COMMIT → NOTIFY → the worker's pg-boss fetch",

@@ -4,7 +4,12 @@
 import { systemClock } from '@mtg/clock';
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { buildBundle, type BundleSelection } from '@mtg/audit';
+import {
+  buildBundle,
+  describeStatusReadPolicy,
+  readStatusReadPolicy,
+  type BundleSelection,
+} from '@mtg/audit';
 import { parseConfig, postgresUrl } from '@mtg/config';
 import { z } from 'zod';
 import { dataDir } from '@mtg/dev-secrets';
@@ -153,6 +158,12 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     note: (line) => process.stderr.write(`audit: ${line}\n`),
   });
   try {
+    // On stderr, whatever the format: an auditor reading a task's reads must know whether a
+    // missing task.status_read means no read (docs/audit.md, "Status reads").
+    if (command !== 'denials')
+      process.stderr.write(
+        `audit: ${describeStatusReadPolicy(await readStatusReadPolicy(client))}\n`,
+      );
     if (selection) {
       const built = await buildBundle(
         client,

@@ -1,6 +1,12 @@
 import express, { Router, type Request, type Response } from 'express';
 import type { JSONWebKeySet } from 'jose';
-import { buildBundle, verifyBundle, type BundleReport } from '@mtg/audit';
+import {
+  buildBundle,
+  describeStatusReadPolicy,
+  readStatusReadPolicy,
+  verifyBundle,
+  type BundleReport,
+} from '@mtg/audit';
 import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import type { GatewayActions } from '../actions/gateway-actions.ts';
@@ -160,6 +166,8 @@ export function taskRoutes(deps: {
       (e) => e.type === 'task.delegated' || e.type === 'task.identity_refreshed',
     );
     const status = await chainStatus(id, p.tenant);
+    // Without it, a timeline with one status read in a hundred polls reads as one poll.
+    const statusReads = describeStatusReadPolicy(await readStatusReadPolicy(pool));
     const notice = await takeNotice(deps.sessions, res);
     const body = html` ${notice}
       <table class="facts">
@@ -197,6 +205,10 @@ export function taskRoutes(deps: {
         <tr>
           <th>Chain status</th>
           <td id="chain-status">${status}</td>
+        </tr>
+        <tr>
+          <th>Status reads</th>
+          <td id="status-read-policy">${statusReads}</td>
         </tr>
       </table>
       ${
