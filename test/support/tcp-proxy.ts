@@ -28,7 +28,8 @@ export interface TcpProxy {
    * An unknown commit outcome: the next `COMMIT` (a simple-query message, as node-postgres
    * sends it) reaches the server, and the client's connection is cut before the answer
    * comes back; the server's side waits for that answer (so the commit happened) and then
-   * closes. Resolves when the cut was made.
+   * closes. Resolves when the cut was made and the server has answered the commit (so what
+   * committed can be read).
    */
   cutAtNextCommit(): Promise<void>;
   /**
@@ -134,8 +135,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
           cut.add(inbound);
           outbound.write(chunk);
           inbound.destroy();
+          // Resolved once the server has answered (the commit is done) or gone.
           outbound.once('data', () => outbound.destroy());
-          done();
+          outbound.once('close', () => done());
           return;
         }
         if (!b.write(chunk)) {
