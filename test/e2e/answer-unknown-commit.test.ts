@@ -71,7 +71,7 @@ async function callTool(token: string, name: string, args: Record<string, unknow
     await c.close();
   }
 }
-const text = (r: { content?: unknown }) => JSON.stringify(r.content);
+const text = (r: object) => JSON.stringify((r as { content?: unknown }).content);
 
 test('an answer whose commit outcome is unknown: the retry is answered as the first would have been, and the task runs on once', async () => {
   const alice = await stack.token('alice', 'acme');
