@@ -12,8 +12,8 @@ import { sql } from '../support/sql.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 
 // The statement texts the cuts wait for (packages/audit/src/group-commit.ts).
-const GROUP = 'audit.append_many($1::text[], $2::text[], $3::uuid[])';
-const ONE = 'audit.append_many(ARRAY[$1::text], ARRAY[$2::text], ARRAY[$3::uuid])';
+const GROUP = 'audit.append_many($1::text[], $2::text[], $3::uuid[], $4)';
+const ONE = 'audit.append_many(ARRAY[$1::text], ARRAY[$2::text], ARRAY[$3::uuid], $4)';
 
 let db: TestDatabase;
 let proxy: TcpProxy;

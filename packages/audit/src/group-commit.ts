@@ -1,19 +1,20 @@
-import { randomUUID } from 'node:crypto';
 import { databaseFailureOf, prepared, runPrepared, type Queryable } from '@mtg/db';
+import { newEventKey } from './event-key.ts';
 
 /** The two ways in to the chain (packages/db/migrations 003, 030), prepared once per connection. */
 export const APPEND = prepared('SELECT audit.append($1, $2) AS seq');
 export const APPEND_MANY = prepared('SELECT audit.append_many($1::text[], $2::text[]) AS seqs');
 /**
- * The same with an event key each (migration 140): an event whose key its chain holds is not
- * appended again, and its stored seq comes back. For appends that are their own transaction,
- * whose writer may send them again without knowing whether the first attempt committed.
+ * The same with an event key each (migration 140), for appends that are their own
+ * transaction, whose writer may send them again without knowing whether the first attempt
+ * committed. The last argument says it may have been sent before: then an event whose key
+ * its chain holds is not appended again, and its stored seq comes back.
  */
 export const APPEND_KEYED = prepared(
-  'SELECT (audit.append_many(ARRAY[$1::text], ARRAY[$2::text], ARRAY[$3::uuid]))[1] AS seq',
+  'SELECT (audit.append_many(ARRAY[$1::text], ARRAY[$2::text], ARRAY[$3::uuid], $4))[1] AS seq',
 );
 export const APPEND_MANY_KEYED = prepared(
-  'SELECT audit.append_many($1::text[], $2::text[], $3::uuid[]) AS seqs',
+  'SELECT audit.append_many($1::text[], $2::text[], $3::uuid[], $4) AS seqs',
 );
 
 /** Most events one commit carries; more wait for the next. */
@@ -24,6 +25,8 @@ interface Pending {
   body: string;
   /** Generated once per event: every attempt to append it carries the same key. */
   key: string;
+  /** An attempt was sent already (the key may be stored). */
+  sent: boolean;
   resolve: (seq: number) => void;
   reject: (error: unknown) => void;
 }
@@ -54,7 +57,14 @@ export function createGroupCommit(db: Queryable): (type: string, body: string) =
     // that safe whether or not the first attempt committed); any other error is the event's.
     for (let attempt = 1; ; attempt++) {
       try {
-        const r = await runPrepared<{ seq: string }>(db, APPEND_KEYED, [p.type, p.body, p.key]);
+        const retry = p.sent;
+        p.sent = true;
+        const r = await runPrepared<{ seq: string }>(db, APPEND_KEYED, [
+          p.type,
+          p.body,
+          p.key,
+          retry,
+        ]);
         return p.resolve(Number(r.rows[0]!.seq));
       } catch (error) {
         if (attempt < 2 && databaseFailureOf(error)?.code === 'database_unavailable') continue;
@@ -66,12 +76,15 @@ export function createGroupCommit(db: Queryable): (type: string, body: string) =
   async function appendGroup(group: Pending[]): Promise<void> {
     if (group.length === 1) return appendOne(group[0]!);
     let seqs: unknown[];
+    // A group is each event's first attempt: nothing to look up; its retries will.
+    for (const p of group) p.sent = true;
     try {
       // One statement: one transaction, one hold of the chain lock, one commit.
       const r = await runPrepared<{ seqs: unknown[] }>(db, APPEND_MANY_KEYED, [
         group.map((p) => p.type),
         group.map((p) => p.body),
         group.map((p) => p.key),
+        false,
       ]);
       seqs = r.rows[0]!.seqs;
     } catch {
@@ -94,7 +107,7 @@ export function createGroupCommit(db: Queryable): (type: string, body: string) =
 
   return (type, body) =>
     new Promise<number>((resolve, reject) => {
-      queue.push({ type, body, key: randomUUID(), resolve, reject });
+      queue.push({ type, body, key: newEventKey(), sent: false, resolve, reject });
       if (!flushing) void flush();
     });
 }

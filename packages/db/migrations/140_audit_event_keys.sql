@@ -5,15 +5,17 @@
 -- * audit.events gets event_key, a uuid the writer generates per event. NULL for every event
 --   written before, and for appends inside a transaction of the caller's, whose retry is
 --   decided by the change they record (the journal row, the settlement).
--- * audit.append_many(types, bodies, keys): an event whose key its chain already holds is
---   not appended again; the call returns that event's seq in its place. The lookup runs under
---   the chain's lock, so it sees every committed append of the chain (a first attempt still
---   in flight holds the lock: the retry waits for its outcome). Nothing else changes: the
---   key is not in the body and not in the hash (the stored event is the one that committed;
---   verifying a chain is unchanged).
--- * Keys are looked up among the last day's events (a writer retries within seconds); the
---   index is per partition, so the lookup touches this month's and perhaps last month's.
--- * The two-argument append_many is the three-argument one without keys.
+-- * audit.append_many(types, bodies, keys, retry): stores each event's key; on a retry (the
+--   events may have been sent before), an event whose key its chain already holds is not
+--   appended again, and the call returns that event's seq in its place. The lookup runs
+--   under the chain's lock, so it sees every committed append of the chain (a first attempt
+--   still in flight holds the lock: the retry waits for its outcome). A first attempt looks
+--   nothing up: its keys are new. Nothing else changes: the key is not in the body and not
+--   in the hash (the stored event is the one that committed; verifying a chain is unchanged).
+-- * Keys are looked up among the last day's events (a writer retries within seconds): the
+--   lookup touches this month's partition, and last month's at most. The writer's keys are
+--   time-ordered (UUIDv7), so the index grows at its right edge as seq does.
+-- * The two-argument append_many is the four-argument one without keys.
 
 -- A column without a default: no row is rewritten.
 ALTER TABLE audit.events ADD COLUMN event_key uuid;
@@ -21,10 +23,11 @@ ALTER TABLE audit.events ADD COLUMN event_key uuid;
 -- it on each new month.
 CREATE INDEX events_key ON audit.events (chain_id, event_key) WHERE event_key IS NOT NULL;
 
--- Appends p_types[i] / p_bodies[i] in order; returns each event's seq in its chain. An event
--- with a key p_keys[i] (NULL: none) that its chain already holds is not appended; its stored
--- seq is returned instead.
-CREATE FUNCTION audit.append_many(p_types text[], p_bodies text[], p_keys uuid[]) RETURNS bigint[]
+-- Appends p_types[i] / p_bodies[i] in order, each with its key p_keys[i] (NULL: none);
+-- returns each event's seq in its chain. With p_retry, an event whose key its chain already
+-- holds is not appended; its stored seq is returned instead.
+CREATE FUNCTION audit.append_many(p_types text[], p_bodies text[], p_keys uuid[],
+                                  p_retry boolean) RETURNS bigint[]
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, audit AS $$
 DECLARE
   v_n integer := coalesce(array_length(p_types, 1), 0);
@@ -133,7 +136,7 @@ BEGIN
     END IF;
     -- Under the chain's lock: an event of this key committed by an earlier attempt is the
     -- one; the chain does not get a second copy.
-    IF p_keys[i] IS NOT NULL THEN
+    IF p_retry AND p_keys[i] IS NOT NULL THEN
       SELECT seq INTO v_found FROM audit.events
        WHERE chain_id = c_id[k] AND event_key = p_keys[i] AND occurred_at >= v_since;
       IF FOUND THEN
@@ -175,8 +178,9 @@ END $$;
 CREATE OR REPLACE FUNCTION audit.append_many(p_types text[], p_bodies text[]) RETURNS bigint[]
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, audit AS $$
 BEGIN
-  RETURN audit.append_many(p_types, p_bodies, NULL::uuid[]);
+  RETURN audit.append_many(p_types, p_bodies, NULL::uuid[], false);
 END $$;
 
-REVOKE ALL ON FUNCTION audit.append_many(text[], text[], uuid[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION audit.append_many(text[], text[], uuid[]) TO mtg_gateway, mtg_worker;
+REVOKE ALL ON FUNCTION audit.append_many(text[], text[], uuid[], boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION audit.append_many(text[], text[], uuid[], boolean)
+  TO mtg_gateway, mtg_worker;
