@@ -1,5 +1,6 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { frontendReader, readyStatusReader } from './pg-wire.ts';
 
 /**
  * A TCP relay on loopback that can be cut: `down()` closes every relayed connection and
@@ -27,14 +28,25 @@ export interface TcpProxy {
    * An unknown commit outcome: the next `COMMIT` (a simple-query message, as node-postgres
    * sends it) reaches the server, and the client's connection is cut before the answer
    * comes back; the server's side waits for that answer (so the commit happened) and then
-   * closes. Resolves when the cut was made.
+   * closes. Resolves when the cut was made and the server has answered the commit (so what
+   * committed can be read).
    */
   cutAtNextCommit(): Promise<void>;
+  /**
+   * The same cut, at the commit of the next transaction that ran a statement whose text
+   * contains `statement`: its `COMMIT` when it ran inside BEGIN … COMMIT, or the statement's
+   * own Sync when it ran alone (autocommit: the server commits it there). A prepared
+   * statement is recognised by its name on the connection that prepared it.
+   */
+  cutAtCommitOf(statement: string): Promise<void>;
   close(): Promise<void>;
 }
 
-// 'Q', length 11, "COMMIT\0": node-postgres's client.query('COMMIT').
-const COMMIT_QUERY = Buffer.concat([Buffer.from([0x51, 0, 0, 0, 11]), Buffer.from('COMMIT\0')]);
+interface CommitCut {
+  /** Undefined: any COMMIT. */
+  statement?: string;
+  resolve: () => void;
+}
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
@@ -47,11 +59,52 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const severed = new Set<net.Socket>();
 
   const outbounds = new Map<net.Socket, net.Socket>();
-  let commitCut: (() => void) | undefined;
+  let commitCut: CommitCut | undefined;
   const cut = new Set<net.Socket>();
   let dropTimer: NodeJS.Timeout | undefined;
   const relay = (inbound: net.Socket) => {
     const outbound = net.connect(target.port, target.host);
+    // What this connection is doing, for a commit cut: the statements it prepared, its
+    // transaction status as of the server's last ReadyForQuery, and whether the open
+    // transaction ran the statement whose commit is to be cut.
+    const readFrontend = frontendReader();
+    const readStatus = readyStatusReader();
+    const prepared = new Map<string, string>();
+    let unnamed = '';
+    let idle = true;
+    let armed = false;
+    let batchMatched = false;
+    const ranCutStatement = (text: string | undefined) =>
+      commitCut?.statement !== undefined &&
+      text !== undefined &&
+      text.includes(commitCut.statement);
+    /** True when `chunk` commits what is to be cut. */
+    const commitsCutTransaction = (chunk: Buffer): boolean => {
+      let commits = false;
+      for (const m of readFrontend(chunk)) {
+        if (m.type === 'parse') {
+          if (m.name) prepared.set(m.name, m.text);
+          else unnamed = m.text;
+        } else if (m.type === 'bind') {
+          if (ranCutStatement(m.statement ? prepared.get(m.statement) : unnamed))
+            batchMatched = true;
+        } else if (m.type === 'sync') {
+          if (batchMatched) {
+            if (idle) commits = true;
+            else armed = true;
+          }
+          batchMatched = false;
+        } else if (m.type === 'query' && commitCut) {
+          if (/^\s*COMMIT\s*;?\s*$/i.test(m.text)) {
+            if (armed || commitCut.statement === undefined) commits = true;
+          } else if (ranCutStatement(m.text)) {
+            if (idle) commits = true;
+            else armed = true;
+          }
+        }
+      }
+      return commits && commitCut !== undefined;
+    };
     outbounds.set(inbound, outbound);
     outbound.on('close', () => outbounds.delete(inbound));
     for (const [a, b] of [
@@ -69,14 +122,22 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       a.on('error', () => b.destroy());
       // Data is forwarded by hand so that a partition can hold it (pause, not drop).
       a.on('data', (chunk: Buffer) => {
-        if (a === inbound && commitCut && chunk.includes(COMMIT_QUERY)) {
-          const done = commitCut;
+        if (a === outbound) {
+          const status = readStatus(chunk);
+          if (status !== undefined) {
+            idle = status === 'I';
+            if (idle) armed = false;
+          }
+        }
+        if (a === inbound && commitsCutTransaction(chunk)) {
+          const done = commitCut!.resolve;
           commitCut = undefined;
           cut.add(inbound);
           outbound.write(chunk);
           inbound.destroy();
+          // Resolved once the server has answered (the commit is done) or gone.
           outbound.once('data', () => outbound.destroy());
-          done();
+          outbound.once('close', () => done());
           return;
         }
         if (!b.write(chunk)) {
@@ -155,7 +216,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     cutAtNextCommit() {
       return new Promise<void>((resolve) => {
-        commitCut = resolve;
+        commitCut = { resolve };
+      });
+    },
+    cutAtCommitOf(statement) {
+      return new Promise<void>((resolve) => {
+        commitCut = { statement, resolve };
       });
     },
     close: stop,

@@ -27,6 +27,21 @@ export interface ApprovalView {
 const OPEN = `q.kind = 'approval' AND q.answered_at IS NULL AND t.status = 'input_required'
               AND t.lease_owner IS NULL`;
 const TASK_OF_T = TASK_COLUMNS.map((c) => `t.${c}`).join(', ');
+const QUESTION_OF_Q = `q.key AS q_key, q.scope AS q_scope, q.message AS q_message,
+                       q.summary AS q_summary, q.requested_at AS q_requested_at`;
+// Decided by this approver ($3, as answered_by records them) with this decision ($4): the
+// journaled step of the question holds it.
+const DECIDED_BY = `q.kind = 'approval' AND q.answered_by = $3::jsonb
+              AND EXISTS (SELECT 1 FROM app.task_steps s
+                           WHERE s.task_id = q.task_id AND s.step = q.key
+                             AND (s.output -> 'value' ->> 'approved')::boolean = $4)`;
+type ApprovalRow = TaskRow & {
+  q_key: string;
+  q_scope: string;
+  q_message: string;
+  q_summary: Record<string, unknown>;
+  q_requested_at: Date;
+};
 
 /**
  * The approvals a principal may decide: open ones of its own tenant, for a scope its token
@@ -82,23 +97,34 @@ export async function decideApproval(
   const p = ctx.principal;
   const verb = decision.approved ? 'approve' : 'reject';
   const found = TASK_ID.test(taskId)
-    ? await deps.pool.query<
-        TaskRow & {
-          q_key: string;
-          q_scope: string;
-          q_message: string;
-          q_summary: Record<string, unknown>;
-          q_requested_at: Date;
-        }
-      >(
-        `SELECT ${TASK_OF_T}, q.key AS q_key, q.scope AS q_scope,
-                q.message AS q_message, q.summary AS q_summary, q.requested_at AS q_requested_at
+    ? await deps.pool.query<ApprovalRow>(
+        `SELECT ${TASK_OF_T}, ${QUESTION_OF_Q}
            FROM app.task_inputs q JOIN app.tasks t ON t.id = q.task_id
           WHERE t.id = $1 AND ${OPEN} ORDER BY q.requested_at LIMIT 1`,
         [taskId],
       )
     : undefined;
   const row = found?.rows[0];
+  if (!row) {
+    // The retry of a decision whose answer was lost (its commit's outcome unknown, answered
+    // "unavailable"): this approver's same decision is recorded, so the retry gets the
+    // answer the first attempt would have, and nothing is written again.
+    const mine = TASK_ID.test(taskId)
+      ? await deps.pool.query<ApprovalRow>(
+          `SELECT ${TASK_OF_T}, ${QUESTION_OF_Q}
+             FROM app.task_inputs q JOIN app.tasks t ON t.id = q.task_id
+            WHERE t.id = $1 AND t.tenant = $2 AND ${DECIDED_BY}
+            ORDER BY q.answered_at DESC LIMIT 1`,
+          [
+            taskId,
+            p.tenant,
+            JSON.stringify({ subject: p.subject, client: p.client }),
+            decision.approved,
+          ],
+        )
+      : undefined;
+    if (mine?.rows[0]) return { ok: true, approval: approvalView(mine.rows[0]) };
+  }
   if (!row || row.tenant !== p.tenant) {
     await denyNotFound(deps, ctx, verb, taskId, row ? 'cross_tenant' : 'no_open_approval');
     return NOT_FOUND;
@@ -135,18 +161,19 @@ export async function decideApproval(
     await denyNotFound(deps, ctx, verb, taskId, 'no_open_approval');
     return NOT_FOUND;
   }
+  return { ok: true, approval: approvalView(row) };
+}
+
+function approvalView(row: ApprovalRow): ApprovalView {
   return {
-    ok: true,
-    approval: {
-      taskId: row.id,
-      tool: row.tool,
-      owner: { subject: row.subject, client: row.client },
-      scope: row.q_scope,
-      reason: row.q_message,
-      summary: row.q_summary,
-      arguments: row.argument_summary,
-      requestedAt: row.q_requested_at.toISOString(),
-      deadline: row.deadline.toISOString(),
-    },
+    taskId: row.id,
+    tool: row.tool,
+    owner: { subject: row.subject, client: row.client },
+    scope: row.q_scope,
+    reason: row.q_message,
+    summary: row.q_summary,
+    arguments: row.argument_summary,
+    requestedAt: row.q_requested_at.toISOString(),
+    deadline: row.deadline.toISOString(),
   };
 }

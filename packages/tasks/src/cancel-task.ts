@@ -52,10 +52,6 @@ export async function cancelTask(
     if (!own.ok) return own;
     task = own.task;
   }
-  if (isTerminal(task.status)) {
-    return taskError('task_terminal', `Task already ${task.status}; it cannot be cancelled`);
-  }
-
   const by = {
     path,
     subject: p.subject,
@@ -64,18 +60,33 @@ export async function cancelTask(
     reason:
       options.reason ?? (path === 'admin' ? 'cancelled by administrator' : 'cancelled by owner'),
   };
-  await requestCancel(deps.pool, taskId, by, {
-    type: 'task.cancel_requested',
+  if (isTerminal(task.status)) {
+    // The retry of a cancel whose answer was lost (its commit's outcome unknown to the
+    // gateway, answered "unavailable"): the task ended by this very request, so it gets the
+    // answer the first attempt would have, not a refusal.
+    if (task.status === 'cancelled' && sameCancelRequest(task.ended_by, by)) {
+      return { ok: true, task: toView(task) };
+    }
+    return taskError('task_terminal', `Task already ${task.status}; it cannot be cancelled`);
+  }
+  await requestCancel(
+    deps.pool,
     taskId,
-    tenant: task.tenant,
-    subject: task.subject,
-    client: task.client,
-    tool: task.tool,
-    reason: path,
-    correlationId: ctx.correlationId,
-    actor: { subject: p.subject, client: p.client, kind: path === 'admin' ? 'admin' : 'user' },
-    data: { wire: ctx.wire, note: by.reason },
-  });
+    by,
+    {
+      type: 'task.cancel_requested',
+      taskId,
+      tenant: task.tenant,
+      subject: task.subject,
+      client: task.client,
+      tool: task.tool,
+      reason: path,
+      correlationId: ctx.correlationId,
+      actor: { subject: p.subject, client: p.client, kind: path === 'admin' ? 'admin' : 'user' },
+      data: { wire: ctx.wire, note: by.reason },
+    },
+    (recorded) => sameCancelRequest(recorded, by),
+  );
 
   const settled = await awaitStop(deps, task, by);
   const finalRow =
@@ -135,6 +146,20 @@ async function awaitStop(
       CHANNELS.settled,
     );
   }
+}
+
+/**
+ * The same cancel request: who asked, by which path, with which reason. Its idempotency key,
+ * as the task row records it (the first request's `cancel_requested_by`, then `ended_by`).
+ */
+export function sameCancelRequest(
+  recorded: Record<string, unknown> | null | undefined,
+  by: CancelledBy & { reason: string },
+): boolean {
+  return (
+    !!recorded &&
+    (['path', 'subject', 'client', 'tenant', 'reason'] as const).every((k) => recorded[k] === by[k])
+  );
 }
 
 export { deny };

@@ -21,7 +21,12 @@ import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
 import { createDenialFold } from './fold-denials.ts';
 import { resumeIfPaused } from './task-state/resume-task.ts';
-import { pendingInput, recordAnswer, type PendingInput } from './task-state/ask-input.ts';
+import {
+  answeredAlready,
+  pendingInput,
+  recordAnswer,
+  type PendingInput,
+} from './task-state/ask-input.ts';
 import { answerProblem, answerSummary, type InputResponse } from './input-schema.ts';
 import { decideApproval, listApprovals, type ApprovalView } from './approvals.ts';
 import type { OnTaskEnded } from './task-state/settle-task.ts';
@@ -246,8 +251,15 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
         'invalid_params',
         `Task ${taskId} is not waiting for an answer${answer.key ? ` to ${answer.key}` : ''} (it is ${row.status})`,
       );
-      if (!q || q.kind !== 'input' || (answer.key !== undefined && answer.key !== q.key))
+      if (!q || q.kind !== 'input' || (answer.key !== undefined && answer.key !== q.key)) {
+        // The retry of an answer whose reply was lost (its commit's outcome unknown,
+        // answered "unavailable"): the same answer from the same caller is recorded, so the
+        // retry gets the reply the first attempt would have, and nothing is written again.
+        const by = { subject: ctx.principal.subject, client: ctx.principal.client };
+        if (await answeredAlready(deps.pool, row.id, by, answer))
+          return { ok: true, task: toView(row) };
         return notWaiting;
+      }
       const problem = answerProblem(q.requestedSchema, answer.response);
       if (problem)
         return taskError(

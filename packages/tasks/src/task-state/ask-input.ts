@@ -164,3 +164,25 @@ export async function recordAnswer(
     return true;
   });
 }
+
+/**
+ * Whether `by` already gave this answer (to question `key`, or to any of the task's
+ * questions when no key is named): the retry of an answer whose reply was lost. The
+ * journaled step of the question holds the answer as it was recorded.
+ */
+export async function answeredAlready(
+  db: Queryable,
+  taskId: string,
+  by: { subject: string; client: string },
+  answer: { key?: string; response: unknown },
+): Promise<boolean> {
+  const r = await db.query(
+    `SELECT 1 FROM app.task_inputs q
+       JOIN app.task_steps s ON s.task_id = q.task_id AND s.step = q.key
+      WHERE q.task_id = $1 AND q.kind = 'input' AND q.answered_by = $2::jsonb
+        AND ($3::text IS NULL OR q.key = $3) AND s.output -> 'value' = $4::jsonb
+      LIMIT 1`,
+    [taskId, JSON.stringify(by), answer.key ?? null, JSON.stringify(answer.response ?? null)],
+  );
+  return r.rowCount === 1;
+}

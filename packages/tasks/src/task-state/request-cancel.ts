@@ -9,24 +9,33 @@ import type { CancelledBy } from './end-task.ts';
  * Flags an active task for cancellation (the first request's who and why stand), tells its
  * worker at once (`mtg_task_control`, delivered at commit) and writes `task.cancel_requested`,
  * in one transaction. The task ends when its worker (or the caller, cancelTaskNow) settles it.
+ *
+ * A request the row already records — same who, path and reason: the retry of a request
+ * whose commit's outcome its sender did not learn — writes no second event (the worker is
+ * told again: harmless). `same` decides that, on the row as it stood under its lock.
  */
 export async function requestCancel(
   pool: Pool,
   taskId: string,
   by: CancelledBy & { reason: string },
   event: AuditEvent,
+  same: (recorded: Record<string, unknown> | null) => boolean = () => false,
 ): Promise<void> {
   await withTransaction(pool, async (c) => {
-    await c.query(
-      `UPDATE app.tasks SET cancel_requested_at = COALESCE(cancel_requested_at, now()),
-              cancel_requested_by = COALESCE(cancel_requested_by, $2), updated_at = now()
-        WHERE id = $1 AND ${ACTIVE}`,
+    // The row's request before this one, read under the row lock the update takes.
+    const r = await c.query<{ before: Record<string, unknown> | null }>(
+      `UPDATE app.tasks t SET cancel_requested_at = COALESCE(t.cancel_requested_at, now()),
+              cancel_requested_by = COALESCE(t.cancel_requested_by, $2), updated_at = now()
+         FROM (SELECT id, cancel_requested_by FROM app.tasks WHERE id = $1 FOR UPDATE) prior
+        WHERE t.id = prior.id AND ${ACTIVE}
+        RETURNING prior.cancel_requested_by AS before`,
       [taskId, JSON.stringify(by)],
     );
     await c.query('SELECT pg_notify($1, $2)', [
       CHANNELS.control,
       JSON.stringify({ taskId, action: 'cancel', reason: by.reason }),
     ]);
+    if (r.rowCount === 1 && same(r.rows[0]!.before)) return;
     await appendAuditInTransaction(c, event);
   });
 }
