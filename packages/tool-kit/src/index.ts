@@ -22,6 +22,7 @@ export type {
   ToolLogger,
   ToolOrigin,
   ToolResult,
+  UpstreamQuestion,
   UpstreamTaskClient,
   UpstreamTaskRef,
   UpstreamTaskState,

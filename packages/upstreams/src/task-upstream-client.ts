@@ -64,8 +64,21 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
     deps.invalidate();
     return token();
   };
-  const open = (resume?: { sessionId: string; protocolVersion?: string }) =>
+  // The elicitations the upstream sent on a tasks/result stream, for `question`.
+  const elicited: Array<{ id: string | number; params: Record<string, unknown> }> = [];
+  const heard = new Set<() => void>();
+  // Task sessions declare elicitation (an upstream task's question is relayed); a plain
+  // tools/call's session does not, so nothing waits on a question nobody would see.
+  const open = (resume?: { sessionId: string; protocolVersion?: string }, plain = false) =>
     connectUpstream({
+      ...(plain
+        ? {}
+        : {
+            onElicitation: (request: { id: string | number; params: Record<string, unknown> }) => {
+              elicited.push(request);
+              for (const h of heard) h();
+            },
+          }),
       upstream: upstream.name,
       url: upstream.url,
       token,
@@ -296,6 +309,83 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
       await endedAudit(ref, result as unknown as ToolResult);
       return result as unknown as ToolResult;
     },
+    async question(ref, state, o) {
+      if (on2026(ref)) {
+        const key = Object.keys(state.inputRequests ?? {}).find((k) => !o.answered.includes(k));
+        if (key === undefined) return undefined;
+        const r = state.inputRequests![key]!;
+        return { key, message: r.message, requestedSchema: r.requestedSchema };
+      }
+      // 2025-11-25: the upstream sends its elicitation on the tasks/result stream (queued
+      // for the task); tasks/result otherwise waits for the result, so it is bounded here and
+      // given up once a question came.
+      const found = () =>
+        elicited.find((e) => {
+          const related = (e.params._meta as Record<string, { taskId?: unknown }> | undefined)?.[
+            RELATED_TASK
+          ]?.taskId;
+          return (
+            (related === undefined || related === ref.taskId) && !o.answered.includes(keyOf(e.id))
+          );
+        });
+      if (!found()) {
+        const stop = new AbortController();
+        const onHeard = () => {
+          if (found()) stop.abort();
+        };
+        heard.add(onHeard);
+        try {
+          await guarded(async () => {
+            const connection = await sessionFor(ref);
+            await connection
+              .request(
+                'tasks/result',
+                { taskId: ref.taskId },
+                { signal: AbortSignal.any([deps.signal, stop.signal]), timeoutMs: o.waitMs },
+              )
+              .catch((error: unknown) => {
+                // Stopped because the question came, or its bound passed: not a failure.
+                // An upstream that refuses tasks/result before the end has no question here.
+                if (
+                  stop.signal.aborted ||
+                  (isUpstreamError(error) &&
+                    (error.code === 'upstream_timeout' || error.code === 'upstream_refused'))
+                )
+                  return;
+                throw error;
+              });
+          });
+        } finally {
+          heard.delete(onHeard);
+        }
+      }
+      const e = found();
+      if (!e) return undefined;
+      return {
+        key: keyOf(e.id),
+        requestId: e.id,
+        message: typeof e.params.message === 'string' ? e.params.message : '',
+        requestedSchema: (e.params.requestedSchema as Record<string, unknown>) ?? {},
+      };
+    },
+    async answer(ref, question, answer) {
+      if (on2026(ref)) {
+        await guarded(() =>
+          modern.request(
+            'tasks/update',
+            { taskId: ref.taskId, inputResponses: { [question.key]: answer } },
+            { signal: deps.signal, timeoutMs: upstream.timeoutMs },
+          ),
+        );
+        return;
+      }
+      if (question.requestId === undefined)
+        throw new TypeError('a 2025-11-25 upstream question needs its request id');
+      await guarded(async () => {
+        const connection = await sessionFor(ref);
+        await connection.respond(question.requestId!, { ...answer });
+      });
+    },
     async cancelTask(ref) {
       if (!deps.stopEndsTask()) {
         await closeAll(sessions);
@@ -365,7 +455,7 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
       let outcome = 'ok';
       try {
         const result = await guarded(async () => {
-          const connection = await open();
+          const connection = await open(undefined, true);
           try {
             return await connection.request(
               'tools/call',
@@ -416,6 +506,10 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
   };
 }
 
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+/** A 2025-11-25 question's key: its JSON-RPC id, typed (1 and "1" are different ids). */
+const keyOf = (id: string | number) => `${typeof id}:${id}`;
+
 async function closeAll(sessions: Map<string, Promise<UpstreamConnection>>) {
   for (const s of sessions.values()) {
     const c = await s.catch(() => undefined);
@@ -453,12 +547,30 @@ function detailedState(t: Record<string, unknown>): UpstreamTaskState {
     }
     result = callResultOf(t.result as Record<string, unknown>);
   }
+  const inputRequests = status === 'input_required' ? formRequestsOf(t.inputRequests) : {};
   return {
     status,
     ...(statusMessage ? { statusMessage } : {}),
     ...(typeof t.pollIntervalMs === 'number' ? { pollIntervalMs: t.pollIntervalMs } : {}),
     ...(result ? { result } : {}),
+    ...(Object.keys(inputRequests).length ? { inputRequests } : {}),
   };
+}
+
+/** The form-mode elicitations of `inputRequests` (other kinds, such as sampling, are not relayed). */
+function formRequestsOf(value: unknown): NonNullable<UpstreamTaskState['inputRequests']> {
+  const out: NonNullable<UpstreamTaskState['inputRequests']> = {};
+  if (!value || typeof value !== 'object') return out;
+  for (const [key, r] of Object.entries(value as Record<string, unknown>)) {
+    const { method, params } = (r ?? {}) as { method?: unknown; params?: Record<string, unknown> };
+    if (method !== 'elicitation/create' || !params || (params.mode ?? 'form') !== 'form') continue;
+    if (typeof params.message !== 'string' || !params.requestedSchema) continue;
+    out[key] = {
+      message: params.message,
+      requestedSchema: params.requestedSchema as Record<string, unknown>,
+    };
+  }
+  return out;
 }
 
 function statusOf(
