@@ -224,3 +224,36 @@ test('SIGKILL the worker while the question waits: the next worker sends the ans
   expect(trail.filter((t) => t === 'task.input_requested')).toHaveLength(1);
   expect(trail.filter((t) => t === 'task.input_received')).toHaveLength(1);
 }, 90_000);
+
+test('the 2025-11-25 upstream restarted while the question waits (its session and question gone): the answer ends the task with upstream_session_lost, no hang', async () => {
+  const jobs = jobToolsWire(stack.mcpUrl);
+  const jobId = await jobs.start(token, 'demo.approve_change', {
+    change: change('lost'),
+    elicit: true,
+  });
+  await parked(jobId);
+  await upstreams.stopDemo();
+  await upstreams.restartDemo();
+  const client = await connectV1(stack.mcpUrl, token);
+  try {
+    const answered = await client.callTool({
+      name: 'answer_job',
+      arguments: { jobId, response: { action: 'accept', content: { approve: true } } },
+    });
+    expect(answered.isError).toBeFalsy();
+  } finally {
+    await client.close();
+  }
+  const done = await pollUntil(() => jobs.get(token, jobId), terminal, 30_000);
+  expect(statusOf(done)).toBe('completed');
+  const [row] = await sql(stack.db.url, 'SELECT outcome FROM app.tasks WHERE id = $1', [jobId]);
+  expect(row.outcome).toBe('tool_error');
+  const reader = await connectV1(stack.mcpUrl, token);
+  try {
+    const result = await reader.callTool({ name: 'get_job_result', arguments: { jobId } });
+    expect(result.isError).toBe(true);
+    expect(JSON.stringify(result)).toContain('upstream_session_lost');
+  } finally {
+    await reader.close();
+  }
+}, 60_000);
