@@ -45,9 +45,10 @@ const POLL_MAX_MS = 30_000;
 /**
  * An upstream tool as a durable task. With upstream task support, step `upstream:create`
  * journals the upstream task id, its MCP session and its task wire, then the run polls
- * `tasks/get` (at the upstream's interval), mirrors its status (input_required included) and
- * status message, and fetches the result (`tasks/result`, or inline on 2026-07-28); a resumed
- * run polls the same upstream task on the same wire. Without it, step `upstream:call` is one
+ * `tasks/get` (at the upstream's interval), mirrors its status and status message, relays a
+ * question the upstream task asks to our caller and the answer back (`relay`), and fetches
+ * the result (`tasks/result`, or inline on 2026-07-28); a resumed run polls the same upstream
+ * task on the same wire. Without it, step `upstream:call` is one
  * `tools/call` with a progress token (at least once: a crash mid-call calls again, with the
  * same key).
  */
@@ -134,6 +135,8 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
           const relayed = await relay(ctx, client, ref, state, answered);
           if (relayed) {
             probed = false;
+            // The upstream takes the answer in; a poll at once could still see it waiting.
+            await ctx.sleep(POLL_MIN_MS);
             continue;
           }
         }
