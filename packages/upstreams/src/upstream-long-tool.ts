@@ -129,10 +129,23 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
       let interval = ref.pollIntervalMs ?? 1000;
       for (;;) {
         const state = await client.getTask(ref);
+        const said =
+          state.status === 'input_required'
+            ? `upstream task needs input: ${state.statusMessage ?? ''}`.trim()
+            : state.statusMessage;
+        // Our task's status follows the upstream's: input_required while it waits (for input
+        // that is not relayed), working again when it goes on.
+        const mirror = () =>
+          state.status === 'input_required' || state.status === 'working'
+            ? (ctx.inputRequired?.(
+                state.status === 'input_required' ? said!.slice(0, 500) : null,
+                downstream,
+              ) ?? Promise.resolve())
+            : Promise.resolve();
         if (state.status !== 'input_required') probed = false;
         else if (!probed) {
           probed = true;
-          const relayed = await relay(ctx, client, ref, state, answered);
+          const relayed = await relay(ctx, client, ref, state, answered, mirror);
           if (relayed) {
             probed = false;
             // The upstream takes the answer in; a poll at once could still see it waiting.
@@ -140,18 +153,7 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
             continue;
           }
         }
-        const said =
-          state.status === 'input_required'
-            ? `upstream task needs input: ${state.statusMessage ?? ''}`.trim()
-            : state.statusMessage;
-        // Our task's status follows the upstream's: input_required while it waits (for input
-        // that is not relayed), working again when it goes on.
-        if (state.status === 'input_required' || state.status === 'working') {
-          await ctx.inputRequired?.(
-            state.status === 'input_required' ? said!.slice(0, 500) : null,
-            downstream,
-          );
-        }
+        await mirror();
         if (said && said !== message) {
           message = said;
           await ctx.progress(0, 0, said.slice(0, 500));
@@ -197,10 +199,14 @@ async function relay(
   ref: UpstreamTaskRef,
   state: UpstreamTaskState,
   answered: string[],
+  mirror: () => Promise<void>,
 ): Promise<boolean> {
   const n = answered.length + 1;
   const question = await ctx
     .step(`upstream:question:${n}`, async () => {
+      // The task shows input_required at once, while the upstream is asked what it needs
+      // (up to QUESTION_WAIT_MS on 2025-11-25); a replayed question skips this.
+      await mirror();
       const q = await client.question(ref, state, { answered, waitMs: QUESTION_WAIT_MS });
       // Nothing is journaled without a question: the next spell asks again.
       if (!q) throw NO_QUESTION;
