@@ -472,6 +472,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'ToolOrigin',
       'ToolResult',
       'ToolSpec',
+      'UpstreamQuestion',
       'UpstreamTaskClient',
       'UpstreamTaskRef',
       'UpstreamTaskState',

@@ -122,6 +122,10 @@ export async function planUpstreams(
     everythingUrl,
     modernUrl,
     approve: (change: string, url = demoUrl) => approve(url, change),
+    /** What the (2025-11-25) demo upstream was asked. */
+    demoCalls(): RecordedCall[] {
+      return demo?.calls ?? [];
+    },
     /** What the 2026-07-28 demo upstream was asked. */
     modernCalls(): RecordedCall[] {
       return modern?.calls ?? [];

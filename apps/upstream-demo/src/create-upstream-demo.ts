@@ -6,13 +6,14 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import {
   CallToolRequestSchema,
   CancelTaskRequestSchema,
+  ElicitResultSchema,
   GetTaskPayloadRequestSchema,
   GetTaskRequestSchema,
   isInitializeRequest,
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
-import { createDemoTasks, demoToolList, type DemoTask } from './demo-tasks.ts';
+import { createDemoTasks, demoToolList, type DemoAnswer, type DemoTask } from './demo-tasks.ts';
 import { modernDemoHandler } from './modern-demo-server.ts';
 import { requestClaimsOf, setRequestClaims } from './request-claims.ts';
 
@@ -196,13 +197,41 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       });
       return view(find(request.params.taskId)) as never;
     });
-    server.setRequestHandler(GetTaskPayloadRequestSchema, async (request) => {
+    server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {
       record(claimsOf(), {
         method: 'tasks/result',
         taskId: request.params.taskId,
         sessionId: sessionId(),
       });
       const t = find(request.params.taskId);
+      // Blocks until the task ends, as tasks/result does; a question the task asks meanwhile
+      // goes to the client on this stream (again on each tasks/result while unanswered, so
+      // a client that lost the stream is asked again), and its answer comes as a response.
+      const asked = new Set<string>();
+      while (!t.result) {
+        const q = t.question;
+        if (q && !asked.has(q.key)) {
+          asked.add(q.key);
+          void extra
+            .sendRequest(
+              {
+                method: 'elicitation/create',
+                params: {
+                  mode: 'form',
+                  message: q.message,
+                  requestedSchema: q.requestedSchema,
+                  _meta: { 'io.modelcontextprotocol/related-task': { taskId: t.taskId } },
+                } as never,
+              },
+              ElicitResultSchema,
+              { timeout: t.ttlMs },
+            )
+            .then((a) => tasks.answer(t, q.key, a as DemoAnswer))
+            .catch(() => {});
+        }
+        if (extra.signal.aborted) throw new McpError(-32800, 'cancelled');
+        await tasks.changed(extra.signal);
+      }
       if (!t.result) throw new McpError(-32602, `Task ${t.status}`);
       return {
         ...t.result,

@@ -12,6 +12,14 @@ export interface DemoTask {
   ttlMs: number;
   result?: Record<string, unknown>;
   timer?: NodeJS.Timeout;
+  /** approve_change with `elicit`: the question it asks its client while input_required. */
+  question?: { key: string; message: string; requestedSchema: Record<string, unknown> };
+}
+
+/** What a client answered an elicitation (the protocol's ElicitResult). */
+export interface DemoAnswer {
+  action: string;
+  content?: Record<string, unknown>;
 }
 
 /** The tools the demo serves as upstream tasks. */
@@ -21,19 +29,28 @@ export const TASK_TOOLS = new Set(['build_artifact', 'approve_change']);
  * The demo's upstream tasks, kept in memory for both wires:
  * - `build_artifact`: four stages of `stepMs`, then the artifact;
  * - `approve_change`: a check (one stage), then `input_required` until the change is
- *   approved (POST /_approve, standing in for an elicitation answered out of band), then one
- *   more stage and the result.
+ *   approved, then one more stage and the result. Approved by POST /_approve (out of band),
+ *   or, with `elicit: true`, by the client answering the form-mode elicitation the task
+ *   asks (2025-11-25: sent on tasks/result; 2026-07-28: its `inputRequests`); a client that
+ *   does not approve ends it with a tool error.
  */
 export function createDemoTasks(stepMs: number) {
   const tasks = new Map<string, DemoTask>();
   const approved = new Set<string>();
   const waiting = new Map<string, Set<() => void>>();
+  const answers = new Map<string, (a: DemoAnswer) => void>();
+  const watchers = new Set<() => void>();
+  const changed = () => {
+    for (const w of watchers) w();
+  };
   const pollIntervalMs = Math.max(100, Math.floor(stepMs / 2));
 
   const touch = (t: DemoTask, status: DemoTaskStatus, message: string) => {
     t.status = status;
     t.statusMessage = message;
     t.lastUpdatedAt = new Date().toISOString();
+    if (status !== 'input_required') delete t.question;
+    changed();
   };
   const later = (t: DemoTask, fn: () => void) => {
     t.timer = setTimeout(() => {
@@ -59,7 +76,7 @@ export function createDemoTasks(stepMs: number) {
     later(t, advance);
   };
 
-  const approveChange = (t: DemoTask, change: string) => {
+  const approveChange = (t: DemoTask, change: string, elicit: boolean) => {
     const apply = () => {
       touch(t, 'working', `applying ${change}`);
       later(t, () => {
@@ -73,6 +90,29 @@ export function createDemoTasks(stepMs: number) {
     later(t, () => {
       if (approved.has(change)) return apply();
       touch(t, 'input_required', `approve change ${change} to continue`);
+      if (elicit) {
+        t.question = {
+          key: `approve-${t.taskId}`,
+          message: `Approve change ${change}?`,
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              approve: { type: 'boolean', title: 'Approve', description: `Apply ${change}` },
+              note: { type: 'string', title: 'Note', maxLength: 200 },
+            },
+            required: ['approve'],
+          },
+        };
+        answers.set(t.taskId, (a) => {
+          if (a.action === 'accept' && a.content?.approve === true) return apply();
+          t.result = {
+            isError: true,
+            content: [{ type: 'text', text: `change ${change} not approved (${a.action})` }],
+          };
+          touch(t, 'completed', 'not approved');
+        });
+        return;
+      }
       let set = waiting.get(change);
       if (!set) waiting.set(change, (set = new Set()));
       set.add(() => {
@@ -97,7 +137,7 @@ export function createDemoTasks(stepMs: number) {
       };
       tasks.set(t.taskId, t);
       if (name === 'build_artifact') buildArtifact(t, String(args.project));
-      else approveChange(t, String(args.change));
+      else approveChange(t, String(args.change), args.elicit === true);
       return t;
     },
     find: (taskId: string) => tasks.get(taskId),
@@ -107,6 +147,25 @@ export function createDemoTasks(stepMs: number) {
       clearTimeout(t.timer);
       touch(t, 'cancelled', 'cancelled by the client');
       return true;
+    },
+    /** The client's answer to the task's question: false when it asks none (now). */
+    answer(t: DemoTask, key: string, a: DemoAnswer): boolean {
+      const go = answers.get(t.taskId);
+      if (!go || t.status !== 'input_required' || t.question?.key !== key) return false;
+      answers.delete(t.taskId);
+      go(a);
+      return true;
+    },
+    /** Resolves once the task changes (any task), or when `signal` aborts. */
+    changed(signal?: AbortSignal): Promise<void> {
+      return new Promise((resolve) => {
+        const done = () => {
+          watchers.delete(done);
+          resolve();
+        };
+        watchers.add(done);
+        signal?.addEventListener('abort', done, { once: true });
+      });
     },
     /** Approves a change: tasks waiting for it go on; later ones do not wait. */
     approve(change: string): number {
@@ -150,7 +209,10 @@ export function demoToolList(extraTools: readonly string[]) {
         'Checks a change, waits for its approval (the task is input_required until then), then applies it.',
       inputSchema: {
         type: 'object',
-        properties: { change: { type: 'string' } },
+        properties: {
+          change: { type: 'string' },
+          elicit: { type: 'boolean', description: 'Ask the client for the approval' },
+        },
         required: ['change'],
       },
       execution: { taskSupport: 'required' },

@@ -9,7 +9,7 @@ import {
 import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import { z } from 'zod';
 import type { RecordedCall } from './create-upstream-demo.ts';
-import { demoToolList, type DemoTask, type DemoTasks } from './demo-tasks.ts';
+import { demoToolList, type DemoAnswer, type DemoTask, type DemoTasks } from './demo-tasks.ts';
 import { requestClaimsOf } from './request-claims.ts';
 
 const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -55,7 +55,22 @@ export function modernDemoHandler(o: {
     ...(t.status === 'completed' && t.result
       ? { result: { resultType: 'complete', ...t.result } }
       : {}),
-    ...(t.status === 'input_required' ? { inputRequests: {} } : {}),
+    ...(t.status === 'input_required'
+      ? {
+          inputRequests: t.question
+            ? {
+                [t.question.key]: {
+                  method: 'elicitation/create',
+                  params: {
+                    mode: 'form',
+                    message: t.question.message,
+                    requestedSchema: t.question.requestedSchema,
+                  },
+                },
+              }
+            : {},
+        }
+      : {}),
   });
   const find = (taskId: string) => {
     const t = o.tasks.find(taskId);
@@ -109,9 +124,15 @@ export function modernDemoHandler(o: {
       o.record(claims, { method: 'tasks/get', taskId: params.taskId });
       return detailed(find(params.taskId)) as never;
     });
-    server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params) => {
+    server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params, ctx) => {
       o.record(claims, { method: 'tasks/update', taskId: params.taskId });
-      find(params.taskId);
+      const t = find(params.taskId);
+      // The SDK lifts the reserved `inputResponses` out of params onto the request context.
+      const responses = (ctx as unknown as { mcpReq: { inputResponses?: Record<string, unknown> } })
+        .mcpReq.inputResponses;
+      for (const [key, answer] of Object.entries(responses ?? {})) {
+        o.tasks.answer(t, key, answer as DemoAnswer);
+      }
       return { resultType: 'complete' } as never;
     });
     server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params) => {

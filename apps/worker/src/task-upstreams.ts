@@ -127,6 +127,8 @@ function refusedUpstream(
     createTask: refuse,
     getTask: refuse,
     taskResult: refuse,
+    question: refuse,
+    answer: refuse,
     cancelTask: refuse,
     callTool: refuse,
     release: async () => {},

@@ -23,6 +23,7 @@ export type {
   ToolLogger,
   ToolOrigin,
   ToolResult,
+  UpstreamQuestion,
   UpstreamTaskClient,
   UpstreamTaskRef,
   UpstreamTaskState,

@@ -73,6 +73,20 @@ export interface UpstreamTaskState {
   statusMessage?: string;
   pollIntervalMs?: number;
   result?: ToolResult;
+  /** 2026-07-28: the form-mode elicitations an input_required task carries, by key. */
+  inputRequests?: Record<string, { message: string; requestedSchema: Record<string, unknown> }>;
+}
+
+/**
+ * What an input_required upstream task asks (a form-mode elicitation), and how to answer it
+ * on its wire: the 2026-07-28 `inputRequests` key, or the JSON-RPC id of the 2025-11-25
+ * `elicitation/create` it sent on tasks/result. JSON, so it is journaled as it is.
+ */
+export interface UpstreamQuestion {
+  key: string;
+  requestId?: string | number;
+  message: string;
+  requestedSchema: Record<string, unknown>;
 }
 
 /** An upstream MCP server's task status: the gateway's own statuses (task-status.ts). */
@@ -100,6 +114,18 @@ export interface UpstreamTaskClient {
   getTask(ref: UpstreamTaskRef): Promise<UpstreamTaskState>;
   /** The CallToolResult of a completed task (tasks/result, or tasks/get on 2026-07-28). */
   taskResult(ref: UpstreamTaskRef): Promise<ToolResult>;
+  /**
+   * The question an input_required upstream task asks, if any: on 2026-07-28 the first of
+   * `state.inputRequests` whose key is not in `answered`; on 2025-11-25 the elicitation the
+   * upstream sends on tasks/result within `waitMs` (none when it sends none).
+   */
+  question(
+    ref: UpstreamTaskRef,
+    state: UpstreamTaskState,
+    o: { answered: readonly string[]; waitMs: number },
+  ): Promise<UpstreamQuestion | undefined>;
+  /** Sends the caller's answer to the upstream on the task's wire (tasks/update, or the response). */
+  answer(ref: UpstreamTaskRef, question: UpstreamQuestion, answer: AskAnswer): Promise<void>;
   /**
    * After our task was stopped: tasks/cancel when the stop ends it (cancel, revocation,
    * deadline), bounded, answering whether the upstream acknowledged; after a shutdown or a

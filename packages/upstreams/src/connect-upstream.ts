@@ -3,7 +3,11 @@ import {
   StreamableHTTPClientTransport,
   StreamableHTTPError,
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, type Notification } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  McpError,
+  type Notification,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isUpstreamError, UpstreamError } from './upstream-error.ts';
 import { upstreamFetch } from './upstream-fetch.ts';
@@ -32,6 +36,12 @@ export interface UpstreamConnection {
     params: Record<string, unknown>,
     options: RequestOptions,
   ): Promise<Record<string, unknown>>;
+  /**
+   * Sends the upstream a JSON-RPC response to a request it made (an elicitation), as a POST
+   * on this session: the answer needs no open stream, so a later run (another worker) can
+   * send it on the resumed session.
+   */
+  respond(id: string | number, result: Record<string, unknown>): Promise<void>;
   /** Stops using the session here; `terminate` also asks the upstream to end it. */
   close(options?: { terminate?: boolean }): Promise<void>;
 }
@@ -54,6 +64,13 @@ export interface ConnectOptions {
    * and each would hold a connection to the upstream.
    */
   listen?: boolean;
+  /**
+   * Declares form-mode elicitation and hands each `elicitation/create` the upstream sends
+   * (on a tasks/result stream) here, with its JSON-RPC id. It is never answered by this
+   * connection: the answer is a person's, sent later with `respond` (perhaps by another
+   * worker), so the request stays open on the upstream meanwhile.
+   */
+  onElicitation?: (request: { id: string | number; params: Record<string, unknown> }) => void;
   signal?: AbortSignal;
   fetch?: typeof fetch;
 }
@@ -91,7 +108,19 @@ export async function connectUpstream(options: ConnectOptions): Promise<Upstream
         : send,
   });
   if (options.resume?.protocolVersion) transport.setProtocolVersion(options.resume.protocolVersion);
-  const client = new Client({ name: 'mcp-task-gateway', version: '0.1.0' }, { capabilities: {} });
+  const client = new Client(
+    { name: 'mcp-task-gateway', version: '0.1.0' },
+    { capabilities: options.onElicitation ? { elicitation: { form: {} } } : {} },
+  );
+  if (options.onElicitation) {
+    const hand = options.onElicitation;
+    client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
+      hand({ id: extra.requestId, params: request.params as Record<string, unknown> });
+      // Never settles: when the connection closes the SDK drops the handler without
+      // answering (an error answer would end the upstream's question).
+      return new Promise<never>(() => {});
+    });
+  }
   client.onerror = (error) => {
     options.onTransportError?.(error);
     // A body the transport could not parse is the upstream's fault; the request would
@@ -152,6 +181,14 @@ export async function connectUpstream(options: ConnectOptions): Promise<Upstream
         throw classify(error, o.signal);
       } finally {
         pending.delete(local);
+      }
+    },
+    async respond(id, result) {
+      if (fault) throw fault;
+      try {
+        await transport.send({ jsonrpc: '2.0', id, result });
+      } catch (error) {
+        throw classify(error);
       }
     },
     async close(c = {}) {

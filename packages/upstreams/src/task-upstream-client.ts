@@ -1,21 +1,20 @@
-import {
-  isTaskStatus,
-  ToolError,
-  type TaskStatus,
-  type ToolResult,
-  type UpstreamTaskClient,
-  type UpstreamTaskRef,
-  type UpstreamTaskState,
-} from '@mtg/tool-kit';
+import { ToolError, type UpstreamTaskClient, type UpstreamTaskRef } from '@mtg/tool-kit';
 import { DownstreamUnavailable, type UnavailableCode } from '@mtg/tools';
-import { connectUpstream, type UpstreamConnection } from './connect-upstream.ts';
+import { coreTaskWire, openSession } from './core-task-wire.ts';
+import { extTaskWire } from './ext-task-wire.ts';
 import type { UpstreamConfig } from './upstream-config.ts';
 import { isUpstreamError, type UpstreamError } from './upstream-error.ts';
 import type { UpstreamGuard } from './upstream-guard.ts';
+import {
+  IDEMPOTENCY_KEY,
+  toolResultOf,
+  type UpstreamAuditType,
+  type UpstreamTaskWire,
+  type WireBase,
+} from './upstream-task-wire.ts';
 import { REVISION_2026, wire2026 } from './upstream-wire-2026.ts';
 
-export type UpstreamAuditType =
-  'upstream.task_created' | 'upstream.task_cancelled' | 'upstream.task_ended' | 'upstream.call';
+export type { UpstreamAuditType };
 
 export interface TaskUpstreamDeps {
   upstream: UpstreamConfig;
@@ -51,69 +50,16 @@ const UNAVAILABLE: Record<string, UnavailableCode> = {
  * The worker's client of one upstream for one task. Transient trouble (unreachable, timeouts,
  * 5xx, an open circuit) comes out as DownstreamUnavailable, so the task waits with a status
  * message and resumes from its journal; every other failure is the tool's error (a ToolError
- * with the upstream code). Sessions are opened per run and resumed by their journaled id.
- * A task is created on the task wire the upstream offers: the 2026-07-28 tasks extension
- * when `server/discover` says so (stateless: no session; the result comes inline with
- * tasks/get), else 2025-11-25 core tasks after `initialize`; the ref names the wire, so every
- * later request (of this run or a resumed one) stays on it.
+ * with the upstream code). A task is created on the task wire the upstream offers: the
+ * 2026-07-28 tasks extension when `server/discover` says so (ext-task-wire.ts), else
+ * 2025-11-25 core tasks after `initialize` (core-task-wire.ts); the ref names the wire, so
+ * every later request (of this run or a resumed one) goes to the same implementation.
  */
 export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskClient {
   const { upstream } = deps;
-  const sessions = new Map<string, Promise<UpstreamConnection>>();
   let lastToken: string | undefined;
   const token = async () => (lastToken = await deps.token());
-  const reauthenticate = async () => {
-    deps.invalidate();
-    return token();
-  };
-  const open = (resume?: { sessionId: string; protocolVersion?: string }) =>
-    connectUpstream({
-      upstream: upstream.name,
-      url: upstream.url,
-      token,
-      reauthenticate,
-      maxResponseBytes: upstream.maxResponseBytes,
-      timeoutMs: upstream.timeoutMs,
-      signal: deps.signal,
-      ...(resume ? { resume } : {}),
-      ...(deps.fetch ? { fetch: deps.fetch } : {}),
-    });
-  const modern = wire2026({
-    upstream: upstream.name,
-    url: upstream.url,
-    token,
-    reauthenticate,
-    maxResponseBytes: upstream.maxResponseBytes,
-    ...(deps.fetch ? { fetch: deps.fetch } : {}),
-  });
-  const on2026 = (ref: UpstreamTaskRef) => ref.wire === REVISION_2026;
-  const sessionFor = (ref: UpstreamTaskRef): Promise<UpstreamConnection> => {
-    const key = ref.sessionId ?? '';
-    let s = sessions.get(key);
-    if (!s) {
-      s = ref.sessionId
-        ? open({
-            sessionId: ref.sessionId,
-            ...(ref.protocolVersion ? { protocolVersion: ref.protocolVersion } : {}),
-          })
-        : open();
-      s.catch(() => sessions.delete(key));
-      sessions.set(key, s);
-    }
-    return s;
-  };
-  const timeoutOf = (tool?: string) =>
-    (tool ? upstream.tools[tool]?.timeoutMs : undefined) ?? upstream.timeoutMs;
 
-  const guarded = async <T>(work: () => Promise<T>): Promise<T> => {
-    await deps.beforeCall();
-    try {
-      return await deps.guard.run(deps.signal, work);
-    } catch (error) {
-      if (deps.signal.aborted) throw deps.signal.reason;
-      throw translate(error);
-    }
-  };
   const translate = (error: unknown): unknown => {
     if (!isUpstreamError(error)) return error;
     const unavailable = UNAVAILABLE[error.code];
@@ -128,227 +74,68 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
     }
     return new ToolError(error.code, error.message, { cause: error });
   };
-
-  const endedAudit = (ref: UpstreamTaskRef, result: ToolResult) =>
-    deps.audit('upstream.task_ended', {
-      upstream: upstream.name,
-      upstreamTaskId: ref.taskId,
-      status: 'completed',
-      isError: result.isError === true,
-      ...(ref.wire ? { wire: ref.wire } : {}),
-    });
-
-  const getTask2026 = async (ref: UpstreamTaskRef): Promise<UpstreamTaskState> => {
-    const t = await guarded(() =>
-      modern.request(
-        'tasks/get',
-        { taskId: ref.taskId },
-        { signal: deps.signal, timeoutMs: upstream.timeoutMs },
-      ),
-    );
-    const state = detailedState(t);
-    if (state.result) await endedAudit(ref, state.result);
-    return state;
-  };
-
-  /** tools/call on the 2026-07-28 wire: a CreateTaskResult, or (the server's choice) the result. */
-  const createOn2026 = async (
-    tool: string,
-    args: Record<string, unknown>,
-    options: { idempotencyKey: string; ttlMs?: number },
-  ): Promise<UpstreamTaskRef & UpstreamTaskState> => {
-    const r = await guarded(() =>
-      modern.request(
-        'tools/call',
-        {
-          name: tool,
-          arguments: args,
-          _meta: { 'io.mcp-task-gateway/idempotency-key': options.idempotencyKey },
-        },
-        { signal: deps.signal, timeoutMs: timeoutOf(tool) },
-      ),
-    );
-    const base = { sessionId: null, protocolVersion: REVISION_2026, wire: REVISION_2026 } as const;
-    if (r.resultType !== 'task') {
-      // Answered at once: no upstream task to follow.
-      if (r.resultType !== undefined && r.resultType !== 'complete') {
-        throw new ToolError(
-          'upstream_protocol_error',
-          `upstream ${upstream.name} answered tools/call with resultType ${JSON.stringify(r.resultType)}, which this gateway does not relay`,
-        );
+  const base: WireBase = {
+    upstream,
+    signal: deps.signal,
+    token,
+    reauthenticate: async () => {
+      deps.invalidate();
+      return token();
+    },
+    async guarded(work) {
+      await deps.beforeCall();
+      try {
+        return await deps.guard.run(deps.signal, work);
+      } catch (error) {
+        if (deps.signal.aborted) throw deps.signal.reason;
+        throw translate(error);
       }
-      const result = callResultOf(r);
-      await deps.audit('upstream.call', {
-        upstream: upstream.name,
-        upstreamTool: tool,
-        outcome: result.isError === true ? 'tool_error' : 'ok',
-        wire: REVISION_2026,
-      });
-      return { ...base, taskId: '', status: 'completed', result };
-    }
-    if (typeof r.taskId !== 'string' || r.taskId === '') {
-      throw new ToolError(
-        'upstream_protocol_error',
-        `upstream ${upstream.name} answered tools/call with a task without a taskId`,
-      );
-    }
-    const ref = { ...base, taskId: r.taskId };
-    await deps.audit('upstream.task_created', {
-      upstream: upstream.name,
-      upstreamTool: tool,
-      upstreamTaskId: ref.taskId,
-      session: false,
-      wire: ref.wire,
-    });
-    return {
-      ...ref,
-      status: statusOf(r.status),
-      ...(typeof r.pollIntervalMs === 'number' ? { pollIntervalMs: r.pollIntervalMs } : {}),
-    };
+    },
+    audit: deps.audit,
+    timeoutOf: (tool) => (tool ? upstream.tools[tool]?.timeoutMs : undefined) ?? upstream.timeoutMs,
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
   };
+  const core = coreTaskWire(base);
+  const ext = extTaskWire(base);
+  const wireOf = (ref: UpstreamTaskRef): UpstreamTaskWire =>
+    ref.wire === REVISION_2026 ? ext : core;
+  const releaseAll = () => Promise.all([core.release(undefined), ext.release(undefined)]);
 
   return {
     name: upstream.name,
     async createTask(tool, args, options) {
-      const offers2026 = await guarded(() =>
-        modern.offersTasks({ signal: deps.signal, timeoutMs: upstream.timeoutMs }),
-      );
-      if (offers2026) return createOn2026(tool, args, options);
-      return guarded(async () => {
-        const connection = await open();
-        sessions.set(connection.sessionId ?? '', Promise.resolve(connection));
-        const result = await connection
-          .request(
-            'tools/call',
-            {
-              name: tool,
-              arguments: args,
-              task: options.ttlMs ? { ttl: options.ttlMs } : {},
-              _meta: { 'io.mcp-task-gateway/idempotency-key': options.idempotencyKey },
-            },
-            { signal: deps.signal, timeoutMs: timeoutOf(tool) },
-          )
-          .catch(async (error: unknown) => {
-            sessions.delete(connection.sessionId ?? '');
-            await connection.close();
-            throw error;
-          });
-        const task = result.task as Record<string, unknown> | undefined;
-        if (!task || typeof task.taskId !== 'string') {
-          throw new ToolError(
-            'upstream_protocol_error',
-            `upstream ${upstream.name} answered tools/call without a task`,
-          );
-        }
-        const ref = {
-          taskId: task.taskId,
-          sessionId: connection.sessionId ?? null,
-          protocolVersion: connection.protocolVersion ?? null,
-          wire: '2025-11-25' as const,
-        };
-        await deps.audit('upstream.task_created', {
+      const offers2026 = await base.guarded(() =>
+        wire2026({
           upstream: upstream.name,
-          upstreamTool: tool,
-          upstreamTaskId: ref.taskId,
-          session: ref.sessionId !== null,
-          wire: ref.wire,
-        });
-        return {
-          ...ref,
-          status: statusOf(task.status),
-          ...(typeof task.pollInterval === 'number' ? { pollIntervalMs: task.pollInterval } : {}),
-        };
-      });
+          url: upstream.url,
+          token: base.token,
+          reauthenticate: base.reauthenticate,
+          maxResponseBytes: upstream.maxResponseBytes,
+          ...(deps.fetch ? { fetch: deps.fetch } : {}),
+        }).offersTasks({ signal: deps.signal, timeoutMs: upstream.timeoutMs }),
+      );
+      return (offers2026 ? ext : core).create(tool, args, options);
     },
-    async getTask(ref) {
-      if (on2026(ref)) return getTask2026(ref);
-      return guarded(async () => {
-        const connection = await sessionFor(ref);
-        const t = await connection.request(
-          'tasks/get',
-          { taskId: ref.taskId },
-          { signal: deps.signal, timeoutMs: upstream.timeoutMs },
-        );
-        return {
-          status: statusOf(t.status),
-          ...(typeof t.statusMessage === 'string' ? { statusMessage: t.statusMessage } : {}),
-          ...(typeof t.pollInterval === 'number' ? { pollIntervalMs: t.pollInterval } : {}),
-        };
-      });
-    },
-    async taskResult(ref) {
-      if (on2026(ref)) {
-        const state = await getTask2026(ref);
-        if (!state.result) {
-          throw new ToolError(
-            'upstream_protocol_error',
-            `upstream ${upstream.name} task ${ref.taskId} is ${state.status}, without a result`,
-          );
-        }
-        return state.result;
-      }
-      const result = await guarded(async () => {
-        const connection = await sessionFor(ref);
-        return connection.request(
-          'tasks/result',
-          { taskId: ref.taskId },
-          { signal: deps.signal, timeoutMs: upstream.timeoutMs },
-        );
-      });
-      await endedAudit(ref, result as unknown as ToolResult);
-      return result as unknown as ToolResult;
-    },
+    getTask: (ref) => wireOf(ref).get(ref),
+    taskResult: (ref) => wireOf(ref).result(ref),
+    question: (ref, state, o) => wireOf(ref).question(ref, state, o),
+    answer: (ref, question, answer) => wireOf(ref).answer(ref, question, answer),
     async cancelTask(ref) {
       if (!deps.stopEndsTask()) {
-        await closeAll(sessions);
+        await releaseAll();
         return false;
       }
       // The run is already stopped: no boundary check, no exchange (a revoked user's
       // exchange is refused) — the last token of this run, bounded by its own timeout.
-      const bound = AbortSignal.timeout(deps.cancelTimeoutMs ?? 3000);
+      const timeoutMs = deps.cancelTimeoutMs ?? 3000;
       const lastOnly = async () => lastToken ?? (await deps.token());
-      const within = { signal: bound, timeoutMs: deps.cancelTimeoutMs ?? 3000 };
-      const send = async () => {
-        if (on2026(ref)) {
-          // Stateless: no session to resume.
-          await wire2026({
-            upstream: upstream.name,
-            url: upstream.url,
-            token: lastOnly,
-            reauthenticate: lastOnly,
-            maxResponseBytes: upstream.maxResponseBytes,
-            ...(deps.fetch ? { fetch: deps.fetch } : {}),
-          }).request('tasks/cancel', { taskId: ref.taskId }, within);
-          return;
-        }
-        const connection = await connectUpstream({
-          upstream: upstream.name,
-          url: upstream.url,
-          token: lastOnly,
-          reauthenticate: lastOnly,
-          maxResponseBytes: upstream.maxResponseBytes,
-          timeoutMs: within.timeoutMs,
-          signal: bound,
-          ...(ref.sessionId
-            ? {
-                resume: {
-                  sessionId: ref.sessionId,
-                  ...(ref.protocolVersion ? { protocolVersion: ref.protocolVersion } : {}),
-                },
-              }
-            : {}),
-          ...(deps.fetch ? { fetch: deps.fetch } : {}),
-        });
-        try {
-          await connection.request('tasks/cancel', { taskId: ref.taskId }, within);
-        } finally {
-          await connection.close();
-        }
-      };
       let acknowledged = false;
       let failure: string | undefined;
       try {
-        await send();
+        await wireOf(ref).cancel(ref, lastOnly, {
+          signal: AbortSignal.timeout(timeoutMs),
+          timeoutMs,
+        });
         acknowledged = true;
       } catch (error) {
         failure = isUpstreamError(error) ? error.code : 'upstream_timeout';
@@ -359,26 +146,22 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
         acknowledged,
         ...(failure ? { error: failure } : {}),
       });
-      await closeAll(sessions);
+      await releaseAll();
       return acknowledged;
     },
     async callTool(tool, args, options) {
-      const started = Date.now();
+      const started = performance.now();
       let outcome = 'ok';
       try {
-        const result = await guarded(async () => {
-          const connection = await open();
+        const raw = await base.guarded(async () => {
+          const connection = await openSession(base);
           try {
             return await connection.request(
               'tools/call',
-              {
-                name: tool,
-                arguments: args,
-                _meta: { 'io.mcp-task-gateway/idempotency-key': options.idempotencyKey },
-              },
+              { name: tool, arguments: args, _meta: { [IDEMPOTENCY_KEY]: options.idempotencyKey } },
               {
                 signal: deps.signal,
-                timeoutMs: timeoutOf(tool),
+                timeoutMs: base.timeoutOf(tool),
                 ...(options.onProgress
                   ? { onProgress: (p) => options.onProgress!(p.progress, p.total, p.message) }
                   : {}),
@@ -388,8 +171,9 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
             await connection.close({ terminate: true });
           }
         });
+        const result = toolResultOf(raw, upstream.name, 'tools/call');
         if (result.isError === true) outcome = 'tool_error';
-        return result as unknown as ToolResult;
+        return result;
       } catch (error) {
         outcome = deps.signal.aborted
           ? 'cancelled'
@@ -400,75 +184,18 @@ export function createTaskUpstreamClient(deps: TaskUpstreamDeps): UpstreamTaskCl
           upstream: upstream.name,
           upstreamTool: tool,
           outcome,
-          durationMs: Date.now() - started,
+          durationMs: Math.round(performance.now() - started),
         });
       }
     },
     async release(ref) {
       if (!ref) {
-        await closeAll(sessions);
+        await releaseAll();
         return;
       }
-      if (on2026(ref)) return; // stateless: no session to end
-      const s = sessions.get(ref.sessionId ?? '');
-      sessions.delete(ref.sessionId ?? '');
-      const c = await s?.catch(() => undefined);
-      await c?.close({ terminate: true });
+      await wireOf(ref).release(ref);
     },
   };
-}
-
-async function closeAll(sessions: Map<string, Promise<UpstreamConnection>>) {
-  for (const s of sessions.values()) {
-    const c = await s.catch(() => undefined);
-    await c?.close();
-  }
-  sessions.clear();
-}
-
-/** A CallToolResult as the 2026-07-28 wire carries it (its `resultType` dropped). */
-function callResultOf(r: Record<string, unknown>): ToolResult {
-  const { resultType: _type, ...rest } = r;
-  if (!Array.isArray(rest.content)) {
-    throw new ToolError('upstream_protocol_error', 'upstream result without content');
-  }
-  return rest as unknown as ToolResult;
-}
-
-/** A 2026-07-28 DetailedTask: status, message, interval, and the inline result or error. */
-function detailedState(t: Record<string, unknown>): UpstreamTaskState {
-  const status = statusOf(t.status);
-  const error = t.error as { message?: unknown } | undefined;
-  const statusMessage =
-    typeof t.statusMessage === 'string'
-      ? t.statusMessage
-      : status === 'failed' && typeof error?.message === 'string'
-        ? error.message
-        : undefined;
-  let result: ToolResult | undefined;
-  if (status === 'completed') {
-    if (!t.result || typeof t.result !== 'object') {
-      throw new ToolError(
-        'upstream_protocol_error',
-        'upstream task completed without its result (the 2026-07-28 wire inlines it)',
-      );
-    }
-    result = callResultOf(t.result as Record<string, unknown>);
-  }
-  return {
-    status,
-    ...(statusMessage ? { statusMessage } : {}),
-    ...(typeof t.pollIntervalMs === 'number' ? { pollIntervalMs: t.pollIntervalMs } : {}),
-    ...(result ? { result } : {}),
-  };
-}
-
-function statusOf(value: unknown): TaskStatus {
-  if (isTaskStatus(value)) return value;
-  throw new ToolError(
-    'upstream_protocol_error',
-    `upstream task status ${JSON.stringify(value)} is not an MCP task status`,
-  );
 }
 
 export type { UpstreamError };

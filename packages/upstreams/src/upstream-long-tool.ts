@@ -6,8 +6,12 @@ import {
   type LongTool,
   type TaskContext,
   type ToolResult,
+  type AskAnswer,
+  type AskQuestion,
+  type UpstreamQuestion,
   type UpstreamTaskClient,
   type UpstreamTaskRef,
+  type UpstreamTaskState,
 } from '@mtg/tool-kit';
 import type { CatalogueEntry } from './catalogue-store.ts';
 import type { UpstreamConfig } from './upstream-config.ts';
@@ -41,9 +45,10 @@ const POLL_MAX_MS = 30_000;
 /**
  * An upstream tool as a durable task. With upstream task support, step `upstream:create`
  * journals the upstream task id, its MCP session and its task wire, then the run polls
- * `tasks/get` (at the upstream's interval), mirrors its status (input_required included) and
- * status message, and fetches the result (`tasks/result`, or inline on 2026-07-28); a resumed
- * run polls the same upstream task on the same wire. Without it, step `upstream:call` is one
+ * `tasks/get` (at the upstream's interval), mirrors its status and status message, relays a
+ * question the upstream task asks to our caller and the answer back (`relay`), and fetches
+ * the result (`tasks/result`, or inline on 2026-07-28); a resumed run polls the same upstream
+ * task on the same wire. Without it, step `upstream:call` is one
  * `tools/call` with a progress token (at least once: a crash mid-call calls again, with the
  * same key).
  */
@@ -114,6 +119,11 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
     })) as UpstreamTaskRef & { pollIntervalMs: number | null; result?: ToolResult };
     if (ref.result) return resultOf(ref.result);
     const downstream = `upstream:${upstream.name}`;
+    // Questions relayed so far (journaled), and whether this input_required spell was asked
+    // what it needs: once per spell, so an upstream whose input comes another way (its own
+    // UI, an operator) is polled as before, not asked on every poll.
+    const answered: string[] = [];
+    let probed = false;
     try {
       let message: string | undefined;
       let interval = ref.pollIntervalMs ?? 1000;
@@ -123,14 +133,27 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
           state.status === 'input_required'
             ? `upstream task needs input: ${state.statusMessage ?? ''}`.trim()
             : state.statusMessage;
-        // Our task's status follows the upstream's: input_required while it waits, working
-        // again when it goes on (the upstream's elicitation itself is not relayed).
-        if (state.status === 'input_required' || state.status === 'working') {
-          await ctx.inputRequired?.(
-            state.status === 'input_required' ? said!.slice(0, 500) : null,
-            downstream,
-          );
+        // Our task's status follows the upstream's: input_required while it waits (for input
+        // that is not relayed), working again when it goes on.
+        const mirror = () =>
+          state.status === 'input_required' || state.status === 'working'
+            ? (ctx.inputRequired?.(
+                state.status === 'input_required' ? said!.slice(0, 500) : null,
+                downstream,
+              ) ?? Promise.resolve())
+            : Promise.resolve();
+        if (state.status !== 'input_required') probed = false;
+        else if (!probed) {
+          probed = true;
+          const relayed = await relay(ctx, client, ref, state, answered, mirror);
+          if (relayed) {
+            probed = false;
+            // The upstream takes the answer in; a poll at once could still see it waiting.
+            await ctx.sleep(POLL_MIN_MS);
+            continue;
+          }
         }
+        await mirror();
         if (said && said !== message) {
           message = said;
           await ctx.progress(0, 0, said.slice(0, 500));
@@ -157,6 +180,104 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
       throw error;
     }
   }
+}
+
+const NO_QUESTION = Symbol('no upstream question');
+/** How long a 2025-11-25 upstream is given to send its question on tasks/result. */
+const QUESTION_WAIT_MS = 2000;
+
+/**
+ * The upstream task's question, relayed: journaled as step `upstream:question:<n>` (with the
+ * upstream's request id or key), asked of our caller with ctx.ask (the task parks until the
+ * owner answers, on any wire), and the answer sent to the upstream on its wire as step
+ * `upstream:answer:<n>`, so a resumed run neither asks twice nor sends twice. False when the
+ * upstream asks nothing this gateway can relay.
+ */
+async function relay(
+  ctx: TaskContext,
+  client: UpstreamTaskClient,
+  ref: UpstreamTaskRef,
+  state: UpstreamTaskState,
+  answered: string[],
+  mirror: () => Promise<void>,
+): Promise<boolean> {
+  const n = answered.length + 1;
+  const question = await ctx
+    .step(`upstream:question:${n}`, async () => {
+      // The task shows input_required at once, while the upstream is asked what it needs
+      // (up to QUESTION_WAIT_MS on 2025-11-25); a replayed question skips this.
+      await mirror();
+      const q = await client.question(ref, state, { answered, waitMs: QUESTION_WAIT_MS });
+      // Nothing is journaled without a question: the next spell asks again.
+      if (!q) throw NO_QUESTION;
+      return q as unknown as Json & Record<string, unknown>;
+    })
+    .catch((error: unknown) => {
+      if (error === NO_QUESTION) return undefined;
+      throw error;
+    });
+  if (!question) return false;
+  const q = question as unknown as UpstreamQuestion;
+  answered.push(q.key);
+  const form = formOf(q.requestedSchema);
+  const answer: AskAnswer = form
+    ? await ctx.ask({ message: q.message || 'The upstream asks for input', schema: form })
+    : // A form this gateway cannot show (nested, arrays): the upstream is told no.
+      { action: 'decline' };
+  await ctx.step(`upstream:answer:${n}`, async () => {
+    await client.answer(ref, q, answer);
+    return { action: answer.action, ...(form ? {} : { unsupportedForm: true }) };
+  });
+  return true;
+}
+
+/**
+ * The upstream's requestedSchema as the flat form ctx.ask takes: string, number, integer and
+ * boolean fields, a titled single-select (`oneOf` of `const`/`title`) as `enum` + `enumNames`;
+ * undefined when a field is none of these.
+ */
+export function formOf(schema: Record<string, unknown>): AskQuestion['schema'] | undefined {
+  const props = schema.properties;
+  if (schema.type !== 'object' || !props || typeof props !== 'object') return undefined;
+  const KEEP = [
+    'title',
+    'description',
+    'minLength',
+    'maxLength',
+    'format',
+    'enum',
+    'enumNames',
+    'default',
+    'minimum',
+    'maximum',
+  ];
+  const properties: AskQuestion['schema']['properties'] = {};
+  for (const [name, f] of Object.entries(props as Record<string, Record<string, unknown>>)) {
+    if (!f || typeof f !== 'object') return undefined;
+    const choices = (f.oneOf ?? f.anyOf) as Array<{ const?: unknown; title?: unknown }> | undefined;
+    const type = f.type ?? (choices ? 'string' : undefined);
+    if (type !== 'string' && type !== 'number' && type !== 'integer' && type !== 'boolean')
+      return undefined;
+    const field: Record<string, unknown> = { type };
+    for (const k of KEEP) if (f[k] !== undefined) field[k] = f[k];
+    if (choices) {
+      if (
+        type !== 'string' ||
+        !Array.isArray(choices) ||
+        !choices.every((c) => typeof c?.const === 'string')
+      )
+        return undefined;
+      field.enum = choices.map((c) => c.const);
+      field.enumNames = choices.map((c) =>
+        typeof c.title === 'string' ? c.title : String(c.const),
+      );
+    }
+    properties[name] = field as AskQuestion['schema']['properties'][string];
+  }
+  const required = Array.isArray(schema.required)
+    ? (schema.required as unknown[]).filter((r): r is string => typeof r === 'string')
+    : undefined;
+  return { type: 'object', properties, ...(required ? { required } : {}) };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { createParser } from 'eventsource-parser';
 import { UpstreamError, isUpstreamError } from './upstream-error.ts';
 import { upstreamFetch } from './upstream-fetch.ts';
 
@@ -163,14 +164,13 @@ function responseOf(
   };
   const candidates: unknown[] = [];
   if (contentType.includes('text/event-stream')) {
-    for (const event of text.split(/\r?\n\r?\n/)) {
-      const data = event
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trimStart())
-        .join('\n');
-      if (data) candidates.push(parse(data));
-    }
+    // The whole stream was read (the size cap applies): each event's data is one message.
+    // The parser holds a final CR until it knows whether LF follows; the stream has ended,
+    // so an LF settles it. An event the stream cut off before its blank line is dropped, as
+    // the EventSource spec (and the SDK's own client) drops it.
+    const parser = createParser({ onEvent: (event) => candidates.push(parse(event.data)) });
+    parser.feed(text);
+    parser.feed('\n');
   } else {
     const body = parse(text);
     candidates.push(...(Array.isArray(body) ? body : [body]));

@@ -117,3 +117,19 @@ test("the caller's abort stays the caller's", async () => {
     silent.wire.request('tasks/get', { taskId: 'a' }, { timeoutMs: 5000, signal: stop.signal }),
   ).rejects.toBe(reason);
 });
+
+test('an SSE answer is read as the EventSource spec reads it: CR line ends, comments, data split over lines', async () => {
+  const answer = (id: number) => JSON.stringify({ jsonrpc: '2.0', id, result: { status: 'ok' } });
+  const sse = scripted(
+    (s) =>
+      new Response(
+        // Bare CR line ends (allowed by the spec), a keep-alive comment, and the message's
+        // JSON split over two data lines (joined with a newline, which JSON allows).
+        `: keep-alive\r\revent: message\rdata: ${answer(s.body.id).slice(0, 10)}\rdata: ${answer(s.body.id).slice(10)}\r\r`,
+        { headers: { 'content-type': 'text/event-stream' } },
+      ),
+  );
+  expect(await sse.wire.request('tasks/get', { taskId: 'a' }, { timeoutMs: 1000 })).toEqual({
+    status: 'ok',
+  });
+});
