@@ -401,7 +401,14 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
     ],
   },
   '@mtg/telemetry': {
-    values: ['inSpan', 'runInJobTrace', 'startTracing', 'startTracingFromEnv', 'traceCarrier'],
+    values: [
+      'inSpan',
+      'receiveJobs',
+      'runInJobTrace',
+      'startTracing',
+      'startTracingFromEnv',
+      'traceCarrier',
+    ],
     types: ['Tracing', 'TracingOptions'],
   },
   '@mtg/tool-harness': {

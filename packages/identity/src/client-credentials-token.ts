@@ -22,10 +22,16 @@ export function clientCredentialsToken(options: {
     if (cached && cached.expiresAt - margin > Date.now()) return cached.token;
     inflight ??= (async () => {
       try {
-        const response = await oidc.clientCredentialsGrant(await discover(), {
-          resource: options.resource,
-          ...(options.scope ? { scope: options.scope } : {}),
-        });
+        const response = await oidc
+          .clientCredentialsGrant(await discover(), {
+            resource: options.resource,
+            ...(options.scope ? { scope: options.scope } : {}),
+          })
+          .catch((error: unknown) => {
+            // Not the IdP's refusal: its endpoint may have moved (oauth-client-configuration.ts).
+            if (!(error instanceof oidc.ResponseBodyError)) discover.invalidate();
+            throw error;
+          });
         cached = {
           token: response.access_token,
           expiresAt: Date.now() + (response.expires_in ?? 60) * 1000,
