@@ -4,7 +4,15 @@ import { appendAuditGrouped } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { LongToolDefinition } from '@mtg/tools';
-import { authorizeTask, deny, readKeys, taskReadKey, type VerbContext } from './authorize-task.ts';
+import {
+  authorizeTask,
+  deny,
+  readKeys,
+  taskReadKey,
+  type OwnedTaskRow,
+  type VerbContext,
+} from './authorize-task.ts';
+import { WORKER_LOST_MESSAGE } from './task-state/predicates.ts';
 import { cancelTask, type CancelOptions } from './cancel-task.ts';
 import { CHANNELS } from './channels.ts';
 import {
@@ -167,8 +175,10 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
   const owner = (p: Principal) => ({ tenant: p.tenant, subject: p.subject, client: p.client });
 
   /** A task nobody has picked up, on a queue no live worker serves, says what it waits for. */
-  const viewOf = async (row: TaskRow): Promise<TaskView> => {
+  const viewOf = async (row: OwnedTaskRow): Promise<TaskView> => {
     const view = toView(row);
+    // Its worker died and no other has taken it yet: say so rather than its last progress.
+    if (row.worker_lost) view.statusMessage = WORKER_LOST_MESSAGE;
     if (
       deps.queueServed &&
       row.status === 'working' &&
