@@ -1,7 +1,7 @@
 // A 2025-11-25 task-augmented tools/call that carries a progress token gets the task's
 // progress as notifications/progress with that token (the spec keeps it valid for the task's
 // lifetime), on the stream of tasks/result: the v1 SDK's own `onprogress` fires for a long
-// tool, with each value above the last.
+// tool, with each value above the last, however many streams wait.
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../support/clients.ts';
@@ -34,7 +34,11 @@ test("the v1 SDK's onprogress fires for a long tool while its client waits on ta
       { onprogress: (p) => void seen.push(p) },
     );
     const taskId = created.task.taskId;
-    const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    // Two streams wait on the result: each value still goes out once, never twice.
+    const [result] = await Promise.all([
+      client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema),
+      client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema),
+    ]);
     expect(result.isError).toBeFalsy();
     // Four batches of 500: several notifications, each above the last, with total and text.
     expect(seen.length).toBeGreaterThanOrEqual(2);
