@@ -59,6 +59,42 @@ test("the v1 SDK's onprogress fires for a long tool while its client waits on ta
   }
 }, 30_000);
 
+test("a repeat of the call joins the live task with its own token: the repeat's caller gets the progress from then on", async () => {
+  const token = await stack.token('pia', 'acme');
+  const first = await connectV1(stack.mcpUrl, token);
+  const second = await connectV1(stack.mcpUrl, token);
+  try {
+    const firstSeen: Progress[] = [];
+    const secondSeen: Progress[] = [];
+    const key = `rejoin-${Date.now()}`;
+    const params = (client: typeof first, seen: Progress[]) =>
+      client.request(
+        {
+          method: 'tools/call',
+          params: {
+            name: 'bulk_update_records',
+            arguments: { collection: 'rejoined', count: 2000, patch: { p: 3 } },
+            task: {},
+            _meta: { 'io.mcp-task-gateway/idempotency-key': key },
+          },
+        },
+        CreateTaskResultSchema,
+        { onprogress: (p) => void seen.push(p) },
+      );
+    const a = await params(first, firstSeen);
+    // Another request first: the repeat's request id, its progress token, differs.
+    await second.listTools();
+    const b = await params(second, secondSeen);
+    expect(b.task.taskId).toBe(a.task.taskId);
+    await second.experimental.tasks.getTaskResult(b.task.taskId, CallToolResultSchema);
+    expect(secondSeen.length).toBeGreaterThanOrEqual(2);
+    expect(firstSeen).toEqual([]);
+  } finally {
+    await first.close();
+    await second.close();
+  }
+}, 30_000);
+
 test('a call without a progress token gets no progress notifications (and no token is kept)', async () => {
   const token = await stack.token('pia', 'acme');
   const client = await connectV1(stack.mcpUrl, token);
