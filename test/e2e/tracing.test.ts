@@ -195,6 +195,60 @@ test("one trace from the agent's request to the downstream write, across the gat
   expect(lines.some((l) => l.message === 'request' && l.trace_id === traceId)).toBe(true);
 });
 
+test('an idle worker makes no trace, and discovers its IdP once for every task', async () => {
+  // The worker fetched from each of its queues at start and found them empty: no span.
+  const token = await stack.token('tracy', 'acme');
+  const traces: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const traceId = randomBytes(16).toString('hex');
+    traces.push(traceId);
+    const started = await rpc2026(
+      stack.mcpUrl,
+      token,
+      'tools/call',
+      {
+        name: 'bulk_update_records',
+        arguments: { collection: `quiet-${i}`, count: 1, patch: { i } },
+      },
+      {
+        tasksExtension: true,
+        headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+      },
+    );
+    const taskId = started.body.result.taskId as string;
+    await pollUntil(
+      () => rpc2026(stack.mcpUrl, token, 'tasks/get', { taskId }, { tasksExtension: true }),
+      (r) => r.body.result?.status === 'completed',
+      20_000,
+      50,
+    );
+  }
+  await pollUntil(
+    async () => receiver.spans,
+    (spans) => traces.every((t) => spans.some((s) => s.traceId === t && s.name === 'task.run')),
+    15_000,
+    100,
+  );
+  const worker = receiver.spans.filter((s) => s.service === 'worker');
+  const receives = worker.filter((s) => s.name.startsWith('receive '));
+  // Only fetches that brought a job, each linked to the trace of the request that created it.
+  expect(receives.length).toBeGreaterThan(0);
+  for (const r of receives) {
+    expect(
+      r.attributes['messaging.message.id'] ?? r.attributes['messaging.batch.message_count'],
+    ).toBeTruthy();
+    expect(r.links.length).toBeGreaterThan(0);
+  }
+  for (const t of traces) expect(receives.some((r) => r.links.includes(t))).toBe(true);
+  // Three tasks, each with its token exchange and the worker's own token: one discovery.
+  const discoveries = worker.filter(
+    (s) =>
+      s.name === 'HTTP GET' &&
+      String(s.attributes['url.full']).endsWith('/.well-known/openid-configuration'),
+  );
+  expect(discoveries).toHaveLength(1);
+});
+
 test('with OTEL_EXPORTER_OTLP_ENDPOINT unset nothing is started', async () => {
   expect(await startTracingFromEnv({}, 'gateway')).toBeUndefined();
   await expect(

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { pollUntil } from '../support/poll.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
-import { jobToolsWire } from '../support/wires.ts';
+import { coreWire, jobToolsWire } from '../support/wires.ts';
 import { startWorkerProcess, waitForExit } from '../support/worker-process.ts';
 
 let stack: Stack;
@@ -44,6 +44,23 @@ test('SIGKILL the worker running a task: another worker finishes it, no finished
   const killedAt = Date.now();
   victim.kill('SIGKILL');
   await waitForExit(victim);
+
+  // Until another worker takes it, tasks/get says the worker was lost (not its last step);
+  // once taken over, the task speaks for itself again.
+  const core = coreWire(stack.mcpUrl);
+  const lost = await pollUntil(
+    () => core.get(token, taskId),
+    (r) => r.ok && r.value.statusMessage === 'worker lost; resuming',
+    15_000,
+    50,
+  );
+  expect(lost.ok && lost.value.status).toBe('working');
+  await pollUntil(
+    () => core.get(token, taskId),
+    (r) => r.ok && r.value.statusMessage !== 'worker lost; resuming',
+    15_000,
+    50,
+  );
 
   const [row] = await pollUntil(
     () => sql(stack.db.url, 'SELECT status, lease_epoch FROM app.tasks WHERE id = $1', [taskId]),

@@ -363,6 +363,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'parkForApproval',
       'parkForInput',
       'pauseTask',
+      'progressTokenOf',
       'purgeExpired',
       'reapExpiredLeases',
       'recordStatusMessage',
@@ -395,6 +396,8 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'PendingInput',
       'PendingProgress',
       'PrincipalRef',
+      'ProgressNotice',
+      'ProgressToken',
       'ResultOutcome',
       'Revocation',
       'RevocationSource',
@@ -419,7 +422,14 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
     ],
   },
   '@mtg/telemetry': {
-    values: ['inSpan', 'runInJobTrace', 'startTracing', 'startTracingFromEnv', 'traceCarrier'],
+    values: [
+      'inSpan',
+      'receiveJobs',
+      'runInJobTrace',
+      'startTracing',
+      'startTracingFromEnv',
+      'traceCarrier',
+    ],
     types: ['Tracing', 'TracingOptions'],
   },
   '@mtg/tool-harness': {

@@ -25,10 +25,16 @@ export function clientCredentialsToken(options: {
     if (cached && cached.expiresAt - margin > nowMs(options.clock)) return cached.token;
     inflight ??= (async () => {
       try {
-        const response = await oidc.clientCredentialsGrant(await discover(), {
-          resource: options.resource,
-          ...(options.scope ? { scope: options.scope } : {}),
-        });
+        const response = await oidc
+          .clientCredentialsGrant(await discover(), {
+            resource: options.resource,
+            ...(options.scope ? { scope: options.scope } : {}),
+          })
+          .catch((error: unknown) => {
+            // Not the IdP's refusal: its endpoint may have moved (oauth-client-configuration.ts).
+            if (!(error instanceof oidc.ResponseBodyError)) discover.invalidate();
+            throw error;
+          });
         cached = {
           token: response.access_token,
           expiresAt: nowMs(options.clock) + (response.expires_in ?? 60) * 1000,

@@ -120,7 +120,10 @@ export function createTokenExchanger(options: {
             status: error.status,
           };
         }
-        throw error; // an outage, not a refusal
+        // An outage, not a refusal: the endpoint may have moved, so the IdP's metadata is
+        // looked up again (at most every DISCOVERY_RETRY_MS) before a later exchange.
+        discover.invalidate();
+        throw error;
       }
       // Issued to us by the authorization server, over TLS: read, not verified (its audience
       // is the target, which verifies it).

@@ -5,7 +5,7 @@ import { queryMaybePrepared } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { CHANNELS, HEARTBEAT_SECONDS, type TaskEvents } from '@mtg/tasks';
 import { runTask, type RunDeps, type RunResult } from './run-task.ts';
-import { runInJobTrace } from '@mtg/telemetry';
+import { receiveJobs, runInJobTrace } from '@mtg/telemetry';
 import { StopRun } from './stop.ts';
 import { createWorkerPeers, type WorkerPeers } from './worker-peers.ts';
 
@@ -82,7 +82,10 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           pending.delete(queue);
           missed.delete(queue);
           const batchSize = Math.min(free(), wanted);
-          const jobs = await o.boss.fetch<TaskJobData>(queue, { batchSize });
+          // A span only for a fetch that brought jobs (receive-jobs.ts), not for every empty look.
+          const jobs = await receiveJobs(queue, () =>
+            o.boss.fetch<TaskJobData>(queue, { batchSize }),
+          );
           for (const job of jobs) start(job);
           // A full batch of what was free may have left more behind: look again.
           if (jobs.length === batchSize && batchSize < wanted) {

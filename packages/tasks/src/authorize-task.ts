@@ -6,11 +6,16 @@ import { NOT_FOUND, taskError, type TaskError } from './errors.ts';
 import { TASK_ID } from './task-id.ts';
 import { prepared, runPrepared, type Queryable, type ReadRouter } from '@mtg/db';
 import { TASK_SELECT, type TaskRow } from './task-row.ts';
-import { OWNER_MATCH, RETAINED } from './task-state/predicates.ts';
+import { OWNER_MATCH, RETAINED, WORKER_LOST } from './task-state/predicates.ts';
 
+// `worker_lost` is decided by the database's clock, like every lease (docs/architecture.md).
 const OWNED_TASK = prepared(
-  `SELECT ${TASK_SELECT} FROM app.tasks WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
+  `SELECT ${TASK_SELECT}, COALESCE(${WORKER_LOST}, false) AS worker_lost
+     FROM app.tasks WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
 );
+
+/** A task row as a verb loads it: with whether its worker was lost (WORKER_LOST). */
+export type OwnedTaskRow = TaskRow & { worker_lost?: boolean };
 
 export interface VerbContext {
   principal: Principal;
@@ -48,7 +53,7 @@ export async function authorizeTask(
    * primary (a verb that writes or must be exact: cancel).
    */
   reads?: ReadRouter,
-): Promise<{ ok: true; task: TaskRow } | TaskError> {
+): Promise<{ ok: true; task: OwnedTaskRow } | TaskError> {
   const { pool } = deps;
   const p = ctx.principal;
   const row = TASK_ID.test(taskId) ? await ownedTask(deps, taskId, p, reads) : undefined;
@@ -79,9 +84,9 @@ async function ownedTask(
   taskId: string,
   p: Principal,
   reads: ReadRouter | undefined,
-): Promise<TaskRow | undefined> {
+): Promise<OwnedTaskRow | undefined> {
   const values = [taskId, p.tenant, p.subject, p.client];
-  const select = (db: Queryable) => runPrepared<TaskRow>(db, OWNED_TASK, values);
+  const select = (db: Queryable) => runPrepared<OwnedTaskRow>(db, OWNED_TASK, values);
   if (!reads) return (await select(deps.pool)).rows[0];
   const first = await reads.read(readKeys(p, taskId), select);
   if (first.value.rows[0] || first.target === 'primary') return first.value.rows[0];

@@ -3,6 +3,7 @@ export {
   createTaskService,
   type TaskService,
   type TaskServiceDeps,
+  type ProgressNotice,
   type ResultOutcome,
   type TaskReading,
 } from './task-service.ts';
@@ -88,3 +89,4 @@ export {
   countUnservedTasks,
 } from './live-workers.ts';
 export { createDenialFold, type DenialFold } from './fold-denials.ts';
+export { progressTokenOf, type ProgressToken } from './progress-token.ts';

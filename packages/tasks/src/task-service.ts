@@ -6,7 +6,15 @@ import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { LongToolDefinition } from '@mtg/tools';
 import { auditStatusRead, type StatusReadAudit } from './audit-status-read.ts';
-import { authorizeTask, deny, readKeys, taskReadKey, type VerbContext } from './authorize-task.ts';
+import {
+  authorizeTask,
+  deny,
+  readKeys,
+  taskReadKey,
+  type OwnedTaskRow,
+  type VerbContext,
+} from './authorize-task.ts';
+import { WORKER_LOST_MESSAGE } from './task-state/predicates.ts';
 import { cancelTask, type CancelOptions } from './cancel-task.ts';
 import { CHANNELS } from './channels.ts';
 import {
@@ -34,6 +42,12 @@ import { isReadableCursor, listTasks, type TaskPage } from './list-tasks.ts';
 import { readKeptResult, readResult, type StoredResult } from './read-result.ts';
 import type { TaskEvents } from './task-events.ts';
 import { TASK_ID } from './task-id.ts';
+import {
+  claimProgressNotice,
+  readProgressToken,
+  rememberProgressToken,
+  type ProgressToken,
+} from './progress-token.ts';
 import { isTerminal, toView, type TaskRow, type TaskView } from './task-row.ts';
 
 export interface TaskServiceDeps {
@@ -95,9 +109,21 @@ export interface TaskReading {
   result?: StoredResult | 'gone';
 }
 
+/** A progress notification a result wait may send (awaitResult's `onProgress`). */
+export interface ProgressNotice {
+  progressToken: ProgressToken;
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
 /** The one task service every wire calls. Each verb authorizes the caller itself. */
 export interface TaskService {
-  start(input: StartInput): Promise<StartOutcome>;
+  /**
+   * `progressToken`: the starting request's (2025-11-25 task-augmented call), kept for the
+   * task's lifetime; a repeat that joins the live task replaces it with its own.
+   */
+  start(input: StartInput & { progressToken?: ProgressToken }): Promise<StartOutcome>;
   get(taskId: string, ctx: VerbContext): Promise<TaskOutcome<{ task: TaskView; row: TaskRow }>>;
   /**
    * get(), and with `withResult` an ended task's result, in one verb: one authorization, one
@@ -122,8 +148,16 @@ export interface TaskService {
     taskId: string,
     ctx: VerbContext,
     waitMs: number,
-    /** `asked`: questions already put to this caller on this wait (not returned again). */
-    options?: { untilInput?: boolean; asked?: readonly string[] },
+    /**
+     * `asked`: questions already put to this caller on this wait (not returned again).
+     * `onProgress`: called while the task runs, each time its progress has gone above what
+     * was last sent with its progress token (if it has one), on any stream.
+     */
+    options?: {
+      untilInput?: boolean;
+      asked?: readonly string[];
+      onProgress?: (notice: ProgressNotice) => Promise<void>;
+    },
   ): Promise<ResultOutcome>;
   /**
    * The owner answers the question the task is parked on (ctx.ask): validated against its
@@ -176,8 +210,10 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
   const owner = (p: Principal) => ({ tenant: p.tenant, subject: p.subject, client: p.client });
 
   /** A task nobody has picked up, on a queue no live worker serves, says what it waits for. */
-  const viewOf = async (row: TaskRow): Promise<TaskView> => {
+  const viewOf = async (row: OwnedTaskRow): Promise<TaskView> => {
     const view = toView(row);
+    // Its worker died and no other has taken it yet: say so rather than its last progress.
+    if (row.worker_lost) view.statusMessage = WORKER_LOST_MESSAGE;
     if (
       deps.queueServed &&
       row.status === 'working' &&
@@ -193,8 +229,11 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
   const service: TaskService = {
     toolScope: scopeOf,
     async start(input) {
-      const outcome = await createTask(deps, input);
+      const { progressToken, ...start } = input;
+      const outcome = await createTask(deps, start);
       if (outcome.ok) await deps.reads?.wrote(readKeys(input.principal, outcome.task.id));
+      if (outcome.ok && progressToken !== undefined && !isTerminal(outcome.task.status))
+        await rememberProgressToken(deps.pool, outcome.task.id, progressToken);
       return outcome;
     },
 
@@ -291,16 +330,40 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
 
     async awaitResult(taskId, ctx, waitMs, options) {
       const until = nowMs(deps.clock) + waitMs;
+      let token: { value: ProgressToken | undefined } | undefined;
       // On the primary: the settle that wakes the wait is there at once, perhaps not yet on
       // the replica (and a blocking wait is far rarer than a poll).
       for (;;) {
-        const outcome = await resultOf(taskId, ctx, undefined, options);
+        const seen: { row?: TaskRow } = {};
+        const outcome = await resultOf(taskId, ctx, undefined, {
+          ...options,
+          seen: (row) => (seen.row = row),
+        });
         if (outcome.ok || outcome.code !== 'result_not_ready' || nowMs(deps.clock) >= until)
           return outcome;
-        // A question is no settle: while one may come, look again each second.
+        const progress = seen.row?.progress;
+        if (options?.onProgress && progress) {
+          token ??= { value: await readProgressToken(deps.pool, taskId) };
+          if (
+            token.value !== undefined &&
+            (await claimProgressNotice(deps.pool, taskId, token.value, progress.current))
+          ) {
+            const message = seen.row?.status_message;
+            await options.onProgress({
+              progressToken: token.value,
+              progress: progress.current,
+              ...(progress.total > 0 ? { total: progress.total } : {}),
+              ...(message ? { message } : {}),
+            });
+          }
+        }
+        // A question or a step's progress is no settle: while one may come, look each second.
         await deps.events.waitForSettled(
           taskId,
-          Math.min(until - nowMs(deps.clock), options?.untilInput ? 1000 : 5000),
+          Math.min(
+            until - nowMs(deps.clock),
+            options?.untilInput || options?.onProgress ? 1000 : 5000,
+          ),
           CHANNELS.settled,
         );
       }
@@ -347,11 +410,17 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     taskId: string,
     ctx: VerbContext,
     reads: ReadRouter | undefined,
-    input?: { untilInput?: boolean; asked?: readonly string[] },
+    input?: {
+      untilInput?: boolean;
+      asked?: readonly string[];
+      /** Told the task's row once the caller is authorized for it. */
+      seen?: (row: TaskRow) => void;
+    },
   ): Promise<ResultOutcome> {
     const auth = await authorizeTask(deps, taskId, 'result', ctx, scopeOf, reads);
     if (!auth.ok) return auth;
     const task = auth.task;
+    input?.seen?.(task);
     if (input?.untilInput && task.status === 'input_required' && !task.needs_live_user) {
       const q = await pendingInput(deps.pool, task.id);
       if (q?.kind === 'input' && !input.asked?.includes(q.key))

@@ -1,4 +1,5 @@
 import { context, propagation, trace } from '@opentelemetry/api';
+import { setTracingSuppressor } from './receive-jobs.ts';
 import { tracedFetch } from './traced-fetch.ts';
 
 export interface TracingOptions {
@@ -60,9 +61,11 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
   trace.setGlobalTracerProvider(provider);
   const originalFetch = globalThis.fetch;
   globalThis.fetch = tracedFetch(originalFetch);
+  setTracingSuppressor(core.suppressTracing);
   return {
     async shutdown() {
       globalThis.fetch = originalFetch;
+      setTracingSuppressor(undefined);
       await provider.forceFlush().catch(() => {});
       await provider.shutdown().catch(() => {});
       trace.disable();

@@ -39,6 +39,17 @@ export function inputSchemaOf(entry: CatalogueEntry): z.ZodType {
   }
 }
 
+/** How often a plain upstream call that reports no progress says how long it has run. */
+const ELAPSED_EVERY_MS = 3000;
+
+/** `42 s`, `3 min 5 s`, `2 h 10 min`. */
+function elapsed(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
 const POLL_MIN_MS = 200;
 const POLL_MAX_MS = 30_000;
 
@@ -88,17 +99,44 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
     },
   });
 
+  /**
+   * One plain `tools/call`, its progress our task's: the status says what is called where at
+   * once, then how long it has run until the upstream reports progress, whose messages (or
+   * counts, when it sends no message) are forwarded as they come.
+   */
+  async function plainCall(ctx: TaskContext, client: UpstreamTaskClient, args: Json) {
+    const calling = `calling ${entry.upstreamName} on ${upstream.name}`;
+    const began = performance.now();
+    let reported = false;
+    const report = (current: number, total: number, message: string) => {
+      void ctx.progress(current, total, message.slice(0, 500)).catch(() => {});
+    };
+    report(0, 0, calling);
+    const ticker = setInterval(() => {
+      if (!reported) report(0, 0, `${calling} (${elapsed(performance.now() - began)})`);
+    }, ELAPSED_EVERY_MS);
+    ticker.unref();
+    try {
+      return await client.callTool(entry.upstreamName, args, {
+        idempotencyKey: `task-${ctx.taskId}`,
+        onProgress: (current, total, message) => {
+          reported = true;
+          report(
+            current,
+            total ?? 0,
+            message ?? `${calling}: ${current}${total ? ` of ${total}` : ''}`,
+          );
+        },
+      });
+    } finally {
+      clearInterval(ticker);
+    }
+  }
+
   async function run(ctx: TaskContext, client: UpstreamTaskClient, args: Json): Promise<Json> {
     const idempotencyKey = `task-${ctx.taskId}`;
     if (!useUpstreamTasks) {
-      const result = await ctx.step('upstream:call', () =>
-        client.callTool(entry.upstreamName, args, {
-          idempotencyKey,
-          onProgress: (current, total, message) => {
-            void ctx.progress(current, total ?? 0, message).catch(() => {});
-          },
-        }),
-      );
+      const result = await ctx.step('upstream:call', () => plainCall(ctx, client, args));
       return resultOf(result as ToolResult);
     }
     const ref = (await ctx.step('upstream:create', async () => {

@@ -1,6 +1,6 @@
 import type { Principal } from '@mtg/identity';
 import type { Workload } from '@mtg/policy';
-import type { TaskError, TaskRow, TaskService } from '@mtg/tasks';
+import type { ProgressToken, TaskError, TaskRow, TaskService } from '@mtg/tasks';
 import {
   toolListing,
   type Catalogue,
@@ -16,7 +16,8 @@ import { pageOfTools, type ToolsPage } from './tools-page.ts';
 /** How the caller's wire wants a long tool started. */
 export type CallMode =
   | { kind: 'plain' } // no task support: answer with a job handle
-  | { kind: 'core-task'; ttlMs?: number } // 2025-11-25 `task` param
+  // 2025-11-25 `task` param; the request's progress token stays the task's (spec: tasks)
+  | { kind: 'core-task'; ttlMs?: number; progressToken?: ProgressToken }
   | { kind: 'ext-task' }; // 2026-07-28 tasks extension
 
 export interface CallContext {
@@ -151,6 +152,9 @@ export function createDispatch(
         ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}),
         ...(ctx.deadlineMs !== undefined ? { deadlineMs: ctx.deadlineMs } : {}),
         ...(mode.kind === 'core-task' && mode.ttlMs !== undefined ? { ttlMs: mode.ttlMs } : {}),
+        ...(mode.kind === 'core-task' && mode.progressToken !== undefined
+          ? { progressToken: mode.progressToken }
+          : {}),
       });
       if (!started.ok) {
         if (mode.kind === 'plain') return { kind: 'result', result: toolErrorFor(started) };

@@ -11,7 +11,7 @@ import {
   ListToolsRequestSchema,
   PingRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { toView, type TaskError } from '@mtg/tasks';
+import { progressTokenOf, toView, type TaskError } from '@mtg/tasks';
 import type { RequestContext } from '../http/request-context.ts';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
 import { refuseInvalidParams } from './refuse-invalid-params.ts';
@@ -84,8 +84,13 @@ export function createLegacyServer(
         'Invalid params: task.ttl must be a positive integer number of milliseconds',
       );
     }
+    const progressToken = progressTokenOf(rpc.params._meta);
     const mode = task
-      ? ({ kind: 'core-task', ...(task.ttl ? { ttlMs: task.ttl } : {}) } as const)
+      ? ({
+          kind: 'core-task',
+          ...(task.ttl ? { ttlMs: task.ttl } : {}),
+          ...(progressToken !== undefined ? { progressToken } : {}),
+        } as const)
       : ({ kind: 'plain' } as const);
     const listed = dispatch
       .listTools(ctx.principal, ctx.workload)
@@ -128,7 +133,14 @@ export function createLegacyServer(
         taskId,
         callContextFrom(request, undefined, WIRE),
         Math.max(0, until - nowMs(options.clock)),
-        { untilInput: true, asked },
+        {
+          untilInput: true,
+          asked,
+          // The progress token of the call that started the task is valid for the task's
+          // lifetime (2025-11-25 tasks): its progress goes out on this stream as it advances.
+          onProgress: (notice) =>
+            extra.sendNotification({ method: 'notifications/progress', params: notice }),
+        },
       );
       if (!r.ok || !r.input) break;
       // The task asks its caller: the question goes on this stream (the spec's way for

@@ -101,12 +101,16 @@ export async function releaseLease(db: Queryable, taskId: string, lease: Lease):
   );
 }
 
-/** The lease of a task whose worker died; the caller fails its job so pg-boss retries it. */
+/**
+ * The lease of a task whose worker died; the caller fails its job so pg-boss retries it. The
+ * lapsed expiry stays: until the next claim it is what says the worker was lost
+ * (WORKER_LOST), where a lease given back (releaseLease) or ended has none.
+ */
 export async function reapExpiredLeases(
   db: Queryable,
 ): Promise<Array<Pick<TaskRow, 'id' | 'job_id' | 'job_queue'>>> {
   const r = await db.query<Pick<TaskRow, 'id' | 'job_id' | 'job_queue'>>(
-    `UPDATE app.tasks SET lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+    `UPDATE app.tasks SET lease_owner = NULL, updated_at = now()
       WHERE ${ACTIVE} AND lease_owner IS NOT NULL
         AND lease_expires_at < now() - interval '500 milliseconds'
       RETURNING id, job_id, job_queue`,

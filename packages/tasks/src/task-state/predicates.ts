@@ -10,6 +10,16 @@ export const ACTIVE = "status IN ('working', 'input_required')";
 export const LIVE_LEASE = 'lease_owner IS NOT NULL AND lease_expires_at > now()';
 
 /**
+ * The worker running the task was lost: its lease lapsed without being renewed, given back
+ * or ended (whether or not the reaper has freed it yet), and no worker has claimed it since.
+ * A claim sets a new expiry; a release, a park and every ending clear it.
+ */
+export const WORKER_LOST = "status = 'working' AND lease_expires_at < now()";
+
+/** What a task whose worker was lost says until another worker takes it (WORKER_LOST). */
+export const WORKER_LOST_MESSAGE = 'worker lost; resuming';
+
+/**
  * The lease is still the writer's: owner and epoch both match. A takeover bumps the epoch,
  * so every later write of the previous holder matches nothing. Parameters: the positions of
  * the owner and the epoch in the statement.
