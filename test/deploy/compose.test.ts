@@ -83,7 +83,7 @@ test('every service has its own network identity, and the gateway publishes no p
   expect(services.console!.deploy?.replicas).toBeGreaterThan(1);
   expect(services.lb!.image).toMatch(/^nginx:/);
   expect(gateway.environment!.TRUSTED_PROXIES).toBe(
-    (services.lb!.networks as Record<string, { ipv4_address: string }>).mtg.ipv4_address,
+    (services.lb!.networks as Record<string, { ipv4_address: string }>).mtg!.ipv4_address,
   );
 });
 
@@ -148,7 +148,7 @@ test.each([
       CONSOLE_PORT: '9700',
     });
     // Inside, the public host name is lb.
-    expect((lb.networks as Record<string, { aliases: string[] }>).mtg.aliases).toEqual([host]);
+    expect((lb.networks as Record<string, { aliases: string[] }>).mtg!.aliases).toEqual([host]);
     for (const name of ['idp', 'gateway', 'worker', 'downstream', 'console']) {
       const e = services[name]!.environment!;
       expect([name, e.IDP_ISSUER]).toEqual([name, `http://${host}:${idpPort}`]);
