@@ -35,11 +35,29 @@ export default defineConfig(
       '@typescript-eslint/no-unsafe-call': 'error',
       '@typescript-eslint/no-unsafe-member-access': 'error',
       '@typescript-eslint/no-unsafe-return': 'error',
+      // Off: an `async` function without `await` is how this code implements a
+      // Promise-returning interface (a storage adapter, a request handler, a step); dropping
+      // `async` would turn its throws into synchronous ones, a change of behaviour for style.
+      '@typescript-eslint/require-await': 'off',
       // `_` marks a parameter an interface requires but this implementation does not use.
       '@typescript-eslint/no-unused-vars': [
         'error',
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
       ],
+    },
+  },
+  {
+    // Tests read wire data (JSON bodies, JSON-RPC answers, SQL rows, parsed manifests) as
+    // `any` and assert its shape with expect(): the assertion is the type check, and a typed
+    // copy of each answer would restate what the test asserts. The sources keep these rules.
+    files: ['**/test/**/*.ts', 'test/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
   {
