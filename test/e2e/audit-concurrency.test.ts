@@ -40,7 +40,7 @@ test.each([
             'packages/audit/test/support/append-worker.ts',
             // Every connection of every process writes one tenant (and every 7th event is a
             // system event): eight writers contend for each chain.
-            [db.url, String(connections), String(perConnection), startAt, mode!, '1'],
+            [db.url, String(connections), String(perConnection), startAt, mode, '1'],
             {},
           ),
         ),

@@ -193,7 +193,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         taskId: request.params.taskId,
         sessionId: sessionId(),
       });
-      return view(find(request.params.taskId)) as never;
+      return view(find(request.params.taskId));
     });
     server.setRequestHandler(GetTaskPayloadRequestSchema, async (request) => {
       record(claimsOf(), {
@@ -206,7 +206,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       return {
         ...t.result,
         _meta: { 'io.modelcontextprotocol/related-task': { taskId: t.taskId } },
-      } as never;
+      };
     });
     server.setRequestHandler(CancelTaskRequestSchema, async (request) => {
       record(claimsOf(), {
@@ -216,7 +216,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       });
       const t = find(request.params.taskId);
       if (!tasks.cancel(t)) throw new McpError(-32602, `Task already ${t.status}`);
-      return view(t) as never;
+      return view(t);
     });
   };
 
@@ -238,11 +238,11 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
     server.onclose = () => servers.delete(server);
     server.setRequestHandler(ListToolsRequestSchema, async () => {
       record(claimsOf(), { method: 'tools/list', sessionId: sessionId() });
-      return { tools: demoToolList(extraTools) } as never;
+      return { tools: demoToolList(extraTools) };
     });
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const { name, arguments: args = {} } = request.params;
-      const meta = request.params._meta as Record<string, unknown> | undefined;
+      const meta = request.params._meta;
       const key = meta?.['io.mcp-task-gateway/idempotency-key'];
       const taskParam = (request.params as { task?: { ttl?: number } }).task;
       record(claimsOf(), {
@@ -265,7 +265,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         };
       }
       const task = taskParam ? tasks.start(name, args, taskParam.ttl ?? 600_000) : undefined;
-      if (task) return { task: view(task) } as never;
+      if (task) return { task: view(task) };
       if (name === 'export_ledger' && args.ledger === 'missing') {
         return { isError: true, content: [{ type: 'text', text: 'ledger missing: not found' }] };
       }

@@ -588,8 +588,8 @@ async function spawnServer(options: SpawnOptions, binaries: Binaries): Promise<E
   };
   const stdout = splitLines(onLine);
   const stderr = splitLines(onLine);
-  child.stdout!.on('data', stdout.push);
-  child.stderr!.on('data', stderr.push);
+  child.stdout.on('data', stdout.push);
+  child.stderr.on('data', stderr.push);
 
   const exited = new Promise<EmbeddedPostgresExit>((resolve) => {
     child.once('close', (code, sig) => {

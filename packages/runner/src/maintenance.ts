@@ -106,9 +106,7 @@ export function createMaintenance(o: {
   const reapLeases = async () => {
     for (const t of await reapExpiredLeases(o.pool)) {
       if (t.job_id)
-        await o.boss
-          .fail(t.job_queue, t.job_id, { reason: 'lease expired' } as never)
-          .catch(() => {});
+        await o.boss.fail(t.job_queue, t.job_id, { reason: 'lease expired' }).catch(() => {});
       o.logger.info('reaped expired lease', { taskId: t.id });
     }
   };

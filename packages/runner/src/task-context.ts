@@ -185,7 +185,7 @@ export function createTaskContext(
           workerId: deps.workerId,
           key,
           message: question.message,
-          schema: question.schema as FormSchema,
+          schema: question.schema,
           keepAnswer: question.keepAnswerInAudit === true,
         }),
       );

@@ -129,7 +129,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
   const start = (job: Job) => {
     const taskId = job.data?.taskId;
     if (typeof taskId !== 'string') {
-      void o.boss.fail(job.name, job as never, { error: 'job without taskId' } as never);
+      void o.boss.fail(job.name, job as never, { error: 'job without taskId' });
       return;
     }
     const stop = new AbortController();
@@ -149,7 +149,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
         db: {
           executeSql: (text: string, values?: unknown[]) => queryMaybePrepared(tx, text, values),
         },
-      } as never);
+      });
       jobCompleted = true;
     };
     const done = (async () => {
@@ -174,7 +174,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
             await o.boss.complete(job.name, job as never);
         } else {
           // released (shutdown), held (another live worker), retry: pg-boss retries soon.
-          await o.boss.fail(job.name, job as never, { reason: result } as never);
+          await o.boss.fail(job.name, job as never, { reason: result });
         }
       } catch (error) {
         o.logger.error('task run crashed', {

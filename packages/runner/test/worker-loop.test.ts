@@ -38,7 +38,7 @@ test("a notification for another pool's queue fetches nothing; one for its own q
       const value = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
-  }) as PgBoss;
+  });
   const events = await createTaskEvents(db.logins.worker, [CHANNELS.created, CHANNELS.control]);
   const loop = createWorkerLoop({
     boss: counting,

@@ -28,7 +28,7 @@ export function scopeOf(upstream: UpstreamConfig, entry: CatalogueEntry): string
 /** The upstream's JSON Schema as a zod schema (arguments are validated by the gateway too). */
 export function inputSchemaOf(entry: CatalogueEntry): z.ZodType {
   try {
-    return z.fromJSONSchema(entry.inputSchema as never);
+    return z.fromJSONSchema(entry.inputSchema);
   } catch {
     // A schema zod cannot read is the upstream's to enforce; it still must be an object.
     return z.looseObject({});
@@ -94,7 +94,7 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
           },
         }),
       );
-      return resultOf(result as ToolResult);
+      return resultOf(result);
     }
     const ref = (await ctx.step('upstream:create', async () => {
       const created = await client.createTask(entry.upstreamName, args, {
@@ -175,5 +175,5 @@ function resultOf(result: ToolResult): Json {
     content: result.content,
     ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
     ...(result.isError === true ? { isError: true } : {}),
-  } as unknown as Json;
+  };
 }

@@ -73,7 +73,7 @@ export function requireSession(sessions: SessionStore, revoked: RevocationCheck,
     try {
       session = await sessions.get(cookieOf(req, SESSION_COOKIE));
       if (session?.principal) revocation = await revoked(session.principal);
-      if (revocation) await sessions.end(session!.id);
+      if (session && revocation) await sessions.end(session.id);
     } catch (error) {
       return next(error);
     }

@@ -28,7 +28,7 @@ export function layout(
   const who = p
     ? html`<span class="who">${p.subject} · ${p.tenant} · <b>${p.role}</b></span>
         <form method="post" action="/logout" class="inline">
-          <input type="hidden" name="csrf" value="${session!.csrf}" />
+          <input type="hidden" name="csrf" value="${session.csrf}" />
           <button type="submit">Log out</button>
         </form>`
     : '';

@@ -78,7 +78,7 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
         return {
           ...stored,
           _meta: { ...stored._meta, 'io.modelcontextprotocol/related-task': { taskId: jobId } },
-        } as ToolResult;
+        };
       }
       return {
         isError: true,
