@@ -672,7 +672,8 @@ async function spawnServer(options: SpawnOptions, binaries: Binaries): Promise<E
     return stopped;
   };
 
-  exited.then((e) => {
+  // `exited` only resolves (the child's exit event) and this handler does not throw.
+  void exited.then((e) => {
     if (!e.requested) {
       process.removeListener('exit', onOwnerExit);
       void options.release();
