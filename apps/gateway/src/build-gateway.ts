@@ -254,7 +254,7 @@ export async function buildGateway(
     },
     statusReadSampleRate: config.STATUS_READ_AUDIT_SAMPLE_RATE,
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
-    onTaskEnded: gatewayMetrics.taskEnded,
+    onTaskEnded: (task) => gatewayMetrics.taskEnded(task),
     ...(deps.clock ? { clock: deps.clock } : {}),
     logger,
   });
@@ -315,7 +315,7 @@ export async function buildGateway(
       serviceClients: config.serviceClients,
       delegatedTokens: config.AUTH_DELEGATED_TOKENS,
     },
-    keysReady: keys.ready,
+    keysReady: () => keys.ready(),
     pool,
     catalogue: upstreams
       ? upstreams.serve([

@@ -91,7 +91,9 @@ export function createApp(deps: GatewayDeps): express.Express {
   const toolPolicy = deps.toolPolicy;
   // Tasks a revocation ends here, for the task duration histogram (the task service is
   // wired in build-gateway.ts for cancels).
-  const onTaskEnded = deps.metrics ? { onTaskEnded: deps.metrics.gateway.taskEnded } : {};
+  const onTaskEnded = deps.metrics
+    ? { onTaskEnded: deps.metrics.gateway.taskEnded.bind(deps.metrics.gateway) }
+    : {};
   // Host/Origin refusals and refused SETs name nobody verified: audited flood-safely too.
   const onGuardDenied: OnGuardDenied = (res, reason) => {
     const header = reason === 'host_not_allowed' ? 'host' : 'origin';
@@ -123,7 +125,7 @@ export function createApp(deps: GatewayDeps): express.Express {
         subject: p.subject,
         client: p.client,
         reason,
-        correlationId: res.locals.correlationId,
+        correlationId: res.locals.correlationId as string | undefined,
       });
     },
   });
@@ -216,7 +218,7 @@ export function createApp(deps: GatewayDeps): express.Express {
       onSummaryFailed: (error) =>
         deps.logger.warn('denial summary audit failed', { error: error.message }),
     }),
-    ...(deps.rateLimits ? [deps.rateLimits.retryAfterHeader] : []),
+    ...(deps.rateLimits ? [deps.rateLimits.retryAfterHeader.bind(deps.rateLimits)] : []),
     mcpEndpoint(
       createDispatch(deps.catalogue, deps.longTools, deps.tasks, toolPolicy),
       // The SDKs' error messages quote the request's headers and body.
@@ -236,7 +238,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const outage = databaseFailureOf(error)?.code === 'database_unavailable';
     deps.logger[outage ? 'warn' : 'error'](outage ? 'database unavailable' : 'unhandled', {
-      correlationId: res.locals.correlationId,
+      correlationId: res.locals.correlationId as string | undefined,
       error: clipInput(error instanceof Error ? error.message : String(error)),
     });
     if (res.headersSent) return;

@@ -31,7 +31,7 @@ export async function serveUntilSignalled(
   // outlives its last answer.
   const gate = ((req: Parameters<Express>[0], res: Parameters<Express>[1]) => {
     if (stopping) res.setHeader('connection', 'close');
-    return app(req, res);
+    app(req, res);
   }) as unknown as Express;
   const server = createGatewayServer(gate, options.tls);
   // Slow clients must not hold sockets forever.

@@ -54,7 +54,7 @@ export function adminRoutes(deps: {
       subject: p.subject,
       client: p.client,
       reason: 'insufficient_scope',
-      correlationId: res.locals.correlationId,
+      correlationId: res.locals.correlationId as string | undefined,
       actor: { subject: p.subject, client: p.client, kind: 'user' },
       data: { method: req.method, path: req.path, scope: ADMIN_SCOPE },
     });

@@ -100,7 +100,7 @@ export function authenticate(options: AuthenticateOptions) {
     if (!verified.ok) {
       options.onDenied?.(req, `token_${verified.code}`, res);
       options.logger.info('token rejected', {
-        correlationId: res.locals.correlationId,
+        correlationId: res.locals.correlationId as string | undefined,
         code: verified.code,
       });
       if (verified.code === 'keys_unavailable') {

@@ -29,10 +29,10 @@ export function correlateAndLog(logger: Logger) {
         subject: principal?.subject,
         tenant: principal?.tenant,
         client: principal?.client,
-        trace_id: res.locals.traceId,
-        span_id: res.locals.spanId,
-        clientIp: res.locals.clientIp,
-        userAgent: res.locals.userAgent,
+        trace_id: res.locals.traceId as string | undefined,
+        span_id: res.locals.spanId as string | undefined,
+        clientIp: res.locals.clientIp as string | undefined,
+        userAgent: res.locals.userAgent as string | undefined,
       });
     });
     next();

@@ -57,7 +57,7 @@ export function refuseServicePrincipals(
     const refusal = refusalOf(principal, options);
     if (!refusal) return next();
     options.logger.info('service principal refused', {
-      correlationId: res.locals.correlationId,
+      correlationId: res.locals.correlationId as string | undefined,
       code: refusal.code,
       client: principal.client,
     });

@@ -181,7 +181,7 @@ export function workloadIdentity(
     if (!result.ok) {
       await options.onDenied?.(res, result.code);
       options.logger.info('workload identity refused', {
-        correlationId: res.locals.correlationId,
+        correlationId: res.locals.correlationId as string | undefined,
         code: result.code,
       });
       if (result.code === 'token_cert_mismatch') {
@@ -195,7 +195,7 @@ export function workloadIdentity(
     }
     if (result.forwardedIgnored) {
       options.logger.warn('forwarded client certificate from an untrusted peer ignored', {
-        correlationId: res.locals.correlationId,
+        correlationId: res.locals.correlationId as string | undefined,
         peer: socket.remoteAddress,
       });
     }

@@ -57,7 +57,7 @@ export function securityEventRoutes(
 
   const reject = (res: Response, refusal: SetRefusal) => {
     logger.warn('security event rejected', {
-      correlationId: res.locals.correlationId,
+      correlationId: res.locals.correlationId as string | undefined,
       code: refusal.code,
       description: refusal.description,
     });
