@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { clipInput, type Logger } from '@mtg/log';
+import type { Cell } from './cells-file.ts';
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
@@ -24,8 +25,8 @@ export function correlateAndLog(logger: Logger) {
         path: clipInput(req.path),
         status: res.statusCode,
         ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        tenant: res.locals.tenant,
-        cell: res.locals.cell?.name,
+        tenant: res.locals.tenant as string | undefined,
+        cell: (res.locals.cell as Cell | undefined)?.name,
         complete: res.writableFinished,
       });
     });

@@ -85,7 +85,7 @@ export function createCellRouter(deps: CellRouterDeps): express.Express & { clos
   });
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
     deps.logger.error('unhandled', {
-      correlationId: res.locals.correlationId,
+      correlationId: res.locals.correlationId as string | undefined,
       error: clipInput(error instanceof Error ? error.message : String(error)),
     });
     if (res.headersSent) return void res.destroy();

@@ -67,7 +67,7 @@ export function securityEventFanOut(options: {
       o.status !== undefined && o.status >= 200 && o.status < 300;
     const transient = (o: CellOutcome) => o.status === undefined || o.status >= 500;
     const summary = Object.fromEntries(outcomes.map((o) => [o.cell, o.status ?? o.error!]));
-    const meta = { correlationId: res.locals.correlationId, cells: summary };
+    const meta = { correlationId: res.locals.correlationId as string | undefined, cells: summary };
     if (outcomes.every(accepted)) {
       options.logger.info('security event delivered to every cell', meta);
       return res.status(202).end();

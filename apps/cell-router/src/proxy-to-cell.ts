@@ -75,7 +75,7 @@ export function proxyToCell(req: Request, res: Response, cell: Cell, options: Pr
   const peer = req.socket.remoteAddress;
   if (peer)
     headers['x-forwarded-for'] = req.headers['x-forwarded-for']
-      ? `${req.headers['x-forwarded-for']}, ${peer}`
+      ? `${String(req.headers['x-forwarded-for'])}, ${peer}`
       : peer;
   headers['x-forwarded-proto'] = 'encrypted' in req.socket ? 'https' : 'http';
   if (req.headers.host) headers['x-forwarded-host'] = req.headers.host;
@@ -95,7 +95,7 @@ export function proxyToCell(req: Request, res: Response, cell: Cell, options: Pr
     }
     answer = 'ours';
     options.logger.warn('cell unreachable', {
-      correlationId: res.locals.correlationId,
+      correlationId: res.locals.correlationId as string | undefined,
       cell: cell.name,
       why,
       ...(error ? { error: error.message } : {}),

@@ -31,7 +31,7 @@ export function routeByTenant(options: {
     const verified = await verify(bearer.token);
     if (!verified.ok) {
       options.logger.info('token rejected at the edge', {
-        correlationId: res.locals.correlationId,
+        correlationId: res.locals.correlationId as string | undefined,
         code: verified.code,
       });
       if (verified.code === 'keys_unavailable')
@@ -46,7 +46,7 @@ export function routeByTenant(options: {
     res.locals.tenant = tenant;
     if (!cell) {
       options.logger.warn('no cell serves the tenant', {
-        correlationId: res.locals.correlationId,
+        correlationId: res.locals.correlationId as string | undefined,
         tenant,
       });
       return sendRpcError(res, 403, 'Forbidden: no cell serves this tenant');
