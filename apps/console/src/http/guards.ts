@@ -129,7 +129,8 @@ export function requireRole(logger: Logger, roles: readonly ConsoleRole[]) {
 export function requireCsrf(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
     const session = res.locals.session as Session | undefined;
-    const sent = typeof req.body?.csrf === 'string' ? Buffer.from(req.body.csrf) : Buffer.alloc(0);
+    const csrf = (req.body as { csrf?: unknown } | undefined)?.csrf;
+    const sent = typeof csrf === 'string' ? Buffer.from(csrf) : Buffer.alloc(0);
     const expected = Buffer.from(session?.csrf ?? '');
     if (expected.length > 0 && sent.length === expected.length && timingSafeEqual(sent, expected)) {
       return next();

@@ -63,7 +63,7 @@ export function exportLinks(path: string, query: Record<string, unknown>): SafeH
       if (typeof v === 'string' && v && k !== 'format') params.set(k, v);
     }
     params.set('format', format);
-    return `${path}?${params}`;
+    return `${path}?${params.toString()}`;
   };
   return html`<p class="exports">
     Export: <a href="${link('csv')}" data-export="csv">CSV</a> ·

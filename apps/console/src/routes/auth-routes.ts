@@ -7,7 +7,7 @@ import { verifyConsoleToken } from '../auth/verify-console-token.ts';
 import { clearSessionCookie, cookieOf, SESSION_COOKIE, setSessionCookie } from '../http/cookies.ts';
 import { requireCsrf, type RevocationCheck } from '../http/guards.ts';
 import { html } from '../http/html.ts';
-import type { SessionStore } from '../http/session-store.ts';
+import type { Session, SessionStore } from '../http/session-store.ts';
 import { layout } from '../pages/layout.ts';
 
 // What a login may ask for: a role, or an approver (a user who also asks for the approval
@@ -114,8 +114,9 @@ export function authRoutes(deps: {
     },
     requireCsrf(logger),
     async (req: Request, res: Response) => {
-      const role = ROLES.find((r) => r === req.body?.role) ?? 'user';
-      await sessions.end(res.locals.session.id);
+      const role =
+        ROLES.find((r) => r === (req.body as { role?: unknown } | undefined)?.role) ?? 'user';
+      await sessions.end((res.locals.session as Session).id);
       await beginLogin(role, res);
     },
   );
@@ -213,7 +214,7 @@ export function authRoutes(deps: {
     },
     requireCsrf(logger),
     async (_req: Request, res: Response) => {
-      await sessions.end(res.locals.session.id);
+      await sessions.end((res.locals.session as Session).id);
       clearSessionCookie(res);
       res.redirect(303, '/login');
     },
