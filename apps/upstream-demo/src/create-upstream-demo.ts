@@ -101,7 +101,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
   const extraTools: string[] = [];
   const servers = new Set<Server>();
   app.post('/_tools', express.json(), (req, res) => {
-    const name = String((req.body as { name?: unknown }).name ?? '');
+    const name = String((req.body as { name?: string }).name ?? '');
     if (!/^[a-z_]{1,32}$/.test(name)) {
       res.status(400).json({ error: 'name: a-z and _ only' });
       return;
@@ -252,7 +252,9 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
       });
       if (extraTools.includes(name)) {
-        return { content: [{ type: 'text', text: String(args.text ?? '') }] };
+        return {
+          content: [{ type: 'text', text: String((args.text as string | undefined) ?? '') }],
+        };
       }
       if (name === 'lookup_ticket') {
         if (args.id === 'missing') {
@@ -319,7 +321,9 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
     }
     if (!transport) {
       // Claims are per request: a session's later requests carry later tokens.
-      const holder: { claims: Record<string, unknown> } = { claims: res.locals.claims };
+      const holder: { claims: Record<string, unknown> } = {
+        claims: res.locals.claims as Record<string, unknown>,
+      };
       const t = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
@@ -343,7 +347,10 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       ).connect(t);
       transport = t;
     } else {
-      sessionClaims.get(sessionHeader as string)!.claims = res.locals.claims;
+      sessionClaims.get(sessionHeader as string)!.claims = res.locals.claims as Record<
+        string,
+        unknown
+      >;
       if (req.method === 'DELETE') {
         const s = sessions.find((x) => x.sessionId === sessionHeader);
         if (s) s.endedAt = new Date().toISOString();

@@ -26,6 +26,7 @@ class DemoAuth implements AuthInfo {
   readonly claims: Claims;
   constructor(claims: Claims) {
     this.claims = claims;
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a token's client_id or azp claim, a string
     this.clientId = String(claims.client_id ?? claims.azp ?? '');
   }
 }
