@@ -7,7 +7,6 @@ import {
   parkForApproval,
   parkForInput,
   takeStageGrant,
-  type FormSchema,
   aboutTask,
   type Lease,
   type TaskRow,

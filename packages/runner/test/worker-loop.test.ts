@@ -1,4 +1,3 @@
-import type { PgBoss } from 'pg-boss';
 import { createPool, ROLES } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { CHANNELS, createBoss, createTaskEvents, installQueue } from '@mtg/tasks';
