@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { appendBulk } from '../../packages/audit/test/support/events.ts';
 import { runScript, verifyScript } from '../../packages/audit/test/support/run-script.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase } from '../support/database.ts';
 import { sql } from '../support/sql.ts';
 
 let dataDir: string;
