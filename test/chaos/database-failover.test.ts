@@ -13,11 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { prepareExisting } from '../../scripts/bench/lib/database.ts';
-import {
-  REPO_ROOT,
-  startProcessStack,
-  type ProcessStack,
-} from '../../scripts/bench/lib/process-stack.ts';
+import { startProcessStack, type ProcessStack } from '../../scripts/bench/lib/process-stack.ts';
 import { startPatroniCluster, type PatroniCluster } from '../support/patroni-cluster.ts';
 import { auditCli as cli } from './support/audit-cli.ts';
 import { haDescribe } from './support/ha-gate.ts';

@@ -149,7 +149,7 @@ chaosDescribe('graceful shutdown', () => {
     const signalledAt = Date.now();
     gateway.kill('SIGTERM');
     await sleep(100);
-    let refused = '';
+    let refused: string;
     try {
       const late = await postOnce(
         chaos.stack.mcpUrl,

@@ -83,7 +83,7 @@ test('every service has its own network identity, and the gateway publishes no p
   expect(services.console!.deploy?.replicas).toBeGreaterThan(1);
   expect(services.lb!.image).toMatch(/^nginx:/);
   expect(gateway.environment!.TRUSTED_PROXIES).toBe(
-    (services.lb!.networks as Record<string, { ipv4_address: string }>).mtg.ipv4_address,
+    (services.lb!.networks as Record<string, { ipv4_address: string }>).mtg!.ipv4_address,
   );
 });
 
@@ -104,7 +104,7 @@ test('the load balancer re-resolves the gateway replicas and passes the client a
 test.each([[{}], [{ CONSOLE_PORT: '4700', GATEWAY_PORT: '4100', PUBLIC_HOST: 'mcp.lan.example' }]])(
   'with %j the console is published by lb on loopback, at the address it calls its own, and reaches the gateway as clients do',
   (env) => {
-    const { services } = compose(env as Record<string, string>);
+    const { services } = compose(env);
     const port = (env as Record<string, string>).CONSOLE_PORT ?? '9700';
     const e = services.console!.environment!;
     expect(services.lb!.ports).toContain(`127.0.0.1:${port}:${port}`);
@@ -134,7 +134,7 @@ test.each([
 ])(
   'with %j the issuer and the token audience mean the same on the host and inside',
   (env, host, gatewayPort, idpPort) => {
-    const { services } = compose(env as Record<string, string>);
+    const { services } = compose(env);
     const lb = services.lb!;
     // Published on the host at the port lb listens on inside.
     expect(lb.ports).toEqual([
@@ -148,7 +148,7 @@ test.each([
       CONSOLE_PORT: '9700',
     });
     // Inside, the public host name is lb.
-    expect((lb.networks as Record<string, { aliases: string[] }>).mtg.aliases).toEqual([host]);
+    expect((lb.networks as Record<string, { aliases: string[] }>).mtg!.aliases).toEqual([host]);
     for (const name of ['idp', 'gateway', 'worker', 'downstream', 'console']) {
       const e = services[name]!.environment!;
       expect([name, e.IDP_ISSUER]).toEqual([name, `http://${host}:${idpPort}`]);
@@ -180,8 +180,7 @@ test('every image is pinned to a version, and the Dockerfile base too', () => {
   }
   const froms = [...read('Dockerfile').matchAll(/^FROM (\S+)/gm)].map((m) => m[1]!);
   expect(froms[0]).toMatch(/^node:\d+\.\d+\.\d+-slim$/);
-  const nodeVersion = (JSON.parse(read('package-lock.json')) as any).packages['node_modules/node']
-    .version;
+  const nodeVersion = JSON.parse(read('package-lock.json')).packages['node_modules/node'].version;
   expect(froms[0]).toBe(`node:${nodeVersion}-slim`);
 });
 

@@ -259,7 +259,9 @@ describeWithKubectl(`kubernetes manifests (${OVERLAYS.join(', ')})`, () => {
         try {
           new Model(o).validate();
         } catch (error) {
-          throw new Error(`${o.kind} ${o.metadata.name}: ${(error as Error).message}`);
+          throw new Error(`${o.kind} ${o.metadata.name}: ${(error as Error).message}`, {
+            cause: error,
+          });
         }
       }
     });

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { appendBulk } from '../../packages/audit/test/support/events.ts';
 import { runScript, verifyScript } from '../../packages/audit/test/support/run-script.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase } from '../support/database.ts';
 import { sql } from '../support/sql.ts';
 
 let dataDir: string;
@@ -40,7 +40,7 @@ test.each([
             'packages/audit/test/support/append-worker.ts',
             // Every connection of every process writes one tenant (and every 7th event is a
             // system event): eight writers contend for each chain.
-            [db.url, String(connections), String(perConnection), startAt, mode!, '1'],
+            [db.url, String(connections), String(perConnection), startAt, mode, '1'],
             {},
           ),
         ),

@@ -125,7 +125,7 @@ test('a revocation that starts while a start is committing waits for it and stop
   expect(status).toBe(200);
   const ids = outcomes
     .filter((o) => o.status === 'fulfilled')
-    .map((o) => (o as PromiseFulfilledResult<string>).value)
+    .map((o) => o.value)
     .sort();
   // The one committing when the revocation came, at least, got through, and was stopped.
   expect(ids.length).toBeGreaterThanOrEqual(1);

@@ -44,7 +44,7 @@ test('2025-11-25: the v1 SDK client sees `MCP error -32602: Task not found`, one
     ] as const) {
       expect([
         method,
-        await refusal(client.request({ method, params: { taskId: missing } } as never, schema)),
+        await refusal(client.request({ method, params: { taskId: missing } }, schema)),
       ]).toEqual([method, { code: -32602, message: 'MCP error -32602: Task not found' }]);
     }
     // The gateway's own refusals of a call carry one prefix too.
@@ -66,10 +66,13 @@ test('2025-11-25: the v1 SDK client sees `MCP error -32602: Task not found`, one
 });
 
 test('2026-07-28: the v2 SDK client (tasks extension declared) sees -32602 `Task not found`, which formats as `MCP error -32602: Task not found`', async () => {
-  const client = new V2Client({ name: 'test-v2-tasks', version: '2.0.0' }, {
-    capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
-    versionNegotiation: { mode: { pin: '2026-07-28' } },
-  } as never);
+  const client = new V2Client(
+    { name: 'test-v2-tasks', version: '2.0.0' },
+    {
+      capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+      versionNegotiation: { mode: { pin: '2026-07-28' } },
+    },
+  );
   await client.connect(
     new V2Transport(new URL(stack.mcpUrl), {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },

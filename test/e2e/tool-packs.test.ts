@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1, connectV2 } from '../support/clients.ts';
 import { planTargets } from '../support/extra-targets.ts';
 import { pollUntil } from '../support/poll.ts';

@@ -32,7 +32,7 @@ interface Seen {
  */
 async function recordingFront(worker: string, downstreamUrl: string, seen: Seen[]) {
   let holdMs = 0;
-  const server = http.createServer(async (req, res) => {
+  const forward = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const entry: Seen | undefined =
@@ -71,6 +71,11 @@ async function recordingFront(worker: string, downstreamUrl: string, seen: Seen[
       'content-type': answer.headers.get('content-type') ?? 'application/json',
     });
     res.end(body);
+  };
+  // A target that cannot be reached resets the worker's connection, as a network would,
+  // rather than rejecting where node's http server never looks.
+  const server = http.createServer((req, res) => {
+    forward(req, res).catch((error: unknown) => res.destroy(error as Error));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return {

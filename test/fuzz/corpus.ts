@@ -267,8 +267,8 @@ export async function buildCorpus(env: CorpusEnv): Promise<FuzzCase[]> {
       { name: 'cancel_job', arguments: { jobId: '\ud800' } },
     ],
   ] as const) {
-    invalid(`2026 wire: ${name}`, modern(t, method, params as Record<string, unknown>));
-    invalid(`legacy wire: ${name}`, legacy(t, method, params as Record<string, unknown>));
+    invalid(`2026 wire: ${name}`, modern(t, method, params));
+    invalid(`legacy wire: ${name}`, legacy(t, method, params));
   }
   // Input that once reached PostgreSQL as it came: driver text (-32603) or a 500.
   const cursor = (c: unknown) => Buffer.from(JSON.stringify(c)).toString('base64url');

@@ -104,7 +104,7 @@ export function mutateJson(rng: Rng, value: unknown): unknown {
   const action = rng();
   if (action < 0.25) {
     if (Array.isArray(parent)) parent.splice(key as number, 1);
-    else delete (parent as Record<string, unknown>)[key as string];
+    else delete parent[key as string];
   } else if (action < 0.8) {
     (parent as Record<string, unknown>)[key as string] = randomJson(rng);
   } else {

@@ -597,7 +597,7 @@ test('every value a package exports is imported by something outside its own sou
   const unused = Object.fromEntries(
     Object.entries(surfaces)
       .filter(([name]) => !CALLERS_OUTSIDE.has(name))
-      .map(([name, s]) => [name, s.values.filter((v) => !used[name]?.has(v))])
+      .map(([name, s]) => [name, s.values.filter((v) => !used[name]?.has(v))] as const)
       .filter(([, names]) => names.length > 0),
   );
   expect(unused).toEqual({});

@@ -76,7 +76,7 @@ export async function startFakeUpstream(initial: FakeTool[]) {
           await newServer().connect(t);
           transport = t;
         }
-        await transport!.handleRequest(req, res, body);
+        await transport.handleRequest(req, res, body);
       })().catch(() => {
         if (!res.headersSent) res.writeHead(500).end();
       });

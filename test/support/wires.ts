@@ -42,7 +42,7 @@ const fromError = (e: any): Answer => ({
 export function coreWire(mcpUrl: string): Wire {
   const ask = (token: string, request: any, schema: any) =>
     v1(mcpUrl, token, (c) => c.request(request, schema)).then(
-      (value) => ({ ok: true, value }) as Answer,
+      (value): Answer => ({ ok: true, value }),
       fromError,
     );
   return {

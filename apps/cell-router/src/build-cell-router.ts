@@ -32,7 +32,7 @@ export async function buildCellRouter(
     cells,
     verify,
     tokenCacheMs: config.AUTH_TOKEN_CACHE_MS,
-    keysReady: keys.ready,
+    keysReady: () => keys.ready(),
     logger,
     maxBodyBytes: config.MAX_BODY_BYTES,
     connectTimeoutMs: config.CELL_CONNECT_TIMEOUT_MS,

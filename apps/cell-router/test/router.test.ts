@@ -208,7 +208,7 @@ test('a body over the limit is refused with 413 before or while it is relayed', 
       },
     }),
     duplex: 'half',
-  } as RequestInit);
+  });
   expect(chunked.status).toBe(413);
 });
 

@@ -256,7 +256,7 @@ export async function buildGateway(
     },
     statusReadAudit: config.STATUS_READ_AUDIT,
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
-    onTaskEnded: gatewayMetrics.taskEnded,
+    onTaskEnded: (task) => gatewayMetrics.taskEnded(task),
     ...(deps.clock ? { clock: deps.clock } : {}),
     logger,
   });
@@ -326,7 +326,7 @@ export async function buildGateway(
       serviceClients: config.serviceClients,
       delegatedTokens: config.AUTH_DELEGATED_TOKENS,
     },
-    keysReady: keys.ready,
+    keysReady: () => keys.ready(),
     pool,
     catalogue: upstreams
       ? upstreams.serve([

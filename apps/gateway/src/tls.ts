@@ -40,7 +40,7 @@ export async function loadTls(config: TlsConfig): Promise<GatewayTls> {
     );
   }
   const clientCaPem = caFile ? await readPem('GATEWAY_TLS_CLIENT_CA', caFile) : undefined;
-  let clientCas: X509Certificate[] = [];
+  let clientCas: X509Certificate[];
   try {
     clientCas = clientCaPem ? pemCertificates(clientCaPem) : [];
   } catch (error) {

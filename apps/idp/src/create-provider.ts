@@ -152,8 +152,8 @@ export function createProvider(options: ProviderOptions): Provider {
     log.info('grant refused', {
       client: ctx.oidc.client?.clientId,
       grantType: ctx.oidc.params?.grant_type,
-      error: (error as errors.OIDCProviderError).error ?? error.message,
-      description: (error as errors.OIDCProviderError).error_description,
+      error: error.error ?? error.message,
+      description: error.error_description,
     }),
   );
   provider.on('grant.success', (ctx) =>

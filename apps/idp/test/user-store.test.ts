@@ -29,7 +29,7 @@ test('so does an edit by hand in place (same file, rewritten)', async () => {
   await store.ensure(zoe);
   expect(await store.get(zoe)).toMatchObject({ disabled: false });
   const users = JSON.parse(await readFile(file, 'utf8'));
-  for (const u of Object.values(users) as Array<{ disabled: boolean }>) u.disabled = true;
+  for (const u of Object.values<{ disabled: boolean }>(users)) u.disabled = true;
   await writeFile(file, JSON.stringify(users));
   expect(await store.get(zoe)).toMatchObject({ disabled: true });
 });

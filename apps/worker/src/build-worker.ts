@@ -397,5 +397,5 @@ function workerObservability(
   // A run's result says how it ended, not whether this worker ended the task (another
   // process may have first): durations come from where the settlement commits, taskEnded.
   const runEnded = (_taskId: string, result: RunResult) => metrics.runs.inc({ result });
-  return { registry, runEnded, taskEnded: metrics.taskEnded, exchanges, fetchFor };
+  return { registry, runEnded, taskEnded: metrics.taskEnded.bind(metrics), exchanges, fetchFor };
 }

@@ -40,7 +40,7 @@ export function createTaskTargets(deps: {
           name,
           baseUrl: target.url,
           taskId: task.id,
-          token: c.token,
+          token: () => c.token(),
           signal: hooks.signal,
           beforeCall: hooks.beforeCall,
           resilience,

@@ -68,7 +68,7 @@ export function createTaskUpstreams(deps: {
           invalidate: () => c.invalidate(),
           signal: hooks.signal,
           stopEndsTask: () => {
-            const reason = hooks.signal.reason;
+            const reason: unknown = hooks.signal.reason;
             return (
               reason instanceof StopRun &&
               (reason.reason === 'cancel' ||

@@ -118,7 +118,7 @@ export async function createCheckpoint(
 
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   const heads: ChainHead[] = [];
-  let legacyUntil = 0;
+  let legacyUntil: number;
   let since: Trusted | undefined;
   let verifiedEvents = 0;
   let skipped = 0;

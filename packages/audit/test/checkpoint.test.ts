@@ -25,7 +25,7 @@ test('a checkpoint signed with a key verifies with its public key and says what 
   const [header, payload] = signed.jws
     .split('.')
     .slice(0, 2)
-    .map((p) => JSON.parse(Buffer.from(p!, 'base64url').toString()));
+    .map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()));
   expect(header).toEqual({ alg: 'EdDSA', kid: jwk.kid, typ: 'mtg-audit-checkpoint' });
   // The heads sorted by chain, one "chain seq hash" line each: what the signed hash is over.
   expect(headsText(heads)).toBe(`0 42 ${'ab'.repeat(32)}\n3 7 ${'cd'.repeat(32)}\n`);

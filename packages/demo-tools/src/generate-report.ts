@@ -61,7 +61,7 @@ export const generateReport = (config: DemoConfig) =>
         report: args.report,
         rows,
         checksum: hash.digest('hex'),
-        generatedFrom: String(source.source ?? args.report),
+        generatedFrom: String((source as { source?: string }).source ?? args.report),
       };
     },
   });

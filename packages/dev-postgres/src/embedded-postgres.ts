@@ -591,8 +591,8 @@ async function spawnServer(options: SpawnOptions, binaries: Binaries): Promise<E
   };
   const stdout = splitLines(onLine);
   const stderr = splitLines(onLine);
-  child.stdout!.on('data', stdout.push);
-  child.stderr!.on('data', stderr.push);
+  child.stdout.on('data', stdout.push);
+  child.stderr.on('data', stderr.push);
 
   const exited = new Promise<EmbeddedPostgresExit>((resolve) => {
     child.once('close', (code, sig) => {
@@ -675,7 +675,8 @@ async function spawnServer(options: SpawnOptions, binaries: Binaries): Promise<E
     return stopped;
   };
 
-  exited.then((e) => {
+  // `exited` only resolves (the child's exit event) and this handler does not throw.
+  void exited.then((e) => {
     if (!e.requested) {
       process.removeListener('exit', onOwnerExit);
       void options.release();

@@ -216,7 +216,7 @@ function scopesOf(claims: JWTPayload, sources: readonly ScopeClaim[]): Read<stri
           description: `claim "${claim}" must be an array of strings`,
         };
       }
-      for (const scope of value as string[]) if (scope) scopes.add(scope);
+      for (const scope of value) if (scope) scopes.add(scope);
     }
   }
   if (!present) {

@@ -66,8 +66,7 @@ export const credentialKeysEnv = {
   CREDENTIAL_KEY_CURRENT: z.string().trim().min(1).optional(),
 };
 
-const credentialKeysEnvSchema = z.object(credentialKeysEnv);
-export type CredentialKeysEnv = z.output<typeof credentialKeysEnvSchema>;
+export type CredentialKeysEnv = z.output<z.ZodObject<typeof credentialKeysEnv>>;
 
 function keyIds(config: CredentialKeysEnv): string[] {
   if (config.CREDENTIAL_KEYS) {

@@ -14,6 +14,7 @@ import type { Actor, Principal } from './principal.ts';
 import { acceptableAlgorithms, screenCompactJws } from './screen-compact-jws.ts';
 
 const UNSTORABLE_TEXT =
+  // eslint-disable-next-line no-control-regex -- NUL is what PostgreSQL text cannot store
   /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export type TokenErrorCode =

@@ -8,7 +8,6 @@ import {
   parkForApproval,
   parkForInput,
   takeStageGrant,
-  type FormSchema,
   aboutTask,
   type Lease,
   type TaskRow,
@@ -187,7 +186,7 @@ export function createTaskContext(
           workerId: deps.workerId,
           key,
           message: question.message,
-          schema: question.schema as FormSchema,
+          schema: question.schema,
           keepAnswer: question.keepAnswerInAudit === true,
         }),
       );

@@ -1,4 +1,3 @@
-import type { PgBoss } from 'pg-boss';
 import { createPool, ROLES } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { CHANNELS, createBoss, createTaskEvents, installQueue } from '@mtg/tasks';
@@ -38,7 +37,7 @@ test("a notification for another pool's queue fetches nothing; one for its own q
       const value = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
-  }) as PgBoss;
+  });
   const events = await createTaskEvents(db.logins.worker, [CHANNELS.created, CHANNELS.control]);
   const loop = createWorkerLoop({
     boss: counting,

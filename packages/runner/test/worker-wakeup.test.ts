@@ -63,7 +63,7 @@ async function countingBoss(fetched: string[], who: string, asked: number[] = []
       const value = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
-  }) as PgBoss;
+  });
 }
 
 async function startWorker(

@@ -80,7 +80,7 @@ function fitBytes(top: Record<string, unknown>): Record<string, unknown> {
   const size = (o: unknown) => Buffer.byteLength(JSON.stringify(o));
   if (size(top) <= SUMMARY_LIMITS.maxBytes) return top;
   const entries = Object.entries(top).filter(([k]) => k !== MORE);
-  let dropped = typeof top[MORE] === 'number' ? (top[MORE] as number) : 0;
+  let dropped = typeof top[MORE] === 'number' ? top[MORE] : 0;
   while (entries.length > 0) {
     entries.pop();
     dropped++;

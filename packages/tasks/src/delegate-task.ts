@@ -37,7 +37,7 @@ export async function obtainDelegation(
       scope: [scope],
       ttlSeconds: Math.ceil(deadlineMs / 1000) + deps.graceSeconds,
     });
-  } catch (error) {
+  } catch {
     return taskError(
       'delegation_unavailable',
       'The authorization server could not be reached to delegate this task; retry shortly',

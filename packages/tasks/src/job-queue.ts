@@ -32,7 +32,7 @@ export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss 
     // How often a supervise pass may expire jobs and fail lapsed heartbeats (timer or call).
     superviseIntervalSeconds: 2,
     monitorIntervalSeconds: 1,
-  } as ConstructorParameters<typeof PgBoss>[0]);
+  });
 }
 
 export function createJobQueue(boss: PgBoss): JobQueue {

@@ -24,7 +24,7 @@ import {
   type StartOutcome,
   type ToolPlacement,
 } from './task-state/create-task.ts';
-import { RESULT_GONE, taskError, type TaskError, type TaskOutcome } from './errors.ts';
+import { RESULT_GONE, taskError, type TaskOutcome } from './errors.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
 import { createDenialFold } from './fold-denials.ts';

@@ -14,7 +14,7 @@ export function tracedFetch(inner: typeof fetch): typeof fetch {
     if (new Headers(init?.headers ?? request?.headers).has('traceparent'))
       return inner(input, init);
     const method = (init?.method ?? request?.method ?? 'GET').toUpperCase();
-    const href = request ? request.url : input instanceof URL ? input.href : String(input);
+    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     let url: string;
     try {
       const u = new URL(href);

@@ -54,7 +54,7 @@ export function defineLongTool<S extends z.ZodType>(spec: LongToolSpec<S>): Long
     scope: spec.scope,
     ...(spec.approvalScopes?.length ? { approvalScopes: [...spec.approvalScopes] } : {}),
     limits,
-    summarize: spec.summarize,
-    execute: spec.execute,
+    summarize: spec.summarize.bind(spec),
+    execute: spec.execute.bind(spec),
   });
 }

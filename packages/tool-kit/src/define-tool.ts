@@ -26,6 +26,6 @@ export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): InstantTool<
     inputSchema: spec.input as z.ZodType<z.infer<S>>,
     ...(spec.output ? { outputSchema: spec.output } : {}),
     ...(spec.scope !== undefined ? { scope: spec.scope } : {}),
-    run: spec.run,
+    run: spec.run.bind(spec),
   });
 }

@@ -286,6 +286,7 @@ export interface ToolOrigin {
 }
 
 /** An instant tool, as the registry and the gateway see it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tool list mixes input types; each tool's schema checks its own
 export interface InstantTool<I = any> {
   kind: 'instant';
   name: string;
@@ -299,6 +300,7 @@ export interface InstantTool<I = any> {
 }
 
 /** A long tool, as the registry, the gateway and the runner see it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a tool list mixes input types; each tool's schema checks its own
 export interface LongTool<I = any> {
   kind: 'long';
   name: string;

@@ -24,6 +24,7 @@ export interface Catalogue {
 }
 
 /** The instant tools the gateway serves; a name given twice is refused (RegistryError). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tools of any input type; each one's schema parses its arguments
 export function createCatalogue(tools: ToolDefinition<any>[]): Catalogue {
   const byName = new Map<string, ToolDefinition>();
   for (const t of tools) {

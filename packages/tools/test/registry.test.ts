@@ -68,9 +68,9 @@ test("the gateway's catalogue refuses a pack tool that takes a gateway tool's na
     input: z.object({}),
     run: async () => ({}),
   });
-  expect(() => createCatalogue([whoami, { ...whoami, run: shadow.run as never }])).toThrow(
-    expect.objectContaining({ code: 'duplicate_tool' }),
-  );
+  expect(() =>
+    createCatalogue([whoami, { ...whoami, run: shadow.run.bind(shadow) as never }]),
+  ).toThrow(expect.objectContaining({ code: 'duplicate_tool' }));
 });
 
 test('each tool carries the upstreams its pack declared (none when it declared none); a bad upstream name is refused', () => {

@@ -101,10 +101,10 @@ export async function connectUpstream(options: ConnectOptions): Promise<Upstream
     // the transport carries on without one and nothing is sent.
     fetch:
       options.listen === false
-        ? (((input: string | URL | Request, init?: RequestInit) =>
+        ? (input: string | URL | Request, init?: RequestInit) =>
             (init?.method ?? 'GET').toUpperCase() === 'GET'
               ? Promise.resolve(new Response(null, { status: 405 }))
-              : send(input, init)) as typeof fetch)
+              : send(input, init)
         : send,
   });
   if (options.resume?.protocolVersion) transport.setProtocolVersion(options.resume.protocolVersion);
@@ -167,7 +167,7 @@ export async function connectUpstream(options: ConnectOptions): Promise<Upstream
       pending.add(local);
       const signal = o.signal ? AbortSignal.any([local.signal, o.signal]) : local.signal;
       try {
-        return await client.request({ method, params } as never, anyResult, {
+        return await client.request({ method, params }, anyResult, {
           signal,
           timeout: o.timeoutMs,
           ...(o.onProgress

@@ -38,7 +38,7 @@ export function upstreamFetch(options: UpstreamFetchOptions): typeof fetch {
       );
     }
   };
-  return (async (input: string | URL | Request, init?: RequestInit) => {
+  return async (input: string | URL | Request, init?: RequestInit) => {
     let response = await send(input, init, await options.token());
     if (response.status === 401) {
       await response.body?.cancel().catch(() => {});
@@ -72,7 +72,7 @@ export function upstreamFetch(options: UpstreamFetchOptions): typeof fetch {
       );
     }
     return capBody(response, options);
-  }) as typeof fetch;
+  };
 }
 
 function capBody(response: Response, options: UpstreamFetchOptions): Response {

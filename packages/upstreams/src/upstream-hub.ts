@@ -129,7 +129,7 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
         limit,
         logger: options.logger,
         guard: guards.get(u.name)!,
-        exchange: options.exchange,
+        exchange: options.exchange.bind(options),
         sessions: sessions.get(u.name)!,
       }),
       reserved,

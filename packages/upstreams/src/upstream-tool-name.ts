@@ -22,7 +22,5 @@ export function catalogueFingerprint(entry: {
   inputSchema: unknown;
   taskSupport: string;
 }): string {
-  return createHash('sha256')
-    .update(canonicalJson(entry as never))
-    .digest('hex');
+  return createHash('sha256').update(canonicalJson(entry)).digest('hex');
 }

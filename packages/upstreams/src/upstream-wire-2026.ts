@@ -85,7 +85,7 @@ export function wire2026(options: Wire2026Options) {
         );
       }
       if (message.error) {
-        const e = message.error as { code?: unknown; message?: unknown };
+        const e = message.error as { code?: unknown; message?: string };
         throw new UpstreamError(
           'upstream_refused',
           options.upstream,
@@ -104,6 +104,7 @@ export function wire2026(options: Wire2026Options) {
       return result as Record<string, unknown>;
     } catch (error) {
       if (o.signal?.aborted) throw o.signal.reason;
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- an UpstreamError set by onFault; TypeScript narrows it to never after `fault = undefined`, not seeing the callback
       if (fault) throw fault;
       if (isUpstreamError(error)) throw error;
       if (bound.aborted || (error as { name?: string } | null)?.name === 'TimeoutError') {

@@ -43,10 +43,6 @@ const total = (p: PerGroup) => GROUPS.reduce((s, g) => s + p[g], 0);
 const describe = (p: PerGroup) =>
   GROUPS.map((g) => `${g} ${fmt(p[g], 1)}`).join(', ') + `; total ${fmt(total(p), 1)}`;
 
-/** Per process: median over runs. */
-const medianOf = (ps: PerGroup[]): PerGroup =>
-  Object.fromEntries(GROUPS.map((g) => [g, median(ps.map((p) => p[g]))])) as PerGroup;
-
 /** 64 tasks that stay `working` (their jobs deferred): what the pollers read. */
 async function pollTargets(ctx: BenchContext): Promise<TaskRef[]> {
   const release = holdWorkers(ctx);

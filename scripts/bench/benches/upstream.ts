@@ -51,10 +51,10 @@ async function timedCalls(
  * Client-observed latency of several tools, interleaved call by call: on a shared machine the
  * load changes over a run, and each tool then sees the same load.
  */
-async function interleavedLatency(
-  calls: Array<{ client: Client; name: string }>,
+async function interleavedLatency<C extends Array<{ client: Client; name: string }>>(
+  calls: [...C],
   n: number,
-): Promise<number[][]> {
+): Promise<{ [K in keyof C]: number[] }> {
   const ms = calls.map(() => [] as number[]);
   for (let i = 0; i < n; i++) {
     for (const [j, { client, name }] of calls.entries()) {
@@ -64,7 +64,7 @@ async function interleavedLatency(
       if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.content)}`);
     }
   }
-  return ms;
+  return ms as { [K in keyof C]: number[] };
 }
 
 export async function benchUpstream(ctx: BenchContext): Promise<void> {

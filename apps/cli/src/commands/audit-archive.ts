@@ -96,8 +96,11 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     const head = await sign();
     if (head) say(`signed the chain heads: ${head.heads.length} chain(s)`);
     const legacyUntil = Number(
-      (await client.query('SELECT legacy_until FROM audit.chain_heads WHERE chain_id = 0')).rows[0]
-        ?.legacy_until ?? 0,
+      (
+        await client.query<{ legacy_until: string }>(
+          'SELECT legacy_until FROM audit.chain_heads WHERE chain_id = 0',
+        )
+      ).rows[0]?.legacy_until ?? 0,
     );
 
     let archived = 0;

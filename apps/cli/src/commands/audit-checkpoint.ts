@@ -14,7 +14,6 @@ import {
 } from '@mtg/audit';
 import { parseConfig, postgresUrl } from '@mtg/config';
 import type { JSONWebKeySet } from 'jose';
-import type pg from 'pg';
 import { z } from 'zod';
 import { dataDir } from '@mtg/dev-secrets';
 import { appendCheckpointLine, checkpointLine } from '../audit/checkpoint-file.ts';
@@ -151,7 +150,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     const heads = async () =>
       String(
         (
-          await client.query(
+          await client.query<{ h: string }>(
             `SELECT coalesce(string_agg(chain_id || ':' || seq, ',' ORDER BY chain_id), '') AS h FROM audit.chain_heads`,
           )
         ).rows[0]?.h ?? '',

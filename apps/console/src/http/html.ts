@@ -10,6 +10,7 @@ export class SafeHtml {
 }
 
 export function escapeHtml(value: unknown): string {
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the page's scalars and SafeHtml fragments
   return String(value ?? '')
     .replaceAll('&', '&amp;')
     .replaceAll('<', '&lt;')

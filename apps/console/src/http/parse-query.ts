@@ -5,6 +5,7 @@ const text = (max: number) =>
   z
     .string()
     .max(max)
+    // eslint-disable-next-line no-control-regex -- control characters are what it refuses
     .refine((s) => !/[\u0000-\u001f]/.test(s), 'must not contain control characters')
     .transform((s) => s.trim() || undefined);
 

@@ -28,7 +28,7 @@ export function layout(
   const who = p
     ? html`<span class="who">${p.subject} · ${p.tenant} · <b>${p.role}</b></span>
         <form method="post" action="/logout" class="inline">
-          <input type="hidden" name="csrf" value="${session!.csrf}" />
+          <input type="hidden" name="csrf" value="${session.csrf}" />
           <button type="submit">Log out</button>
         </form>`
     : '';
@@ -63,7 +63,7 @@ export function exportLinks(path: string, query: Record<string, unknown>): SafeH
       if (typeof v === 'string' && v && k !== 'format') params.set(k, v);
     }
     params.set('format', format);
-    return `${path}?${params}`;
+    return `${path}?${params.toString()}`;
   };
   return html`<p class="exports">
     Export: <a href="${link('csv')}" data-export="csv">CSV</a> ·

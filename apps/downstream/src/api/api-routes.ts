@@ -69,6 +69,7 @@ export function apiRoutes(deps: {
   router.get('/reports/source', async (req, res) => {
     const caller = await authenticate(req, res);
     if (!caller) return;
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a query value, echoed as the demo's report name
     const report = String(req.query.report ?? '');
     const rows = Math.min(Number(req.query.rows ?? 100) || 100, 1_000_000);
     res.json({

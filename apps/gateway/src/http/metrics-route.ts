@@ -45,7 +45,9 @@ export function recordRequestDurations(metrics: GatewayMetrics) {
   return (req: Request, res: Response, next: NextFunction) => {
     const end = metrics.httpDuration.startTimer();
     res.on('finish', () => {
-      const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      const route = req.route
+        ? `${req.baseUrl}${String((req.route as { path: unknown }).path)}`
+        : 'unmatched';
       end({ route, rpc: rpcLabel(req.body), status: String(res.statusCode) });
     });
     next();

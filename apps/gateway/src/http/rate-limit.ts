@@ -110,6 +110,7 @@ export function createRateLimits(options: {
     control: (p) => consume('controls', controls, `${p.tenant}\u0000${p.subject}\u0000${p.client}`),
     retryAfterHeader(_req, res, next) {
       const hint: { retryAfterSeconds?: number } = {};
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with .apply(this)
       const writeHead = res.writeHead;
       res.writeHead = function (this: Response, ...args: Parameters<Response['writeHead']>) {
         if (hint.retryAfterSeconds !== undefined && !this.hasHeader('retry-after')) {

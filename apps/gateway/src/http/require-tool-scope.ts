@@ -15,11 +15,11 @@ export function requireToolScope(
 ) {
   return (req: Request, res: Response, next: NextFunction) => {
     if (req.method !== 'POST') return next();
-    const messages: Array<{ method?: unknown; params?: { name?: unknown } }> = Array.isArray(
-      req.body,
-    )
-      ? req.body
-      : [req.body];
+    const body: unknown = req.body;
+    const messages = (Array.isArray(body) ? body : [body]) as Array<{
+      method?: unknown;
+      params?: { name?: unknown };
+    }>;
     const principal = principalOf(res);
     for (const m of messages) {
       if (m.method !== 'tools/call' || typeof m.params?.name !== 'string') continue;

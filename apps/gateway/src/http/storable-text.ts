@@ -1,4 +1,5 @@
 // U+0000, or a UTF-16 surrogate without its pair (valid in JSON text, not in UTF-8).
+// eslint-disable-next-line no-control-regex -- NUL is what PostgreSQL text cannot store
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Whether PostgreSQL can store the string as text (no NUL, no unpaired surrogate). */

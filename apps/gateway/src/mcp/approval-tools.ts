@@ -8,6 +8,7 @@ import { toolErrorFor } from './dispatch.ts';
  * it may decide (open ones of its tenant, for scopes its token holds, on other people's
  * tasks) and approves or rejects one. The task service decides who may; these only shape.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tools of different input types; each one's schema parses its arguments
 export function approvalTools(tasks: TaskService): ToolDefinition<any>[] {
   const ctxOf = (c: ToolContext) => ({ ...c, wire: 'approval-tools' });
   const err = (e: TaskError): ToolResult => toolErrorFor(e);

@@ -16,6 +16,7 @@ export const JOB_TOOL_VERBS: Readonly<Record<string, 'get' | 'result' | 'cancel'
  * The job tools: the task verbs as ordinary tools, for clients with no task support. They
  * read the same rows through the same service, so authorization is identical.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tools of different input types; each one's schema parses its arguments
 export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
   const jobId = z
     .object({ jobId: z.string().min(1).max(200).describe('The jobId a long tool returned') })
@@ -78,7 +79,7 @@ export function jobTools(tasks: TaskService): ToolDefinition<any>[] {
         return {
           ...stored,
           _meta: { ...stored._meta, 'io.modelcontextprotocol/related-task': { taskId: jobId } },
-        } as ToolResult;
+        };
       }
       return {
         isError: true,

@@ -104,14 +104,14 @@ export function createLegacyServer(
       wire: task ? WIRE : 'plain-2025',
     });
     if (outcome.kind === 'error') throw new WireError(outcome.code, outcome.message, outcome.data);
-    if (outcome.kind === 'task') return { task: coreTask(toView(outcome.task)) } as never;
+    if (outcome.kind === 'task') return { task: coreTask(toView(outcome.task)) };
     if (task && outcome.result.isError) {
       // A task-augmented call must answer CreateTaskResult or a JSON-RPC error; invalid
       // arguments (nothing was created) are the latter.
       const text = outcome.result.content.map((c) => c.text).join(' ');
       throw new WireError(-32602, text, outcome.result.structuredContent);
     }
-    return outcome.result as never;
+    return outcome.result;
   });
 
   server.setRequestHandler(GetTaskRequestSchema, async (rpc) => {
@@ -120,7 +120,7 @@ export function createLegacyServer(
       callContextFrom(request, undefined, WIRE),
     );
     if (!r.ok) return fail(r);
-    return coreTask(r.task) as never;
+    return coreTask(r.task);
   });
 
   server.setRequestHandler(GetTaskPayloadRequestSchema, async (rpc, extra) => {
@@ -176,7 +176,7 @@ export function createLegacyServer(
       return {
         ...stored,
         _meta: { ...((stored as { _meta?: object })._meta ?? {}), [RELATED_TASK]: { taskId } },
-      } as never;
+      };
     }
     throw new WireError(
       -32603,
@@ -197,7 +197,7 @@ export function createLegacyServer(
     return {
       tasks: r.tasks.map(coreTask),
       ...(r.nextCursor ? { nextCursor: r.nextCursor } : {}),
-    } as never;
+    };
   });
 
   server.setRequestHandler(CancelTaskRequestSchema, async (rpc) => {
@@ -206,7 +206,7 @@ export function createLegacyServer(
       callContextFrom(request, undefined, WIRE),
     );
     if (!r.ok) return fail(r);
-    return coreTask(r.task) as never;
+    return coreTask(r.task);
   });
 
   return server;

@@ -33,7 +33,7 @@ type Ctx = {
  */
 export function createModernServer(dispatch: Dispatch, request: RequestContext): Server {
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } as never,
+    capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } },
     instructions: INSTRUCTIONS,
   });
   // The envelope keeps the reserved key names: io.modelcontextprotocol/clientCapabilities.
@@ -45,7 +45,7 @@ export function createModernServer(dispatch: Dispatch, request: RequestContext):
   const requireExtension = (ctx: Ctx) => {
     if (!optedIn(ctx)) {
       throw new MissingRequiredClientCapabilityError(
-        { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } } as never,
+        { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
         `tasks/* requires the ${TASKS_EXTENSION} extension in the request's client capabilities`,
       );
     }
@@ -76,7 +76,7 @@ export function createModernServer(dispatch: Dispatch, request: RequestContext):
       throw new ProtocolError(outcome.code, outcome.message, outcome.data);
     // Only now, with the row committed, does the client learn the task exists.
     if (outcome.kind === 'task') return createdExtTask(toView(outcome.task)) as never;
-    return outcome.result as never;
+    return outcome.result;
   });
 
   server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params, ctx) => {
@@ -85,7 +85,7 @@ export function createModernServer(dispatch: Dispatch, request: RequestContext):
     const call = callContextFrom(request, undefined, WIRE);
     const r = await dispatch.tasks.read(params.taskId, call, { withResult: true });
     if (!r.ok) return fail(r);
-    return detailedExtTask(r) as never;
+    return detailedExtTask(r);
   });
 
   server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params, ctx) => {
@@ -105,7 +105,7 @@ export function createModernServer(dispatch: Dispatch, request: RequestContext):
         if (!a.ok) return fail(a);
       }
     }
-    return { resultType: 'complete' } as never;
+    return { resultType: 'complete' };
   });
 
   server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params, ctx) => {
@@ -113,7 +113,7 @@ export function createModernServer(dispatch: Dispatch, request: RequestContext):
     requireExtension(c);
     const r = await dispatch.tasks.cancel(params.taskId, callContextFrom(request, undefined, WIRE));
     if (!r.ok && r.code !== 'task_terminal') return fail(r);
-    return { resultType: 'complete' } as never;
+    return { resultType: 'complete' };
   });
 
   return server;

@@ -318,6 +318,7 @@ export function databaseOutageGuard(logger: Logger): TaskGuard {
             code: failure.sqlState,
             error: (error as Error).message,
           });
+          // eslint-disable-next-line preserve-caught-error -- logged above; the caller gets no database detail
           throw new Error('Internal error');
         }
         throw error;

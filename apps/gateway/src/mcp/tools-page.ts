@@ -31,7 +31,7 @@ export function pageOfTools<T extends { name: string }>(
     }
   }
   const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const rest = after === undefined ? sorted : sorted.filter((t) => t.name > after!);
+  const rest = after === undefined ? sorted : sorted.filter((t) => t.name > after);
   const page = rest.slice(0, size);
   return {
     ok: true,

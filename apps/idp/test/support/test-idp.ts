@@ -112,8 +112,8 @@ export function decode(token: string): {
   payload: JWTPayload & Record<string, unknown>;
 } {
   return {
-    header: decodeProtectedHeader(token) as Record<string, unknown>,
-    payload: decodeJwt(token) as JWTPayload & Record<string, unknown>,
+    header: decodeProtectedHeader(token),
+    payload: decodeJwt<Record<string, unknown>>(token),
   };
 }
 

@@ -149,7 +149,7 @@ function checkHeads(
       format: 2,
       heads: [...heads].sort((a, b) => a.chain - b.chain),
       legacyUntil: p.legacyUntil as number,
-      headsHash: p.headsHash as string,
+      headsHash: p.headsHash,
       signedAt: p.signedAt,
       keyId,
       jws,

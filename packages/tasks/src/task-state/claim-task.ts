@@ -112,7 +112,7 @@ async function takeLease(
     return {
       kind: 'claimed',
       lease: { owner: claim.workerId, epoch: row.lease_epoch },
-      task: task as TaskRow,
+      task: task,
       boundary: boundaryOf({ b_cancel, b_by, b_late, b_revoked }),
       firstStart: first_start,
       journal: new Map(Object.entries(journal).map(([step, output]) => [step, output.value])),

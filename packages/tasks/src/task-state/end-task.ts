@@ -173,7 +173,12 @@ export async function expireTask(
 }
 
 /** Who asked for a cancel: owner, admin, or a revocation (`path`), and why. */
-export type CancelledBy = Record<string, unknown> & { path: string };
+export type CancelledBy = Record<string, unknown> & {
+  path: string;
+  reason?: string;
+  subject?: string;
+  client?: string;
+};
 
 /**
  * active → cancelled: by the worker holding the lease (it stopped), or from outside (no live

@@ -119,7 +119,7 @@ function runtimeEntry(exported: unknown): string | undefined {
 
 /** A pack given as a directory loads the module its package.json names (exports or main). */
 function packEntry(file: string): string {
-  let isDirectory = false;
+  let isDirectory: boolean;
   try {
     isDirectory = statSync(file).isDirectory();
   } catch {
