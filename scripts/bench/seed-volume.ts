@@ -116,7 +116,6 @@ async function main(): Promise<void> {
       if (next > plan.endMs) break;
       m = next;
     }
-    const startMs = plan.endMs - plan.spanMs;
     const ttlMs = plan.spanMs + 7 * 86_400_000;
     let events = 0;
     for (let lo = 0; lo < plan.tasks; lo += batch) {

@@ -486,7 +486,7 @@ test('on a narrow window, timestamps and client names stay on one line', async (
   // (A string: the test's TypeScript has no DOM types.) A text's line count is the number of
   // distinct tops among its client rects.
   const wrapped = () =>
-    page.evaluate(`(() => {
+    page.evaluate<{ checked: number; wrapped: string[] }>(`(() => {
       const lines = (node) => {
         const range = document.createRange();
         range.selectNodeContents(node);
@@ -499,7 +499,7 @@ test('on a narrow window, timestamps and client names stay on one line', async (
         checked: cells.length,
         wrapped: cells.filter((el) => lines(el) > 1).map((el) => el.textContent),
       };
-    })()`) as Promise<{ checked: number; wrapped: string[] }>;
+    })()`);
   for (const path of ['/denials?since=30d', '/revocations', `/tasks/${reportTask}`, '/queues']) {
     await page.goto(`${consoleApp.url}${path}`);
     const found = await wrapped();

@@ -42,7 +42,7 @@ const openReader = async () => {
   return {
     writer,
     reader,
-    async close() {
+    close: async () => {
       await writer.end();
       await reader.end();
       await dropLoginRoles(adminDatabaseUrl(), [login.name]);

@@ -147,7 +147,7 @@ const CASES: Case[] = [
   },
 ];
 
-const core = (taskId: unknown) => ({ 'mcp-protocol-version': '2025-11-25' });
+const core = (_taskId: unknown) => ({ 'mcp-protocol-version': '2025-11-25' });
 const CASES_2025: Case[] = [
   { name: '2025: working task', fast: true, token: () => alice, id: 21, taskId: () => ids.working },
   {

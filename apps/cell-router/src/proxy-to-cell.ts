@@ -76,7 +76,7 @@ export function proxyToCell(req: Request, res: Response, cell: Cell, options: Pr
   const peer = req.socket.remoteAddress;
   if (peer)
     headers['x-forwarded-for'] = req.headers['x-forwarded-for']
-      ? `${req.headers['x-forwarded-for']}, ${peer}`
+      ? `${[req.headers['x-forwarded-for']].flat().join(', ')}, ${peer}`
       : peer;
   headers['x-forwarded-proto'] = 'encrypted' in req.socket ? 'https' : 'http';
   if (req.headers.host) headers['x-forwarded-host'] = req.headers.host;

@@ -95,7 +95,9 @@ export function createApp(deps: GatewayDeps): express.Express {
   const toolPolicy = deps.toolPolicy;
   // Tasks a revocation ends here, for the task duration histogram (the task service is
   // wired in build-gateway.ts for cancels).
-  const onTaskEnded = deps.metrics ? { onTaskEnded: deps.metrics.gateway.taskEnded } : {};
+  const onTaskEnded = deps.metrics
+    ? { onTaskEnded: deps.metrics.gateway.taskEnded.bind(deps.metrics.gateway) }
+    : {};
   // Host/Origin refusals and refused SETs name nobody verified: audited flood-safely too.
   const onGuardDenied: OnGuardDenied = (res, reason) => {
     const header = reason === 'host_not_allowed' ? 'host' : 'origin';
@@ -221,7 +223,7 @@ export function createApp(deps: GatewayDeps): express.Express {
       onSummaryFailed: (error) =>
         deps.logger.warn('denial summary audit failed', { error: error.message }),
     }),
-    ...(deps.rateLimits ? [deps.rateLimits.retryAfterHeader] : []),
+    ...(deps.rateLimits ? [deps.rateLimits.retryAfterHeader.bind(deps.rateLimits)] : []),
     mcpEndpoint(
       createDispatch(deps.catalogue, deps.longTools, deps.tasks, toolPolicy),
       // The SDKs' error messages quote the request's headers and body.

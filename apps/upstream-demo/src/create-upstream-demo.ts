@@ -103,7 +103,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
   const extraTools: string[] = [];
   const servers = new Set<Server>();
   app.post('/_tools', express.json(), (req, res) => {
-    const name = String((req.body as { name?: unknown }).name ?? '');
+    const name = String((req.body as { name?: string }).name ?? '');
     if (!/^[a-z_]{1,32}$/.test(name)) {
       res.status(400).json({ error: 'name: a-z and _ only' });
       return;
@@ -195,7 +195,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         taskId: request.params.taskId,
         sessionId: sessionId(),
       });
-      return view(find(request.params.taskId)) as never;
+      return view(find(request.params.taskId));
     });
     server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {
       record(claimsOf(), {
@@ -236,7 +236,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       return {
         ...t.result,
         _meta: { 'io.modelcontextprotocol/related-task': { taskId: t.taskId } },
-      } as never;
+      };
     });
     server.setRequestHandler(CancelTaskRequestSchema, async (request) => {
       record(claimsOf(), {
@@ -246,7 +246,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
       });
       const t = find(request.params.taskId);
       if (!tasks.cancel(t)) throw new McpError(-32602, `Task already ${t.status}`);
-      return view(t) as never;
+      return view(t);
     });
   };
 
@@ -268,11 +268,11 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
     server.onclose = () => servers.delete(server);
     server.setRequestHandler(ListToolsRequestSchema, async () => {
       record(claimsOf(), { method: 'tools/list', sessionId: sessionId() });
-      return { tools: demoToolList(extraTools) } as never;
+      return { tools: demoToolList(extraTools) };
     });
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const { name, arguments: args = {} } = request.params;
-      const meta = request.params._meta as Record<string, unknown> | undefined;
+      const meta = request.params._meta;
       const key = meta?.['io.mcp-task-gateway/idempotency-key'];
       const taskParam = (request.params as { task?: { ttl?: number } }).task;
       record(claimsOf(), {
@@ -282,7 +282,9 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         ...(typeof key === 'string' ? { idempotencyKey: key } : {}),
       });
       if (extraTools.includes(name)) {
-        return { content: [{ type: 'text', text: String(args.text ?? '') }] };
+        return {
+          content: [{ type: 'text', text: String((args.text as string | undefined) ?? '') }],
+        };
       }
       if (name === 'lookup_ticket') {
         if (args.id === 'missing') {
@@ -295,7 +297,7 @@ export function createUpstreamDemo(options: UpstreamDemoOptions): {
         };
       }
       const task = taskParam ? tasks.start(name, args, taskParam.ttl ?? 600_000) : undefined;
-      if (task) return { task: view(task) } as never;
+      if (task) return { task: view(task) };
       if (name === 'export_ledger' && args.ledger === 'missing') {
         return { isError: true, content: [{ type: 'text', text: 'ledger missing: not found' }] };
       }

@@ -27,7 +27,8 @@ class DemoAuth implements AuthInfo {
   readonly claims: Claims;
   constructor(claims: Claims) {
     this.claims = claims;
-    this.clientId = String(claims.client_id ?? claims.azp ?? '');
+    const id = claims.client_id ?? claims.azp;
+    this.clientId = typeof id === 'string' ? id : '';
   }
 }
 
@@ -81,7 +82,7 @@ export function modernDemoHandler(o: {
   const serverFor = (claims: Claims) => {
     const server = new Server(
       { name: 'upstream-demo', version: '0.1.0' },
-      { capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } as never },
+      { capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } },
     );
     const optedIn = (ctx: Ctx) => {
       const caps = ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES] as
@@ -112,7 +113,7 @@ export function modernDemoHandler(o: {
           structuredContent: { id: String(args.id), state: 'open', sub: String(claims.sub) },
         } as never;
       }
-      if (!optedIn(ctx as unknown as Ctx)) {
+      if (!optedIn(ctx)) {
         throw new ProtocolError(-32602, `${name} runs as a task: declare ${TASKS_EXTENSION}`);
       }
       const t = o.tasks.start(name, args, 600_000);
@@ -122,7 +123,7 @@ export function modernDemoHandler(o: {
     });
     server.setRequestHandler('tasks/get', { params: taskIdParams }, async (params) => {
       o.record(claims, { method: 'tasks/get', taskId: params.taskId });
-      return detailed(find(params.taskId)) as never;
+      return detailed(find(params.taskId));
     });
     server.setRequestHandler('tasks/update', { params: taskIdParams }, async (params, ctx) => {
       o.record(claims, { method: 'tasks/update', taskId: params.taskId });
@@ -133,13 +134,13 @@ export function modernDemoHandler(o: {
       for (const [key, answer] of Object.entries(responses ?? {})) {
         o.tasks.answer(t, key, answer as DemoAnswer);
       }
-      return { resultType: 'complete' } as never;
+      return { resultType: 'complete' };
     });
     server.setRequestHandler('tasks/cancel', { params: taskIdParams }, async (params) => {
       o.record(claims, { method: 'tasks/cancel', taskId: params.taskId });
       const t = find(params.taskId);
       if (!o.tasks.cancel(t)) throw new ProtocolError(-32602, `Task already ${t.status}`);
-      return { resultType: 'complete' } as never;
+      return { resultType: 'complete' };
     });
     return server;
   };

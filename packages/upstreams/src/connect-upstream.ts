@@ -115,7 +115,7 @@ export async function connectUpstream(options: ConnectOptions): Promise<Upstream
   if (options.onElicitation) {
     const hand = options.onElicitation;
     client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
-      hand({ id: extra.requestId, params: request.params as Record<string, unknown> });
+      hand({ id: extra.requestId, params: request.params });
       // Never settles: when the connection closes the SDK drops the handler without
       // answering (an error answer would end the upstream's question).
       return new Promise<never>(() => {});

@@ -32,7 +32,7 @@ export function scopeOf(upstream: UpstreamConfig, entry: CatalogueEntry): string
 /** The upstream's JSON Schema as a zod schema (arguments are validated by the gateway too). */
 export function inputSchemaOf(entry: CatalogueEntry): z.ZodType {
   try {
-    return z.fromJSONSchema(entry.inputSchema as never);
+    return z.fromJSONSchema(entry.inputSchema);
   } catch {
     // A schema zod cannot read is the upstream's to enforce; it still must be an object.
     return z.looseObject({});
@@ -137,7 +137,7 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
     const idempotencyKey = `task-${ctx.taskId}`;
     if (!useUpstreamTasks) {
       const result = await ctx.step('upstream:call', () => plainCall(ctx, client, args));
-      return resultOf(result as ToolResult);
+      return resultOf(result);
     }
     const ref = (await ctx.step('upstream:create', async () => {
       const created = await client.createTask(entry.upstreamName, args, {
@@ -220,7 +220,8 @@ export function upstreamLongTool(upstream: UpstreamConfig, entry: CatalogueEntry
   }
 }
 
-const NO_QUESTION = Symbol('no upstream question');
+// Thrown (an Error, as throws are) out of the journaled step that found nothing to ask.
+const NO_QUESTION = new Error('no upstream question');
 /** How long a 2025-11-25 upstream is given to send its question on tasks/result. */
 const QUESTION_WAIT_MS = 2000;
 
@@ -334,5 +335,5 @@ function resultOf(result: ToolResult): Json {
     content: result.content,
     ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
     ...(result.isError === true ? { isError: true } : {}),
-  } as unknown as Json;
+  };
 }

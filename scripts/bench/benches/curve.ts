@@ -95,7 +95,7 @@ export async function benchCurve(ctx: BenchContext): Promise<void> {
   for (let r = 0; r < runs; r++) {
     await ctx.reset();
     max.push((await window(ctx, `curve-max-${r}-${Date.now()}`, durationS)).achieved);
-    ctx.log(`curve: maximum run ${r + 1}: ${fmt(max.at(-1)!, 1)} completed/s`);
+    ctx.log(`curve: maximum run ${r + 1}: ${fmt(max.at(-1), 1)} completed/s`);
   }
   const maxRate = median(max);
   const byLevel: Point[][] = LEVELS.map(() => []);

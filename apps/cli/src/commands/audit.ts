@@ -144,7 +144,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   if (!['table', 'csv', 'json'].includes(format))
     throw new CliError('--format is table, csv or json');
   const selection = command === 'bundle' ? selectionOf(values) : undefined;
-  const since = command === 'denials' ? sinceOf(values.since!, systemClock()) : undefined;
+  const since = command === 'denials' ? sinceOf(values.since, systemClock()) : undefined;
 
   const config = parseConfig(schema, env);
   const { url, where } = await resolveDatabaseUrl(config.DATABASE_URL, dataDir(env));

@@ -27,7 +27,7 @@ export function sendExport(
   }
   const objects = rows.map((r) =>
     Object.fromEntries(
-      columns.map((c) => [c, r[c] instanceof Date ? (r[c] as Date).toISOString() : (r[c] ?? null)]),
+      columns.map((c) => [c, r[c] instanceof Date ? r[c].toISOString() : (r[c] ?? null)]),
     ),
   );
   res.type('application/json').send(JSON.stringify(objects, null, 2));

@@ -72,7 +72,7 @@ export function requireSession(sessions: SessionStore, revoked: RevocationCheck,
     try {
       session = await sessions.get(cookieOf(req, SESSION_COOKIE));
       if (session?.principal) revocation = await revoked(session.principal);
-      if (revocation) await sessions.end(session!.id);
+      if (revocation && session) await sessions.end(session.id);
     } catch (error) {
       return next(error);
     }
@@ -135,7 +135,8 @@ export function requireRole(logger: Logger, roles: readonly ConsoleRole[]) {
 export function requireCsrf(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
     const session = maybeSessionOf(res);
-    const sent = typeof req.body?.csrf === 'string' ? Buffer.from(req.body.csrf) : Buffer.alloc(0);
+    const csrf = (req.body as { csrf?: unknown } | undefined)?.csrf;
+    const sent = typeof csrf === 'string' ? Buffer.from(csrf) : Buffer.alloc(0);
     const expected = Buffer.from(session?.csrf ?? '');
     if (expected.length > 0 && sent.length === expected.length && timingSafeEqual(sent, expected)) {
       return next();

@@ -118,7 +118,8 @@ export function authRoutes(deps: {
     },
     requireCsrf(logger),
     async (req: Request, res: Response) => {
-      const role = ROLES.find((r) => r === req.body?.role) ?? 'user';
+      const role =
+        ROLES.find((r) => r === (req.body as { role?: unknown } | undefined)?.role) ?? 'user';
       await sessions.end(sessionOf(res).id);
       await beginLogin(role, res);
     },
