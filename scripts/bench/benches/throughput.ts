@@ -214,6 +214,18 @@ export async function benchPolls(ctx: BenchContext): Promise<void> {
   });
   const everyRead = await pollRuns(ctx, pairs, 'tasks/get (every read audited)', gatewayTarget());
 
+  // The 2025-11-25 polls through the SDK's per-request server (TASKS_GET_FAST_PATH=off), as
+  // every 2025 poll went before its fast path.
+  await ctx.topology({
+    gateways: 1,
+    workers: 0,
+    gatewayEnv: { ...NO_CAPS, TASKS_GET_FAST_PATH: 'off' },
+  });
+  const sdk2025 = await pollRuns(ctx, pairs, 'tasks/get (2025-11-25, through the SDK)', {
+    ...gatewayTarget(),
+    kind: 'poll-2025',
+  });
+
   // The same polls with every token's signature checked again (AUTH_TOKEN_CACHE_MS=0), as the
   // baseline does.
   await ctx.topology({
@@ -295,6 +307,15 @@ export async function benchPolls(ctx: BenchContext): Promise<void> {
     baseline: `same baseline: ${fmt(baseline)}/s, ratio ${(everyRead.rate / baseline).toFixed(2)}`,
     samples: samples + (everyRead.failures ? `, ${everyRead.failures} failed` : ''),
     note: `last run: ${everyRead.cpu}`,
+  });
+  ctx.rows.push({
+    section: 'Throughput',
+    measure:
+      "Task polls/s: `tasks/get` on the 2025-11-25 wire with TASKS_GET_FAST_PATH=off (through the v1 SDK's per-request server, as before its fast path; for comparison)",
+    result: `${fmt(sdk2025.rate)}/s (p50 ${fmt(sdk2025.p50)} ms, p99 ${fmt(sdk2025.p99)} ms)`,
+    baseline: `same baseline: ${fmt(baseline)}/s, ratio ${(sdk2025.rate / baseline).toFixed(2)}`,
+    samples: samples + (sdk2025.failures ? `, ${sdk2025.failures} failed` : ''),
+    note: `last run: ${sdk2025.cpu}`,
   });
   ctx.rows.push({
     section: 'Throughput',

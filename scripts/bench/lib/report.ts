@@ -105,6 +105,15 @@ const LIMITS: Record<string, string> = {
     'the split in the row\'s note: the creating transaction, then COMMIT → NOTIFY → fetch → claim, then the claim\'s audit append under the chain lock; every part waits for a core when the machine is busy (see "Start → worker step start" below).',
   'audit-append':
     'one chain lock held from each append to its COMMIT, WAL flush included: group commit shares a hold among concurrent appends, so the rate follows the flush time and the CPU left (see "Audit appends" below).',
+  'curve-0.2':
+    "the maximum is what 2 workers on 2 cores sustain with every process on the same cores (about 50 completed/s), so even 20 % of it keeps a core busy: each task costs about 38 ms of CPU in all, the start, the claim, two steps and the settle each wait for a core behind other tasks' work, and the overhead at 20 % (p50 about 80 ms) is already above one task at a time (the light-load row). What would move it is the CPU per task (the Tasks section), not a setting; not analysed further in this release.",
+  'curve-0.4': 'as at 20 %: queueing for the two cores grows with the offered rate.',
+  'curve-0.6': 'as at 20 %: queueing for the two cores grows with the offered rate.',
+  'curve-0.8': 'as at 20 %: queueing for the two cores grows with the offered rate.',
+  'poll-ratio-2025':
+    "the same work as the 2026 poll: the 2025-11-25 fast path reaches the same verb with the same checks (see the 2026 row); the row with TASKS_GET_FAST_PATH=off shows what the SDK's per-request server cost on top.",
+  'poll-ratio-jobs':
+    'get_job_status is an ordinary tool call through the v1 SDK\'s per-request server (a Server and transport per request, zod and ajv validation, the tool lookup): it has no fast path yet (docs/scaling.md, "Polls on every wire").',
   'poll-ratio':
     'the work the baseline skips: revocation check, rate-limit upsert, the status-read audit step (under the default a repeat poll finds its mark and writes nothing; under STATUS_READ_AUDIT=all it waits for a group commit) and the JSON-RPC/MCP envelope (see "Polls" below). Verified tokens are remembered (AUTH_TOKEN_CACHE_MS), so a poll no longer pays a signature check the baseline pays.',
 };
