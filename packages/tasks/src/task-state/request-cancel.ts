@@ -22,11 +22,15 @@ export async function requestCancel(
   same: (recorded: Record<string, unknown> | null) => boolean = () => false,
 ): Promise<void> {
   await withTransaction(pool, async (c) => {
-    // The row's request before this one, read under the row lock the update takes.
+    // The row's request before this one, read under the row lock the update takes: FOR NO
+    // KEY UPDATE, the UPDATE's own lock. FOR UPDATE would also wait for the KEY SHARE lock a
+    // worker's journal insert takes on the row (its foreign key, checked at the end of the
+    // statement, after that statement took the chain lock), while this transaction goes on
+    // to the chain lock: a deadlock between a cancel and a running step.
     const r = await c.query<{ before: Record<string, unknown> | null }>(
       `UPDATE app.tasks t SET cancel_requested_at = COALESCE(t.cancel_requested_at, now()),
               cancel_requested_by = COALESCE(t.cancel_requested_by, $2), updated_at = now()
-         FROM (SELECT id, cancel_requested_by FROM app.tasks WHERE id = $1 FOR UPDATE) prior
+         FROM (SELECT id, cancel_requested_by FROM app.tasks WHERE id = $1 FOR NO KEY UPDATE) prior
         WHERE t.id = prior.id AND ${ACTIVE}
         RETURNING prior.cancel_requested_by AS before`,
       [taskId, JSON.stringify(by)],
