@@ -60,3 +60,42 @@ test("a revocation flags its principal's active tasks, and only those", async ()
   expect(flagged).toEqual([mine]);
   expect((await taskRow(s.admin, theirs))!.cancel_requested_by).toBeNull();
 });
+
+test("a cancel while a step is journaled: neither waits for the other's lock in a cycle", async () => {
+  const id = await insertTask(s.admin);
+  // The tenant's chain exists (a first append creates it).
+  await requestCancel(
+    s.gateway,
+    await insertTask(s.admin),
+    { path: 'owner', reason: 'x' },
+    event(id),
+  );
+  // A step's journal statement, taken apart: the chain lock first (its audit append), then
+  // the journal row, whose foreign key locks the task row KEY SHARE at the statement's end.
+  const step = await s.admin.connect();
+  try {
+    await step.query('BEGIN');
+    await step.query(`SELECT 1 FROM audit.chains WHERE tenant = 'acme' FOR UPDATE`);
+    // The cancel takes the task row, then waits for the chain lock the step holds.
+    const cancel = requestCancel(s.gateway, id, { path: 'owner', reason: 'stop' }, event(id));
+    for (let i = 0; i < 100; i++) {
+      const w = await s.admin.query(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%audit.append%'`,
+      );
+      if (w.rowCount) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // With the cancel holding the row FOR UPDATE this insert would wait on it: a deadlock,
+    // and one of the two refused (40P01) a second later.
+    await step.query(
+      `INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
+       VALUES ($1, 'fetch', 1, '{}', 0, 'w1', now())`,
+      [id],
+    );
+    await step.query('COMMIT');
+    await cancel;
+  } finally {
+    step.release();
+  }
+  expect((await taskRow(s.admin, id))!.cancel_requested_by).toMatchObject({ reason: 'stop' });
+});
