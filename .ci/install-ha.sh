@@ -44,6 +44,8 @@ for name in etcd haproxy patroni; do
   done
 done
 
+# The versions in the log. sed reads all of its input: with head, the tool could be cut
+# off by SIGPIPE after the first line, and pipefail would turn that into exit 141.
 patroni --version
-etcd --version | head -1
-haproxy -v | head -1
+etcd --version | sed -n 1p
+haproxy -v | sed -n 1p
