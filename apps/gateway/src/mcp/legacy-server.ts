@@ -1,6 +1,7 @@
 import { nowMs, type Clock } from '@mtg/clock';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
   CallToolRequestSchema,
   CancelTaskRequestSchema,
@@ -37,6 +38,14 @@ const SERVED_REQUESTS = [
   CancelTaskRequestSchema,
 ];
 
+/**
+ * One JSON Schema validator for every per-request server: the SDK builds an Ajv instance (with
+ * its formats) for each server it is not given one, a twentieth of a stateless request's CPU.
+ * The SDK uses it only to check an answer to its own elicitInput, which no handler here
+ * calls (questions go out through the transport: legacy-elicitation.ts).
+ */
+const SCHEMA_VALIDATOR = new AjvJsonSchemaValidator();
+
 /** Answers params that fail their request schema with -32602, not the SDK's -32603. */
 class LegacyServer extends Server {
   override async connect(transport: Transport): Promise<void> {
@@ -62,6 +71,7 @@ export function createLegacyServer(
       tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
     },
     instructions: INSTRUCTIONS,
+    jsonSchemaValidator: SCHEMA_VALIDATOR,
   });
   const fail = (e: TaskError): never => {
     const { code, message, data } = rpcErrorFor(e);

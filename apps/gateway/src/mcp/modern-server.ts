@@ -3,6 +3,7 @@ import {
   ProtocolError,
   Server,
 } from '@modelcontextprotocol/server';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
 import { z } from 'zod';
 import { toView, type TaskError } from '@mtg/tasks';
 import type { RequestContext } from '../http/request-context.ts';
@@ -31,10 +32,14 @@ type Ctx = {
  * tasks extension from Postgres. The SDK has no server side for the extension, so its three
  * methods are custom handlers over the task service.
  */
+/** Shared by every per-request server, as in legacy-server.ts (no handler here elicits). */
+const SCHEMA_VALIDATOR = new AjvJsonSchemaValidator();
+
 export function createModernServer(dispatch: Dispatch, request: RequestContext): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } },
     instructions: INSTRUCTIONS,
+    jsonSchemaValidator: SCHEMA_VALIDATOR,
   });
   // The envelope keeps the reserved key names: io.modelcontextprotocol/clientCapabilities.
   const optedIn = (ctx: Ctx) => {
