@@ -4,6 +4,7 @@
 // write must be identical; requests the fast path does not take still reach the SDK.
 import type { Request } from 'express';
 import { coreTasksGet, plainTasksGet } from '../../apps/gateway/src/mcp/fast-tasks-get.ts';
+import { coreJobStatus } from '../../apps/gateway/src/mcp/fast-job-status.ts';
 import { pollUntil } from '../support/poll.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { sql } from '../support/sql.ts';
@@ -74,10 +75,15 @@ afterAll(async () => {
 
 interface Case {
   name: string;
-  /** 2025-11-25 as the v1 SDK sends it (mcp/fast-tasks-get.ts coreTasksGet); else 2026. */
-  wire?: '2025';
-  /** 2025 only: params beside taskId. */
+  /**
+   * 2025-11-25 as the v1 SDK sends it (mcp/fast-tasks-get.ts coreTasksGet); `job`: the job
+   * tools' get_job_status on that wire (mcp/fast-job-status.ts); else 2026.
+   */
+  wire?: '2025' | 'job';
+  /** 2025 and job only: params beside taskId (beside name and arguments for a job). */
   params?: Record<string, unknown>;
+  /** job only: the tool's arguments, in place of { jobId } (read when the case runs). */
+  args?: () => Record<string, unknown>;
   fast: boolean;
   token: () => string;
   id: unknown;
@@ -220,10 +226,66 @@ const CASES_2025: Case[] = [
     headers: () => ({ ...core(0), 'mcp-session-id': 'abc' }),
   },
 ].map((c) => ({ ...c, wire: '2025' as const }));
-const ALL = [...CASES, ...CASES_2025];
+const CASES_JOB: Case[] = [
+  { name: 'job: working', fast: true, token: () => alice, id: 41, taskId: () => ids.working },
+  { name: 'job: string id', fast: true, token: () => alice, id: 'j-42', taskId: () => ids.working },
+  { name: 'job: completed', fast: true, token: () => alice, id: 43, taskId: () => ids.completed },
+  { name: 'job: cancelled', fast: true, token: () => alice, id: 44, taskId: () => ids.cancelled },
+  { name: 'job: unknown', fast: true, token: () => alice, id: 45, taskId: () => 'c'.repeat(32) },
+  { name: "job: another user's", fast: true, token: () => bob, id: 46, taskId: () => ids.working },
+  { name: 'job: malformed id', fast: true, token: () => alice, id: 47, taskId: () => 'nope' },
+  {
+    name: 'job: an empty jobId (the tool refuses it)',
+    fast: true,
+    token: () => alice,
+    id: 48,
+    taskId: () => '',
+  },
+  { name: 'job: jobId not a string', fast: false, token: () => alice, id: 49, taskId: () => 7 },
+  {
+    name: 'job: an argument beside jobId',
+    fast: false,
+    token: () => alice,
+    id: 50,
+    taskId: () => ids.working,
+    args: () => ({ jobId: ids.working, extra: 1 }),
+  },
+  {
+    name: 'job: _meta beside name and arguments',
+    fast: false,
+    token: () => alice,
+    id: 51,
+    taskId: () => ids.working,
+    params: { _meta: { progressToken: 'p' } },
+  },
+  {
+    name: 'job: an older revision',
+    fast: false,
+    token: () => alice,
+    id: 52,
+    taskId: () => ids.working,
+    headers: () => ({ 'mcp-protocol-version': '2025-06-18' }),
+  },
+].map((c) => ({ ...c, wire: 'job' as const }));
+const ALL = [...CASES, ...CASES_2025, ...CASES_JOB];
 
 function requestOf(c: Case) {
   const taskId = c.taskId();
+  if (c.wire === 'job') {
+    return {
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(c.headers ?? core)(taskId),
+      },
+      body: {
+        jsonrpc: '2.0',
+        id: c.id,
+        method: 'tools/call',
+        params: { name: 'get_job_status', arguments: c.args?.() ?? { jobId: taskId }, ...c.params },
+      },
+    };
+  }
   if (c.wire === '2025') {
     return {
       headers: {
@@ -302,7 +364,12 @@ test('the fast path takes exactly the conforming requests', () => {
   for (const c of ALL) {
     const { headers, body } = requestOf(c);
     const r = { body, headers } as unknown as Request;
-    const taken = c.wire === '2025' ? coreTasksGet(r) : plainTasksGet(r);
+    const taken =
+      c.wire === 'job'
+        ? coreJobStatus(r)
+        : c.wire === '2025'
+          ? coreTasksGet(r)
+          : plainTasksGet(r);
     expect({ name: c.name, taken: taken !== undefined }).toEqual({ name: c.name, taken: c.fast });
   }
 });
@@ -347,6 +414,20 @@ test('answers and audit events are the same with and without the fast path', asy
     expect(
       fast.answers[at('2025: Accept: application/json only (the v1 transport refuses it)')],
     ).toMatchObject({ status: 406 });
+    expect(fast.answers[at('job: working')]).toMatchObject({
+      status: 200,
+      contentType: 'application/json',
+      body: {
+        id: 41,
+        result: { structuredContent: { jobId: ids.working, status: 'working' } },
+      },
+    });
+    expect(fast.answers[at("job: another user's")]).toMatchObject({
+      body: { result: { isError: true, structuredContent: { error: 'task_not_found' } } },
+    });
+    expect(fast.answers[at('job: an empty jobId (the tool refuses it)')]).toMatchObject({
+      body: { result: { isError: true } },
+    });
   } finally {
     stack.env.TASKS_GET_FAST_PATH = 'on';
     await stack.restartGateway();

@@ -6,14 +6,12 @@ import { TASKS_EXTENSION, WIRE_2026 } from './modern-server.ts';
 import { SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
 import { coreTask, detailedExtTask } from './task-shapes.ts';
+import { fastJobStatus } from './fast-job-status.ts';
+import { coreStateless, isObj, sendAnswer, validId, type Obj } from './fast-wire.ts';
 
 const REVISION = '2026-07-28';
-const CORE_REVISION = '2025-11-25';
 const PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * The taskId of a 2026-07-28 `tasks/get` that the v2 SDK would accept as it stands, or
@@ -46,10 +44,6 @@ export function plainTasksGet(req: Request): { id: string | number; taskId: stri
   return { id, taskId: params.taskId };
 }
 
-/** A JSON-RPC request id the SDKs accept: a string or a safe integer. */
-const validId = (id: unknown): id is string | number =>
-  typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
-
 /**
  * The taskId of a 2025-11-25 `tasks/get` exactly as the v1 SDK's client sends it after
  * `initialize` to a stateless server (no session id, no `_meta`, no 2026 headers), which the
@@ -63,29 +57,12 @@ export function coreTasksGet(req: Request): { id: string | number; taskId: strin
   const params = body.params;
   if (!isObj(params) || typeof params.taskId !== 'string' || Object.keys(params).length !== 1)
     return undefined;
-  const h = req.headers;
-  const accept = String(h.accept ?? '');
-  if (
-    h['mcp-protocol-version'] !== CORE_REVISION ||
-    h['mcp-session-id'] !== undefined ||
-    h['mcp-method'] !== undefined ||
-    !accept.includes('application/json') ||
-    !accept.includes('text/event-stream') ||
-    !/^application\/json\s*(;|$)/i.test(String(h['content-type'] ?? ''))
-  )
-    return undefined;
+  if (!coreStateless(req)) return undefined;
   return { id: body.id, taskId: params.taskId };
 }
 
-/** The JSON-RPC answer, as the SDKs' servers send it: HTTP 200 either way. */
-function send(res: Response, id: string | number, outcome: { result: Obj } | { error: Obj }) {
-  const message =
-    'result' in outcome
-      ? { result: outcome.result, jsonrpc: '2.0', id }
-      : { jsonrpc: '2.0', id, error: outcome.error };
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(message));
-}
+const send = (res: Response, id: string | number, outcome: { result: Obj } | { error: Obj }) =>
+  sendAnswer(res, { id, ...outcome });
 
 function errorOf(r: Parameters<typeof rpcErrorFor>[0]): Obj {
   const { code, message, data } = rpcErrorFor(r);
@@ -121,7 +98,11 @@ export function fastTasksGet(dispatch: Dispatch) {
       return true;
     }
     const core = coreTasksGet(req);
-    if (!core) return false;
+    if (!core) {
+      const job = await fastJobStatus(dispatch, req, request);
+      if (job) sendAnswer(res, job);
+      return job !== undefined;
+    }
     // As legacy-server.ts answers it: the same verb, the same core Task shape.
     const r = await dispatch.tasks.get(core.taskId, callContextFrom(request, undefined, WIRE_2025));
     send(res, core.id, r.ok ? { result: coreTask(r.task) } : { error: errorOf(r) });
