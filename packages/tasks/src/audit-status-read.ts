@@ -30,7 +30,7 @@ const FIRST_STATUS_READ = prepared(
 export async function auditStatusRead(
   pool: Pool,
   policy: StatusReadAudit,
-  row: TaskRow,
+  row: TaskRow & { status_read_marked?: boolean },
   ctx: VerbContext,
 ): Promise<void> {
   const p = ctx.principal;
@@ -50,6 +50,8 @@ export async function auditStatusRead(
     await appendAuditGrouped(pool, event);
     return;
   }
+  // Read with the row (authorize-task.ts): this caller's read of this status is recorded.
+  if (row.status_read_marked === true) return;
   await runPrepared(pool, FIRST_STATUS_READ, [
     row.id,
     p.tenant,

@@ -13,9 +13,24 @@ const OWNED_TASK = prepared(
   `SELECT ${TASK_SELECT}, COALESCE(${WORKER_LOST}, false) AS worker_lost
      FROM app.tasks WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
 );
+// On the primary, also whether this caller's read of the task's current status is audited
+// already (audit-status-read.ts): a poll that repeats a status then makes no second round
+// trip. Not on a replica: the marks are UNLOGGED, which a standby cannot read.
+const OWNED_TASK_WITH_MARK = prepared(
+  `SELECT ${TASK_SELECT}, COALESCE(${WORKER_LOST}, false) AS worker_lost,
+          EXISTS (SELECT 1 FROM app.status_read_marks m
+                   WHERE m.task_id = t.id AND m.tenant = $2 AND m.subject = $3
+                     AND m.client = $4 AND m.status_version = t.status_version)
+            AS status_read_marked
+     FROM app.tasks t WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
+);
 
-/** A task row as a verb loads it: with whether its worker was lost (WORKER_LOST). */
-export type OwnedTaskRow = TaskRow & { worker_lost?: boolean };
+/**
+ * A task row as a verb loads it: with whether its worker was lost (WORKER_LOST), and
+ * whether the caller's read of its current status is audited already (a row from a write
+ * has neither: not lost, not known to be marked).
+ */
+export type OwnedTaskRow = TaskRow & { worker_lost?: boolean; status_read_marked?: boolean };
 
 export interface VerbContext {
   principal: Principal;
@@ -86,8 +101,9 @@ async function ownedTask(
   reads: ReadRouter | undefined,
 ): Promise<OwnedTaskRow | undefined> {
   const values = [taskId, p.tenant, p.subject, p.client];
+  if (!reads)
+    return (await runPrepared<OwnedTaskRow>(deps.pool, OWNED_TASK_WITH_MARK, values)).rows[0];
   const select = (db: Queryable) => runPrepared<OwnedTaskRow>(db, OWNED_TASK, values);
-  if (!reads) return (await select(deps.pool)).rows[0];
   const first = await reads.read(readKeys(p, taskId), select);
   if (first.value.rows[0] || first.target === 'primary') return first.value.rows[0];
   // Not on the replica: perhaps created a moment ago (through another gateway replica, whose
