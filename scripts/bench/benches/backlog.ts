@@ -6,7 +6,7 @@ import type { BenchContext } from '../lib/context.ts';
 import { runLoadProcess } from '../lib/load-client.ts';
 import { ListTasksResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../../../test/support/clients.ts';
-import { residentMemory } from '../lib/process-stack.ts';
+import { freePort, residentMemory } from '../lib/process-stack.ts';
 import { fmt, median, percentile, sleep } from '../lib/stats.ts';
 import { dbNow } from '../lib/task-batches.ts';
 import { NO_CAPS } from './throughput.ts';
@@ -22,6 +22,19 @@ interface Sample {
   ended: number;
   gatewayMb: number;
   workerMb: number[];
+  /** V8's used heap of each worker (its Prometheus endpoint): what it holds, not what it keeps. */
+  workerHeapMb: number[];
+}
+
+/** A worker's used V8 heap in MB, from the default metrics of its /metrics endpoint. */
+async function heapUsedMb(port: number): Promise<number> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const m = /^mtg_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text);
+    return m ? Number(m[1]) / 2 ** 20 : NaN;
+  } catch {
+    return NaN;
+  }
 }
 
 async function tableStats(ctx: BenchContext) {
@@ -64,12 +77,18 @@ export async function benchBacklog(ctx: BenchContext): Promise<void> {
     `backlog: ${backlog} tasks queued in ${fmt(queueS)} s (${load.non2xx + load.errors} failed starts)`,
   );
 
-  await ctx.topology({
-    gateways: 1,
-    workers: 2,
-    gatewayEnv: env,
-    workerEnv: { DEMO_STEP_MS: String(STEP_MS), TOOL_LIMITS: LIMITS },
-  });
+  // Started here, not by ctx.topology, to give each its own metrics port (the next bench's
+  // topology restarts them as it needs them).
+  const metricsPorts = [await freePort(), await freePort()];
+  await Promise.all(
+    metricsPorts.map((port, i) =>
+      ctx.stack.startWorker(`worker-${i + 1}`, {
+        DEMO_STEP_MS: String(STEP_MS),
+        TOOL_LIMITS: LIMITS,
+        WORKER_METRICS_PORT: String(port),
+      }),
+    ),
+  );
   const started = performance.now();
   const samples: Sample[] = [];
   const listMs: number[] = [];
@@ -105,6 +124,7 @@ export async function benchBacklog(ctx: BenchContext): Promise<void> {
       ended: n,
       gatewayMb: residentMemory(ctx.stack.gateways[0]!.pid)?.rssMb ?? NaN,
       workerMb: [...ctx.stack.workers.values()].map((w) => residentMemory(w.pid)?.rssMb ?? NaN),
+      workerHeapMb: await Promise.all(metricsPorts.map(heapUsedMb)),
     });
     if (n >= backlog) break;
     const last = samples.at(-1)!;
@@ -145,7 +165,7 @@ export async function benchBacklog(ctx: BenchContext): Promise<void> {
   ctx.rows.push({
     section: 'Backlog',
     measure: 'Resident memory over the drain (start → ¼ → ½ → ¾ → end)',
-    result: `gateway ${quarter((s) => s.gatewayMb)} MB; workers ${quarter((s) => Math.max(...s.workerMb))} MB (the larger of the two)`,
+    result: `gateway ${quarter((s) => s.gatewayMb)} MB; workers ${quarter((s) => Math.max(...s.workerMb))} MB (the larger of the two); the workers' used V8 heap ${quarter((s) => Math.max(...s.workerHeapMb))} MB (the larger of the two: what they hold, where the resident size also counts what V8 and the allocator keep)`,
     samples: `VmRSS every 5 s, ${samples.length} samples`,
   });
   ctx.rows.push({
