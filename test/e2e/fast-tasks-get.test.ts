@@ -365,11 +365,7 @@ test('the fast path takes exactly the conforming requests', () => {
     const { headers, body } = requestOf(c);
     const r = { body, headers } as unknown as Request;
     const taken =
-      c.wire === 'job'
-        ? coreJobStatus(r)
-        : c.wire === '2025'
-          ? coreTasksGet(r)
-          : plainTasksGet(r);
+      c.wire === 'job' ? coreJobStatus(r) : c.wire === '2025' ? coreTasksGet(r) : plainTasksGet(r);
     expect({ name: c.name, taken: taken !== undefined }).toEqual({ name: c.name, taken: c.fast });
   }
 });
