@@ -21,10 +21,13 @@ const UNAVAILABLE_STATE = /^(08...|57P0[123]|53300|25006)$/;
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 // node-postgres raises these without any code (pg-pool's connect timeout, a statement
 // unanswered past the pool's query timeout, a connection ended under a query, a server that
-// is starting or stopping). This is the one place that
+// is starting or stopping). One more has a code too generic to go by (0A000, feature not
+// supported): a server in recovery refusing to read an UNLOGGED table (the status-read marks,
+// the rate-limit counters) — a session on a standby, the demoted primary of a switchover or a
+// node not yet done promoting, which is an outage as 25006 is. This is the one place that
 // reads the driver's text: it turns them into a code, and nothing else looks at messages.
 const DRIVER_UNAVAILABLE =
-  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection refused|the database system is (starting up|shutting down|in recovery mode)/i;
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection refused|the database system is (starting up|shutting down|in recovery mode)|cannot access temporary or unlogged relations during recovery/i;
 
 /** The failure `error` is, when it came from the database driver; undefined otherwise. */
 export function databaseFailureOf(error: unknown): DatabaseFailure | undefined {

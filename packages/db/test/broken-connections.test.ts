@@ -17,6 +17,16 @@ test('a read-only server (a demoted primary) and an unanswered statement are out
   expect(databaseFailureOf(new Error('Query read timeout'))).toEqual({
     code: 'database_unavailable',
   });
+  // A standby (or a node still promoting) asked to read an UNLOGGED table, as a poll's read
+  // of its status-read mark is: seen as a 500 in the failover suite before it was an outage.
+  expect(
+    databaseFailureOf(
+      Object.assign(new Error('cannot access temporary or unlogged relations during recovery'), {
+        code: '0A000',
+        severity: 'ERROR',
+      }),
+    ),
+  ).toEqual({ code: 'database_unavailable' });
 });
 
 test('a connection that answered "read-only" is dropped when released, whoever checked it out', async () => {
