@@ -102,9 +102,12 @@ export function createLegacyServer(
           ...(progressToken !== undefined ? { progressToken } : {}),
         } as const)
       : ({ kind: 'plain' } as const);
-    const listed = dispatch
-      .listTools(ctx.principal, ctx.workload)
-      .tools.find((t) => t.name === rpc.params.name);
+    // Only a task-augmented call needs the listing (a plain one is answered either way).
+    const listed = task
+      ? dispatch
+          .listTools(ctx.principal, ctx.workload)
+          .tools.find((t) => t.name === rpc.params.name)
+      : undefined;
     if (task && listed && !listed.execution) {
       // Spec: a tool that does not support tasks, asked to run as one.
       throw new WireError(-32601, `Tool ${rpc.params.name} does not support task-augmented calls`);

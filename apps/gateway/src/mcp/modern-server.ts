@@ -27,14 +27,14 @@ type Ctx = {
   };
 };
 
+/** Shared by every per-request server, as in legacy-server.ts (no handler here elicits). */
+const SCHEMA_VALIDATOR = new AjvJsonSchemaValidator();
+
 /**
  * A fresh v2-SDK server for one 2026-07-28 request (stateless: never reused), serving the
  * tasks extension from Postgres. The SDK has no server side for the extension, so its three
  * methods are custom handlers over the task service.
  */
-/** Shared by every per-request server, as in legacy-server.ts (no handler here elicits). */
-const SCHEMA_VALIDATOR = new AjvJsonSchemaValidator();
-
 export function createModernServer(dispatch: Dispatch, request: RequestContext): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } },
