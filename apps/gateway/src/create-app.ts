@@ -23,6 +23,7 @@ import { createDenialAuditor } from './http/audit-denials.ts';
 import { resourceMetadataRoutes } from './http/resource-metadata.ts';
 import { adminRoutes } from './http/admin-routes.ts';
 import { rejectRevoked } from './http/reject-revoked.ts';
+import { isPollRequest } from './mcp/poll-request.ts';
 import {
   refuseServicePrincipals,
   type PrincipalAdmission,
@@ -136,8 +137,8 @@ export function createApp(deps: GatewayDeps): express.Express {
   });
 
   // What every bearer-token route passes first: Origin, the token, who holds it, then
-  // revocation.
-  const bearerGates = [
+  // revocation (on the MCP route, once its body is parsed: see below).
+  const tokenGates = [
     validateOrigin(deps.allowedOrigins, onGuardDenied),
     traced(
       'authenticate',
@@ -158,8 +159,20 @@ export function createApp(deps: GatewayDeps): express.Express {
         denials.principal(res, principal, code);
       },
     }),
-    rejectRevoked({ pool: deps.pool, resourceMetadataUrl, logger: deps.logger }),
   ];
+  const revocationGate = { pool: deps.pool, resourceMetadataUrl, logger: deps.logger };
+  const bearerGates = [...tokenGates, rejectRevoked(revocationGate)];
+  // The MCP route checks revocation after parsing, so that a poll's rate-limit count rides in
+  // the revocation check's statement (rejectRevoked, `polls`).
+  const mcpRevocationGate = deps.rateLimits
+    ? [
+        deps.rateLimits.retryAfterHeader.bind(deps.rateLimits),
+        rejectRevoked({
+          ...revocationGate,
+          polls: { limits: deps.rateLimits, isPoll: (req) => isPollRequest(req.body) },
+        }),
+      ]
+    : [rejectRevoked(revocationGate)];
 
   if (deps.metrics) app.use(recordRequestDurations(deps.metrics.gateway));
   app.use(traceRequests());
@@ -202,9 +215,10 @@ export function createApp(deps: GatewayDeps): express.Express {
   );
   app.all(
     mcpPath,
-    ...bearerGates,
+    ...tokenGates,
     identifyWorkload,
     ...parseJsonRpc(deps.maxBodyBytes),
+    ...mcpRevocationGate,
     requireToolScope(
       deps.catalogue,
       deps.longTools,
@@ -223,7 +237,6 @@ export function createApp(deps: GatewayDeps): express.Express {
       onSummaryFailed: (error) =>
         deps.logger.warn('denial summary audit failed', { error: error.message }),
     }),
-    ...(deps.rateLimits ? [deps.rateLimits.retryAfterHeader.bind(deps.rateLimits)] : []),
     mcpEndpoint(
       createDispatch(deps.catalogue, deps.longTools, deps.tasks, toolPolicy),
       // The SDKs' error messages quote the request's headers and body.

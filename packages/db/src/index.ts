@@ -42,6 +42,8 @@ export {
 export { createReadPreferringPool } from './read-preferring-pool.ts';
 export {
   createWindowCounter,
+  WINDOW_COUNT_CTE,
   type WindowCount,
+  type WindowCounter,
   type WindowCounterOptions,
 } from './window-counter.ts';

@@ -74,9 +74,11 @@ export type { StoredResult } from './read-result.ts';
 export type { TaskPage } from './list-tasks.ts';
 export {
   revocationOf,
+  revocationFromRow,
   revokePrincipal,
   restorePrincipal,
   type PrincipalRef,
+  type PrincipalRevocationRow,
   type Revocation,
   type RevocationSource,
 } from './revoke-principal.ts';

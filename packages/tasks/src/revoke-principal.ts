@@ -50,11 +50,26 @@ export async function revocationOf(
   db: Queryable,
   p: TokenPrincipal,
 ): Promise<Revocation | undefined> {
-  const r = await runPrepared<{ revoked: boolean; revoked_second: string | null }>(db, REVOKED, [
-    p.tenant,
-    p.subject,
-  ]);
-  const row = r.rows[0];
+  const r = await runPrepared<PrincipalRevocationRow>(db, REVOKED, [p.tenant, p.subject]);
+  return revocationFromRow(r.rows[0], p);
+}
+
+/**
+ * The principal's row as REVOKED selects it: `revoked`, and the epoch second of `revoked_at`.
+ * A statement that checks a revocation beside other work selects the same two columns (from
+ * app.principals, for the token's tenant and subject; null when there is no row) and passes
+ * them to revocationFromRow.
+ */
+export interface PrincipalRevocationRow {
+  revoked: boolean | null;
+  revoked_second: string | null;
+}
+
+/** What revocationOf answers, from the principal's row (undefined or nulls: no row). */
+export function revocationFromRow(
+  row: PrincipalRevocationRow | undefined,
+  p: TokenPrincipal,
+): Revocation | undefined {
   if (!row) return undefined;
   if (row.revoked) return 'principal_revoked';
   // `iat` has whole seconds: a token of the revocation's own second may be older than it.

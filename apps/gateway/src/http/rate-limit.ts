@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Clock } from '@mtg/clock';
-import { createWindowCounter, type Pool } from '@mtg/db';
+import { createWindowCounter, type Pool, type PreparedStatement, type WindowCount } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 
 /**
@@ -51,6 +51,26 @@ export interface RateLimits {
   retryAfterHeader(req: Request, res: Response, next: NextFunction): void;
   /** Records a denial's hint for the request being handled (see retryAfterHeader). */
   noteDenied(retryAfterSeconds: number): void;
+  /**
+   * Counts the poll of the request being handled inside `statement` (a count with a lookup
+   * beside it, WindowCounter.countWithin), so a poll's count and its revocation check are one
+   * round trip; the request's first poll-bucket verb then spends that count instead of
+   * counting again. Answers the statement's row, or undefined when it did not run: the poll
+   * limit is off, the caller is refused from memory until its window ends, or no request is
+   * being handled (outside retryAfterHeader) — the caller then makes its lookup alone.
+   */
+  countPollWithin<R extends Record<string, unknown>>(
+    principal: Principal,
+    statement: PreparedStatement,
+    extra: unknown[],
+  ): Promise<R | undefined>;
+}
+
+/** What one request carries across its middleware and verbs (retryAfterHeader opens it). */
+interface RequestLimits {
+  retryAfterSeconds?: number;
+  /** The poll count countPollWithin made, for the request's first poll verb. */
+  prepaidPoll?: { key: string; decision: RateDecision };
 }
 
 export function createRateLimits(options: {
@@ -78,15 +98,13 @@ export function createRateLimits(options: {
   const tenantStarts = limiter('tenant_starts', s.tenantStartsPerMinute, 60);
   const polls = limiter('polls', s.pollsPerSecond, 1);
   const controls = limiter('controls', s.pollsPerSecond, 1);
-  const hints = new AsyncLocalStorage<{ retryAfterSeconds?: number }>();
+  const hints = new AsyncLocalStorage<RequestLimits>();
 
-  const consume = async (
+  const decide = (
     name: LimitName,
-    l: ReturnType<typeof limiter>,
-    key: string,
-  ): Promise<RateDecision> => {
-    if (!l) return { ok: true };
-    const counted = await l.consume(hashKey(key));
+    l: NonNullable<ReturnType<typeof limiter>>,
+    counted: WindowCount,
+  ): RateDecision => {
     if (counted.ok) return counted;
     return {
       ok: false,
@@ -97,6 +115,15 @@ export function createRateLimits(options: {
       firstInWindow: counted.consumed === l.points + 1,
     };
   };
+  const consume = async (
+    name: LimitName,
+    l: ReturnType<typeof limiter>,
+    key: string,
+  ): Promise<RateDecision> => {
+    if (!l) return { ok: true };
+    return decide(name, l, await l.consume(hashKey(key)));
+  };
+  const callerKey = (p: Principal) => `${p.tenant}\u0000${p.subject}\u0000${p.client}`;
 
   return {
     async start(p) {
@@ -106,10 +133,32 @@ export function createRateLimits(options: {
       if (!byClient.ok) return byClient;
       return consume('tenant_starts', tenantStarts, p.tenant);
     },
-    poll: (p) => consume('polls', polls, `${p.tenant}\u0000${p.subject}\u0000${p.client}`),
-    control: (p) => consume('controls', controls, `${p.tenant}\u0000${p.subject}\u0000${p.client}`),
+    async poll(p) {
+      if (!polls) return { ok: true };
+      const key = hashKey(callerKey(p));
+      const request = hints.getStore();
+      if (request?.prepaidPoll?.key === key) {
+        const { decision } = request.prepaidPoll;
+        request.prepaidPoll = undefined;
+        return decision;
+      }
+      return decide('polls', polls, await polls.consume(key));
+    },
+    control: (p) => consume('controls', controls, callerKey(p)),
+    async countPollWithin<R extends Record<string, unknown>>(
+      p: Principal,
+      statement: PreparedStatement,
+      extra: unknown[],
+    ) {
+      const request = hints.getStore();
+      if (!polls || !request) return undefined;
+      const key = hashKey(callerKey(p));
+      const { count, row } = await polls.consume.countWithin<R>(key, statement, extra);
+      request.prepaidPoll = { key, decision: decide('polls', polls, count) };
+      return row;
+    },
     retryAfterHeader(_req, res, next) {
-      const hint: { retryAfterSeconds?: number } = {};
+      const hint: RequestLimits = {};
       // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with .apply(this)
       const writeHead = res.writeHead;
       res.writeHead = function (this: Response, ...args: Parameters<Response['writeHead']>) {
