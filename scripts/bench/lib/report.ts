@@ -100,7 +100,7 @@ const LIMITS: Record<string, string> = {
   'idle-workers':
     "each idle worker's fixed database traffic: its announcement (an upsert and a read of app.workers every 5 s) and the maintenance-leader lock attempt each second; maintenance, pg-boss supervision and the re-announcement of unfetched work run in the leader only.",
   'peer-polls':
-    'the polls share the two cores with the starts and the runs of the headline load, and the starts won the larger share as the task got cheaper; on their own (the Throughput rows) the gateway answers several times more. What would move it: cheaper polls — each still makes three statements (revocation check, rate-limit upsert, the task read) plus its share of a group commit — and cheaper tasks.',
+    'the polls share the two cores with the starts and the runs of the headline load, and the starts won the larger share as the task got cheaper; on their own (the Throughput rows) the gateway answers several times more. What would move it: cheaper polls — each still makes two statements (the revocation check with its rate-limit count, then the task read) plus its share of a group commit — and cheaper tasks.',
   pickup:
     'the split in the row\'s note: the creating transaction, then COMMIT → NOTIFY → fetch → claim, then the claim\'s audit append under the chain lock; every part waits for a core when the machine is busy (see "Start → worker step start" below).',
   'audit-append':
@@ -113,9 +113,9 @@ const LIMITS: Record<string, string> = {
   'poll-ratio-2025':
     "the same work as the 2026 poll: the 2025-11-25 fast path reaches the same verb with the same checks (see the 2026 row); the row with TASKS_GET_FAST_PATH=off shows what the SDK's per-request server cost on top.",
   'poll-ratio-jobs':
-    'get_job_status is an ordinary tool call through the v1 SDK\'s per-request server (a Server and transport per request, zod and ajv validation, the tool lookup): it has no fast path yet (docs/scaling.md, "Polls on every wire").',
+    'the same work as the 2026 poll: a 2025-11-25 `tools/call` of get_job_status as the v1 SDK sends it takes its own fast path to the same dispatch.callTool the SDK\'s handler makes (docs/scaling.md, "Polls on every wire").',
   'poll-ratio':
-    'the work the baseline skips: revocation check, rate-limit upsert, the status-read audit step (under the default a repeat poll finds its mark and writes nothing; under STATUS_READ_AUDIT=all it waits for a group commit) and the JSON-RPC/MCP envelope (see "Polls" below). Verified tokens are remembered (AUTH_TOKEN_CACHE_MS), so a poll no longer pays a signature check the baseline pays.',
+    'the work the baseline skips: a second statement (the revocation check and the rate-limit count are one, the task read the other, where the baseline makes one), the status-read audit step (under the default a repeat poll finds its mark and writes nothing; under STATUS_READ_AUDIT=all it waits for a group commit) and the JSON-RPC/MCP envelope (see "Polls" below). Verified tokens are remembered (AUTH_TOKEN_CACHE_MS), so a poll no longer pays a signature check the baseline pays.',
 };
 
 /**
@@ -199,12 +199,14 @@ const ANALYSIS: string[] = [
   'commit for the `task.status_read` events (concurrent polls share one chain-lock hold and one',
   'WAL flush instead of queueing one commit each). Since STATUS_READ_AUDIT (default',
   '`first-per-change`), a poll of a status its caller has already read appends nothing: its',
-  'audit step is one `INSERT … ON CONFLICT DO NOTHING` into app.status_read_marks that finds',
-  'the mark, with no transaction id, no WAL and no commit to wait for; the `all` row measures',
+  "audit step is answered by the task's read itself, which says whether the caller's mark in",
+  'app.status_read_marks for the current status exists: no statement of its own, no WAL and no',
+  'commit to wait for; the `all` row measures',
   'every read appended, as every poll was before. The gap left to the baseline is the work the baseline skips: the revocation',
-  'check, the rate-limit upsert, the audit event and the JSON-RPC/MCP envelope. The gateway',
-  "profile's largest single item is now socket writes (several round trips to PostgreSQL per",
-  'poll against one in the baseline).',
+  'check and the rate-limit count (one statement since this release, the poll counted in the',
+  "revocation check's round trip), the audit step and the JSON-RPC/MCP envelope. The gateway",
+  "profile's largest single item is socket writes (two round trips to PostgreSQL per poll,",
+  'three before this release, against one in the baseline).',
   'In quiet runs with every read appended (before STATUS_READ_AUDIT) the ratio landed at',
   '0.46–0.51, on the goal line, and 0.54–0.59 with status reads unaudited. The machine is not',
   'CPU-bound meanwhile (about 80 % busy): a poll whose read is recorded waits for the commit of',
