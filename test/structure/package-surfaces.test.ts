@@ -373,6 +373,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'renewLease',
       'restorePrincipal',
       'retireWorker',
+      'revocationBeside',
       'revocationFromRow',
       'revocationOf',
       'revokePrincipal',

@@ -74,6 +74,7 @@ export type { StoredResult } from './read-result.ts';
 export type { TaskPage } from './list-tasks.ts';
 export {
   revocationOf,
+  revocationBeside,
   revocationFromRow,
   revokePrincipal,
   restorePrincipal,

@@ -1,6 +1,12 @@
 import type { Pool } from 'pg';
 import { appendAuditInTransaction, type AuditEvent } from '@mtg/audit';
-import { prepared, runPrepared, withTransaction, type Queryable } from '@mtg/db';
+import {
+  prepared,
+  runPrepared,
+  withTransaction,
+  type PreparedStatement,
+  type Queryable,
+} from '@mtg/db';
 import { cancelTaskNow, type CancelledBy } from './task-state/end-task.ts';
 import { flagPrincipalTasks } from './task-state/request-cancel.ts';
 import type { OnTaskEnded } from './task-state/settle-task.ts';
@@ -29,10 +35,33 @@ function actorOf(source: RevocationSource): AuditEvent['actor'] {
     : { subject: source.path, kind: 'system' };
 }
 
+// What a revocation check reads of the principal's row (see revocationFromRow).
+const REVOCATION_COLUMNS = (p: string) =>
+  `${p}.revoked, floor(extract(epoch FROM ${p}.revoked_at))::bigint AS revoked_second`;
+
 const REVOKED = prepared(
-  `SELECT revoked, floor(extract(epoch FROM revoked_at))::bigint AS revoked_second
-     FROM app.principals WHERE tenant = $1 AND subject = $2`,
+  `SELECT ${REVOCATION_COLUMNS('p')} FROM app.principals p WHERE tenant = $1 AND subject = $2`,
 );
+
+/**
+ * A statement that checks a principal's revocation beside other work, in one round trip:
+ * `WITH <cte>` (its one row named `name`), selecting the CTE's `columns` and the principal's
+ * revocation columns (null when it has no row) for tenant `$<first>` and subject
+ * `$<first + 1>`, the parameters after the CTE's own. Its row goes to revocationFromRow.
+ */
+export function revocationBeside(cte: {
+  sql: string;
+  name: string;
+  columns: readonly string[];
+  firstParameter: number;
+}): PreparedStatement {
+  const t = cte.firstParameter;
+  return prepared(
+    `WITH ${cte.sql}
+     SELECT ${cte.columns.map((c) => `c.${c}`).join(', ')}, ${REVOCATION_COLUMNS('p')}
+       FROM ${cte.name} c LEFT JOIN app.principals p ON p.tenant = $${t} AND p.subject = $${t + 1}`,
+  );
+}
 
 /**
  * Why a principal's token is no longer served:
@@ -55,10 +84,8 @@ export async function revocationOf(
 }
 
 /**
- * The principal's row as REVOKED selects it: `revoked`, and the epoch second of `revoked_at`.
- * A statement that checks a revocation beside other work selects the same two columns (from
- * app.principals, for the token's tenant and subject; null when there is no row) and passes
- * them to revocationFromRow.
+ * The principal's row as a revocation check reads it: `revoked`, and the epoch second of
+ * `revoked_at` (both null when the principal has no row: revocationBeside).
  */
 export interface PrincipalRevocationRow {
   revoked: boolean | null;

@@ -1,8 +1,9 @@
 import type { NextFunction, Request, Response } from 'express';
 import { appendAuditGrouped } from '@mtg/audit';
-import { prepared, WINDOW_COUNT_CTE, type Pool } from '@mtg/db';
+import { WINDOW_COUNT_CTE, type Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import {
+  revocationBeside,
   revocationFromRow,
   revocationOf,
   type PrincipalRevocationRow,
@@ -20,13 +21,13 @@ const DESCRIPTIONS: Record<Revocation, string> = {
     'this token was issued before access for this principal was revoked; get a new token',
 };
 
-// A poll's count and its caller's revocation check in one round trip: the principal's row as
-// revocationOf reads it ($4 tenant, $5 subject), beside the count (no row: nulls).
-const REVOKED_WITH_POLL_COUNT = prepared(
-  `WITH ${WINDOW_COUNT_CTE}
-   SELECT c.points, c.expire, p.revoked, floor(extract(epoch FROM p.revoked_at))::bigint AS revoked_second
-     FROM counted c LEFT JOIN app.principals p ON p.tenant = $4 AND p.subject = $5`,
-);
+// A poll's count and its caller's revocation check in one round trip.
+const REVOKED_WITH_POLL_COUNT = revocationBeside({
+  sql: WINDOW_COUNT_CTE,
+  name: 'counted',
+  columns: ['points', 'expire'],
+  firstParameter: 4,
+});
 
 /**
  * After authenticate: a principal the gateway was told to stop acting for (Shared Signals,
