@@ -4,7 +4,10 @@
 // packages, Node's HTTP and streams, GC). Prints a table, and keeps the .cpuprofile (open it
 // in Chrome DevTools or speedscope for the flame graph).
 //
-//   node scripts/bench/profile-poll.ts [poll | poll-2025 | poll-job] [seconds]
+//   node scripts/bench/profile-poll.ts [poll | poll-2025 | poll-job | start] [seconds]
+//
+// `start` profiles task starts on the 2026 wire (tools/call of bulk_update_records, 2 steps)
+// with no worker running, so the profile holds the start request alone.
 //   node scripts/bench/profile-poll.ts FILE.cpuprofile      (the summary of a kept profile)
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -15,10 +18,10 @@ import { startTask } from './lib/mcp.ts';
 import { startProcessStack } from './lib/process-stack.ts';
 import { NO_CAPS } from './benches/throughput.ts';
 
-type Kind = 'poll' | 'poll-2025' | 'poll-job';
+type Kind = 'poll' | 'poll-2025' | 'poll-job' | 'start';
 const kept = process.argv[2]?.endsWith('.cpuprofile') ? process.argv[2] : undefined;
 const kind = (kept ? 'kept profile' : (process.argv[2] ?? 'poll-2025')) as Kind;
-if (!kept && !['poll', 'poll-2025', 'poll-job'].includes(kind))
+if (!kept && !['poll', 'poll-2025', 'poll-job', 'start'].includes(kind))
   throw new Error(`unknown poll kind ${kind}`);
 const seconds = Number(process.argv[3] ?? 10);
 
@@ -89,7 +92,11 @@ async function profileGateway(): Promise<string> {
       });
       pairs.push({ token, taskId });
     }
-    const spec = { urls: [stack.mcpUrl], connections: 50, scenario: { kind, pairs } };
+    const scenario =
+      kind === 'start'
+        ? { kind, tokens: pairs.map((p) => p.token), runTag: `profile-${Date.now()}`, count: 1000 }
+        : { kind, pairs };
+    const spec = { urls: [stack.mcpUrl], connections: kind === 'start' ? 20 : 50, scenario };
     await runLoadProcess({ ...spec, durationS: 3 });
     const load = await runLoadProcess({ ...spec, durationS: seconds });
     process.stderr.write(

@@ -4,6 +4,7 @@
 // poll is refused as revoked — also when the poll limit refuses it from memory, where no
 // count is made and the revocation is looked up alone.
 import { createHash } from 'node:crypto';
+import pg from 'pg';
 import { CallToolResultSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../support/clients.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
@@ -97,6 +98,46 @@ test('through the v1 SDK client, a tasks/get and a get_job_status are one count 
     await client.close();
   }
 });
+
+/**
+ * The statement texts this process sends to PostgreSQL while `during` runs (the in-process
+ * gateway's pools), of those that read or write a task or a principal. Each statement is a
+ * pg Query submitted to its connection, whichever client or pool sends it.
+ */
+async function taskStatements(during: () => Promise<unknown>): Promise<string[]> {
+  const seen: string[] = [];
+  const Query = pg.Query as unknown as { prototype: { submit: (...a: unknown[]) => unknown } };
+  const submit = Query.prototype.submit;
+  Query.prototype.submit = function (this: { text?: string }, ...args: unknown[]) {
+    const text = this.text ?? '';
+    if (/app\.(tasks|principals|status_read_marks)\b/.test(text)) seen.push(text);
+    return submit.apply(this, args);
+  };
+  try {
+    await during();
+  } finally {
+    Query.prototype.submit = submit;
+  }
+  return seen;
+}
+
+test.each(Object.keys(POLLS))(
+  '%s of a status already read is one round trip: the task read in the revocation check’s statement',
+  async (kind) => {
+    const subject = `pc-one-${kind.replace(/\W+/g, '-')}`;
+    const { token, id } = await startFor(subject);
+    await POLLS[kind]!(token, id); // the first read of this status: audited, marked
+    await new Promise((r) => setTimeout(r, 1100)); // the next window of the poll limit
+    let r: { status: number; body: any } | undefined;
+    const statements = await taskStatements(async () => {
+      r = await POLLS[kind]!(token, id);
+    });
+    expect(r!.status).toBe(200);
+    expect(JSON.stringify(r!.body)).toContain(id);
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toMatch(/app\.principals[\s\S]*app\.tasks/);
+  },
+);
 
 const revoke = (subject: string, revoked: boolean) =>
   sql(

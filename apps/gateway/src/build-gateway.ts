@@ -55,6 +55,7 @@ import type { GatewayConfig } from './config.ts';
 import { createApp } from './create-app.ts';
 
 import { createRateLimits } from './http/rate-limit.ts';
+import { takePrefetchedTask } from './http/prefetched-task.ts';
 import { approvalTools } from './mcp/approval-tools.ts';
 import { jobTools } from './mcp/job-tools.ts';
 import { guardTaskService, taskServiceGuards } from './mcp/task-service-guards.ts';
@@ -255,6 +256,9 @@ export async function buildGateway(
       pollIntervalMs: config.TASK_POLL_INTERVAL_MS,
     },
     statusReadAudit: config.STATUS_READ_AUDIT,
+    // A poll's task row, read beside its revocation check (http/reject-revoked.ts); with a
+    // replica the polls read it there instead.
+    ...(reads ? {} : { prefetched: takePrefetchedTask }),
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
     onTaskEnded: (task) => gatewayMetrics.taskEnded(task),
     ...(deps.clock ? { clock: deps.clock } : {}),
@@ -344,6 +348,7 @@ export async function buildGateway(
     longTools,
     tasks,
     rateLimits,
+    prefetchPolledTask: !reads,
     metrics: {
       registry,
       gateway: gatewayMetrics,

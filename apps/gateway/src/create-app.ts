@@ -18,7 +18,7 @@ import { RPC, sendRpcError, sendUnavailable } from './http/json-rpc-error.ts';
 import { parseJsonRpc } from './http/parse-json-rpc.ts';
 import { validateHost, validateOrigin, type OnGuardDenied } from './http/request-guards.ts';
 import { requireToolScope } from './http/require-tool-scope.ts';
-import { requireTaskScope } from './http/require-task-scope.ts';
+import { requireTaskScope, taskVerbOf } from './http/require-task-scope.ts';
 import { createDenialAuditor } from './http/audit-denials.ts';
 import { resourceMetadataRoutes } from './http/resource-metadata.ts';
 import { adminRoutes } from './http/admin-routes.ts';
@@ -80,6 +80,11 @@ export interface GatewayDeps {
   ssf: SecurityEventReceiverOptions;
   /** Start and poll limits (applied around `tasks`); on /mcp they also set Retry-After. */
   rateLimits?: RateLimits;
+  /**
+   * Whether a poll's task is read beside its revocation check on the primary (one round trip
+   * per poll). Off with a read replica, whose polls read their task there.
+   */
+  prefetchPolledTask?: boolean;
   /** Prometheus: the registry GET /metrics serves, and the gateway's own series. */
   metrics?: { registry: Registry; gateway: GatewayMetrics; token?: string };
 }
@@ -169,7 +174,12 @@ export function createApp(deps: GatewayDeps): express.Express {
         deps.rateLimits.retryAfterHeader.bind(deps.rateLimits),
         rejectRevoked({
           ...revocationGate,
-          polls: { limits: deps.rateLimits, isPoll: (req) => isPollRequest(req.body) },
+          polls: {
+            limits: deps.rateLimits,
+            isPoll: (req) => isPollRequest(req.body),
+            taskOf: (req) =>
+              deps.prefetchPolledTask === true ? taskVerbOf(req.body)?.taskId : undefined,
+          },
         }),
       ]
     : [rejectRevoked(revocationGate)];

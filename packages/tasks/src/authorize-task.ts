@@ -5,7 +5,7 @@ import type { DenialFold } from './fold-denials.ts';
 import { NOT_FOUND, taskError, type TaskError } from './errors.ts';
 import { TASK_ID } from './task-id.ts';
 import { prepared, runPrepared, type Queryable, type ReadRouter } from '@mtg/db';
-import { TASK_SELECT, type TaskRow } from './task-row.ts';
+import { TASK_COLUMNS, TASK_SELECT, type TaskRow } from './task-row.ts';
 import { OWNER_MATCH, RETAINED, WORKER_LOST } from './task-state/predicates.ts';
 
 // `worker_lost` is decided by the database's clock, like every lease (docs/architecture.md).
@@ -13,17 +13,23 @@ const OWNED_TASK = prepared(
   `SELECT ${TASK_SELECT}, COALESCE(${WORKER_LOST}, false) AS worker_lost
      FROM app.tasks WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
 );
-// On the primary, also whether this caller's read of the task's current status is audited
-// already (audit-status-read.ts): a poll that repeats a status then makes no second round
-// trip. Not on a replica: the marks are UNLOGGED, which a standby cannot read.
-const OWNED_TASK_WITH_MARK = prepared(
+/**
+ * The caller's retained task with whether its worker was lost and whether the caller's read
+ * of its current status is audited already (audit-status-read.ts), over the parameters
+ * numbered: the task id, the tenant (the subject is the next one) and the client. Read on
+ * the primary only: the marks are UNLOGGED, which a hot standby cannot read.
+ */
+export const ownedTaskWithMark = (n: { id: number; tenant: number; client: number }) =>
   `SELECT ${TASK_SELECT}, COALESCE(${WORKER_LOST}, false) AS worker_lost,
           EXISTS (SELECT 1 FROM app.status_read_marks m
-                   WHERE m.task_id = t.id AND m.tenant = $2 AND m.subject = $3
-                     AND m.client = $4 AND m.status_version = t.status_version)
+                   WHERE m.task_id = t.id AND m.tenant = $${n.tenant} AND m.subject = $${n.tenant + 1}
+                     AND m.client = $${n.client} AND m.status_version = t.status_version)
             AS status_read_marked
-     FROM app.tasks t WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
-);
+     FROM app.tasks t
+    WHERE id = $${n.id} AND tenant = $${n.tenant} AND subject = $${n.tenant + 1}
+      AND client = $${n.client} AND ${RETAINED}`;
+// A poll that repeats a status then makes no second round trip (auditStatusRead).
+const OWNED_TASK_WITH_MARK = prepared(ownedTaskWithMark({ id: 1, tenant: 2, client: 4 }));
 
 /**
  * A task row as a verb loads it: with whether its worker was lost (WORKER_LOST), and
@@ -31,6 +37,27 @@ const OWNED_TASK_WITH_MARK = prepared(
  * has neither: not lost, not known to be marked).
  */
 export type OwnedTaskRow = TaskRow & { worker_lost?: boolean; status_read_marked?: boolean };
+
+/**
+ * A task row the request read already, on the primary, in the same round trip as its
+ * revocation check and poll count (the gateway's poll path): the read verbs (`get`,
+ * `result`) of that task by that caller take it instead of reading again, once per request.
+ * Answers undefined when there is none for this task and caller.
+ */
+export type PrefetchedTask = (taskId: string, p: Principal) => OwnedTaskRow | undefined;
+
+/** The task of a row that selected ownedTaskWithMark's columns beside others; undefined if none. */
+export function ownedTaskOf(row: Record<string, unknown>): OwnedTaskRow | undefined {
+  if (row.id === null || row.id === undefined) return undefined;
+  const task: Record<string, unknown> = {};
+  for (const c of TASK_COLUMNS) task[c] = row[c];
+  task.worker_lost = row.worker_lost;
+  task.status_read_marked = row.status_read_marked;
+  return task as unknown as OwnedTaskRow;
+}
+
+/** The verbs that may take a prefetched row: reads, never a verb that writes (cancel, answer). */
+const PREFETCH_VERBS = new Set(['get', 'result']);
 
 export interface VerbContext {
   principal: Principal;
@@ -71,7 +98,9 @@ export async function authorizeTask(
 ): Promise<{ ok: true; task: OwnedTaskRow } | TaskError> {
   const { pool } = deps;
   const p = ctx.principal;
-  const row = TASK_ID.test(taskId) ? await ownedTask(deps, taskId, p, reads) : undefined;
+  const prefetched = PREFETCH_VERBS.has(verb) ? deps.prefetched?.(taskId, p) : undefined;
+  const row =
+    prefetched ?? (TASK_ID.test(taskId) ? await ownedTask(deps, taskId, p, reads) : undefined);
   if (!row) {
     await denyNotFound(deps, ctx, verb, taskId, await whyNotFound(pool, taskId, p));
     return NOT_FOUND;
@@ -167,6 +196,8 @@ export async function denyNotFound(
 export interface DenyDeps {
   pool: Pool;
   denials: DenialFold;
+  /** The request's task row read beside its revocation check (authorizeTask's reads take it). */
+  prefetched?: PrefetchedTask;
 }
 
 /** Audits a denied verb; one caller's repeats of it fold into a summary (fold-denials.ts). */

@@ -52,6 +52,12 @@ export {
   type ToolPlacement,
 } from './task-state/index.ts';
 export type { VerbContext } from './authorize-task.ts';
+export {
+  ownedTaskOf,
+  ownedTaskWithMark,
+  type OwnedTaskRow,
+  type PrefetchedTask,
+} from './authorize-task.ts';
 export type { ApprovalView } from './approvals.ts';
 export { stepUpScope } from './step-up-scope.ts';
 export { STATUS_READ_AUDITS, type StatusReadAudit } from './audit-status-read.ts';
@@ -62,7 +68,7 @@ export {
   type TaskErrorCode,
   type TaskOutcome,
 } from './errors.ts';
-export { newTaskId } from './task-id.ts';
+export { newTaskId, TASK_ID } from './task-id.ts';
 export {
   formSchemaProblem,
   type FormField,

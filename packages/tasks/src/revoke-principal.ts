@@ -48,18 +48,21 @@ const REVOKED = prepared(
  * `WITH <cte>` (its one row named `name`), selecting the CTE's `columns` and the principal's
  * revocation columns (null when it has no row) for tenant `$<first>` and subject
  * `$<first + 1>`, the parameters after the CTE's own. Its row goes to revocationFromRow.
+ * With `lateral`, the columns of that subquery's row too (all null when it finds none).
  */
 export function revocationBeside(cte: {
   sql: string;
   name: string;
   columns: readonly string[];
   firstParameter: number;
+  lateral?: string;
 }): PreparedStatement {
   const t = cte.firstParameter;
   return prepared(
     `WITH ${cte.sql}
-     SELECT ${cte.columns.map((c) => `c.${c}`).join(', ')}, ${REVOCATION_COLUMNS('p')}
-       FROM ${cte.name} c LEFT JOIN app.principals p ON p.tenant = $${t} AND p.subject = $${t + 1}`,
+     SELECT ${cte.columns.map((c) => `c.${c}`).join(', ')}, ${REVOCATION_COLUMNS('p')}${cte.lateral ? ', beside.*' : ''}
+       FROM ${cte.name} c LEFT JOIN app.principals p ON p.tenant = $${t} AND p.subject = $${t + 1}` +
+      (cte.lateral ? ` LEFT JOIN LATERAL (${cte.lateral}) beside ON true` : ''),
   );
 }
 

@@ -13,6 +13,7 @@ import {
   taskReadKey,
   type OwnedTaskRow,
   type VerbContext,
+  type PrefetchedTask,
 } from './authorize-task.ts';
 import { WORKER_LOST_MESSAGE } from './task-state/predicates.ts';
 import { cancelTask, type CancelOptions } from './cancel-task.ts';
@@ -87,6 +88,11 @@ export interface TaskServiceDeps {
   denialWindowMs?: number;
   /** Where a failure to write a folded denial summary is reported. */
   logger: Pick<Logger, 'warn'>;
+  /**
+   * The task row the request being served read already, beside its revocation check (the
+   * gateway's polls: one round trip); the read verbs take it instead of reading again.
+   */
+  prefetched?: PrefetchedTask;
 }
 
 export type ResultOutcome = TaskOutcome<{

@@ -3,15 +3,19 @@ import { appendAuditGrouped } from '@mtg/audit';
 import { WINDOW_COUNT_CTE, type Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import {
+  ownedTaskOf,
+  ownedTaskWithMark,
   revocationBeside,
   revocationFromRow,
   revocationOf,
+  TASK_ID,
   type PrincipalRevocationRow,
   type Revocation,
 } from '@mtg/tasks';
 import { principalOf, refuseToken } from './authenticate.ts';
 import type { RateLimits } from './rate-limit.ts';
 import { correlationIdOf } from './request-meta.ts';
+import { withPrefetchedTask } from './prefetched-task.ts';
 
 export const REVOKED_DESCRIPTION = 'access for this principal has been revoked';
 
@@ -22,12 +26,20 @@ const DESCRIPTIONS: Record<Revocation, string> = {
 };
 
 // A poll's count and its caller's revocation check in one round trip.
-const REVOKED_WITH_POLL_COUNT = revocationBeside({
+const POLL_COUNT = {
   sql: WINDOW_COUNT_CTE,
   name: 'counted',
   columns: ['points', 'expire'],
   firstParameter: 4,
+};
+const REVOKED_WITH_POLL_COUNT = revocationBeside(POLL_COUNT);
+// And the task it polls ($6, the client $7), as its read verb would read it on the primary.
+const REVOKED_WITH_POLL_COUNT_AND_TASK = revocationBeside({
+  ...POLL_COUNT,
+  lateral: ownedTaskWithMark({ id: 6, tenant: 4, client: 7 }),
 });
+
+type PollRow = PrincipalRevocationRow & Record<string, unknown>;
 
 /**
  * After authenticate: a principal the gateway was told to stop acting for (Shared Signals,
@@ -40,35 +52,56 @@ const REVOKED_WITH_POLL_COUNT = revocationBeside({
  * status or result has its poll counted in the same statement (RateLimits.countPollWithin),
  * and its verb spends that count — a poll's revocation check and rate limit are one round
  * trip instead of two. Neither is cached: both are read on the primary at each request.
+ * The same statement reads the polled task as its verb would (owner, retention, the status
+ * read mark), and the verb takes that row: a poll is one round trip.
  */
 export function rejectRevoked(options: {
   pool: Pool;
   resourceMetadataUrl: string;
   logger: Logger;
-  polls?: { limits: RateLimits; isPoll: (req: Request) => boolean };
+  polls?: {
+    limits: RateLimits;
+    isPoll: (req: Request) => boolean;
+    /** The task a poll reads, read in the same statement for its verb (prefetched-task.ts). */
+    taskOf: (req: Request) => string | undefined;
+  };
 }) {
   const refuse = (res: Response, description: string) =>
     refuseToken(res, options.resourceMetadataUrl, description);
 
-  const check = async (req: Request, p: ReturnType<typeof principalOf>) => {
+  const check = async (req: Request, p: ReturnType<typeof principalOf>, next: () => void) => {
     const polls = options.polls;
-    const row =
-      polls?.isPoll(req) === true
-        ? await polls.limits.countPollWithin<PrincipalRevocationRow & Record<string, unknown>>(
-            p,
-            REVOKED_WITH_POLL_COUNT,
-            [p.tenant, p.subject],
-          )
-        : undefined;
-    return row ? revocationFromRow(row, p) : revocationOf(options.pool, p);
+    if (polls?.isPoll(req) !== true)
+      return { revocation: await revocationOf(options.pool, p), next };
+    const polled = polls.taskOf(req);
+    const taskId = polled !== undefined && TASK_ID.test(polled) ? polled : undefined;
+    const row = taskId
+      ? await polls.limits.countPollWithin<PollRow>(p, REVOKED_WITH_POLL_COUNT_AND_TASK, [
+          p.tenant,
+          p.subject,
+          taskId,
+          p.client,
+        ])
+      : await polls.limits.countPollWithin<PollRow>(p, REVOKED_WITH_POLL_COUNT, [
+          p.tenant,
+          p.subject,
+        ]);
+    if (!row) return { revocation: await revocationOf(options.pool, p), next };
+    const task = taskId ? ownedTaskOf(row) : undefined;
+    return {
+      revocation: revocationFromRow(row, p),
+      // The poll's read verb takes the row instead of reading it again (prefetched-task.ts).
+      next:
+        task && taskId ? () => withPrefetchedTask({ taskId, principal: p, row: task }, next) : next,
+    };
   };
 
   return async (req: Request, res: Response, next: NextFunction) => {
     const p = principalOf(res);
     const correlationId = correlationIdOf(res);
     // (Identity claims that are not storable text never get here: token verification refuses them.)
-    const revocation = await check(req, p);
-    if (!revocation) return next();
+    const { revocation, next: proceed } = await check(req, p, next);
+    if (!revocation) return proceed();
     options.logger.info('revoked principal refused', {
       correlationId,
       tenant: p.tenant,
