@@ -4,13 +4,15 @@
 // packages, Node's HTTP and streams, GC). Prints a table, and keeps the .cpuprofile (open it
 // in Chrome DevTools or speedscope for the flame graph).
 //
-//   node scripts/bench/profile-poll.ts [poll | poll-2025 | poll-job | start] [seconds]
+//   node scripts/bench/profile-poll.ts [poll | poll-2025 | poll-job | start | run] [seconds]
 //
 // `start` profiles task starts on the 2026 wire (tools/call of bulk_update_records, 2 steps)
-// with no worker running, so the profile holds the start request alone.
+// with no worker running, so the profile holds the start request alone. `run` profiles the
+// one worker instead, while it runs the tasks such starts made (at 20/s) to their end.
 //   node scripts/bench/profile-poll.ts FILE.cpuprofile      (the summary of a kept profile)
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import pg from 'pg';
 import path from 'node:path';
 import { preparedDatabase } from './lib/database.ts';
 import { runLoadProcess } from './lib/load-client.ts';
@@ -18,10 +20,10 @@ import { startTask } from './lib/mcp.ts';
 import { startProcessStack } from './lib/process-stack.ts';
 import { NO_CAPS } from './benches/throughput.ts';
 
-type Kind = 'poll' | 'poll-2025' | 'poll-job' | 'start';
+type Kind = 'poll' | 'poll-2025' | 'poll-job' | 'start' | 'run';
 const kept = process.argv[2]?.endsWith('.cpuprofile') ? process.argv[2] : undefined;
 const kind = (kept ? 'kept profile' : (process.argv[2] ?? 'poll-2025')) as Kind;
-if (!kept && !['poll', 'poll-2025', 'poll-job', 'start'].includes(kind))
+if (!kept && !['poll', 'poll-2025', 'poll-job', 'start', 'run'].includes(kind))
   throw new Error(`unknown poll kind ${kind}`);
 const seconds = Number(process.argv[3] ?? 10);
 
@@ -68,18 +70,38 @@ function category(frame: ProfileNode['callFrame']): string {
   return 'other';
 }
 
-/** Runs the stack and the load with the gateway profiled; the profile's path. */
+/** Waits until no task of the database is still open (for `run`: the worker's profile). */
+async function allEnded(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (let i = 0; i < 600; i++) {
+      const r = await client.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM app.tasks WHERE ended_at IS NULL',
+      );
+      if (r.rows[0]!.n === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    throw new Error('tasks still open after 5 minutes');
+  } finally {
+    await client.end();
+  }
+}
+
+/** Runs the stack and the load with the gateway (or, for `run`, the worker) profiled. */
 async function profileGateway(): Promise<string> {
   const db = await preparedDatabase();
   const profDir = mkdtempSync(path.join(os.tmpdir(), 'mtg-profile-'));
+  const profiling = `--cpu-prof --cpu-prof-dir=${profDir}`;
   const stack = await startProcessStack({
     databaseUrl: db.url,
     databaseUrls: db.logins,
     gateways: 1,
     gatewaySlots: 1,
-    workers: 0,
+    workers: kind === 'run' ? 1 : 0,
     env: { LOG_LEVEL: 'info' },
-    gatewayEnv: { ...NO_CAPS, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profDir}` },
+    gatewayEnv: { ...NO_CAPS, ...(kind === 'run' ? {} : { NODE_OPTIONS: profiling }) },
+    workerEnv: { DEMO_STEP_MS: '100', NODE_OPTIONS: profiling },
   });
   try {
     const pairs: Array<{ token: string; taskId: string }> = [];
@@ -93,14 +115,20 @@ async function profileGateway(): Promise<string> {
       pairs.push({ token, taskId });
     }
     const scenario =
-      kind === 'start'
-        ? { kind, tokens: pairs.map((p) => p.token), runTag: `profile-${Date.now()}`, count: 1000 }
+      kind === 'start' || kind === 'run'
+        ? { kind: 'start' as const, tokens: pairs.map((p) => p.token), runTag: `profile-${Date.now()}`, count: 1000 }
         : { kind, pairs };
-    const spec = { urls: [stack.mcpUrl], connections: kind === 'start' ? 20 : 50, scenario };
-    await runLoadProcess({ ...spec, durationS: 3 });
+    const spec = {
+      urls: [stack.mcpUrl],
+      connections: kind === 'poll' || kind.startsWith('poll-') ? 50 : 20,
+      scenario,
+      ...(kind === 'run' ? { rate: 20 } : {}),
+    };
+    if (kind !== 'run') await runLoadProcess({ ...spec, durationS: 3 });
     const load = await runLoadProcess({ ...spec, durationS: seconds });
+    if (kind === 'run') await allEnded(db.url);
     process.stderr.write(
-      `${kind}: ${load.perSecond.toFixed(0)}/s, p50 ${load.p50} ms, ${load.non2xx + load.errors + load.rpcErrors} failed\n`,
+      `${kind}: ${load.perSecond.toFixed(0)}/s, p50 ${load.p50} ms, ${load.non2xx + load.errors + load.rpcErrors} failed ${JSON.stringify({ statuses: load.statusCounts, rpcErrors: load.rpcErrors, errors: load.errors })}\n`,
     );
   } finally {
     // The profile is written when the gateway exits.
@@ -149,7 +177,7 @@ const table = (m: Map<string, number>) =>
     .map(([c, us]) => `${((us / total) * 100).toFixed(1).padStart(5)} %  ${c}`)
     .join('\n');
 process.stdout.write(
-  `busy CPU of the gateway, ${kind}; profile ${file}\n\n` +
+  `busy CPU of the ${kind === 'run' ? 'worker' : 'gateway'}, ${kind}; profile ${file}\n\n` +
     `by the package or project code that ran it (builtins and Node internals counted for their caller):\n${table(attributed)}\n\n` +
     `by self time:\n${table(self)}\n`,
 );

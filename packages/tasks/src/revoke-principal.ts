@@ -120,25 +120,10 @@ const PRINCIPAL_LOCK_SPACE = 7310;
 const LOCK_EXCLUSIVE = prepared(
   `SELECT pg_advisory_xact_lock(${PRINCIPAL_LOCK_SPACE}, hashtext(length($1) || ':' || $1 || $2))`,
 );
-const LOCK_SHARED = prepared(
-  `SELECT pg_advisory_xact_lock_shared(${PRINCIPAL_LOCK_SPACE}, hashtext(length($1) || ':' || $1 || $2))`,
-);
-
-/**
- * For a transaction that creates work for `p`: waits for a revocation of `p` in flight, then
- * says whether `p`'s token is still served. Holding the shared lock to commit means a
- * revocation (which takes it exclusively first) either committed before this check and is
- * seen by it, or starts after this transaction commits and so finds and stops what it made.
- * Lock order, acyclic: a start takes the tenant's cap lock, then this, then the audit chain;
- * a revocation this, then the audit chain.
- */
-export async function revocationInTransaction(
-  client: Queryable,
-  p: TokenPrincipal,
-): Promise<Revocation | undefined> {
-  await runPrepared(client, LOCK_SHARED, [p.tenant, p.subject]);
-  return revocationOf(client, p);
-}
+// A start takes it shared before it reads the revocation (app.start_admission, migration 200:
+// create-task.ts), and holds it to commit: a revocation, which takes it exclusively first,
+// either committed before that check and is seen by it, or starts after the start commits and
+// so finds and stops what it made.
 
 /**
  * Stops acting for a principal: marks it revoked, flags every open task of it for

@@ -20,10 +20,10 @@ import { CHANNELS } from '../channels.ts';
 import type { DenialFold } from '../fold-denials.ts';
 import { taskError, type TaskOutcome } from '../errors.ts';
 import type { JobQueue } from '../job-queue.ts';
-import { revocationInTransaction } from '../revoke-principal.ts';
+import { revocationFromRow, type PrincipalRevocationRow } from '../revoke-principal.ts';
 import { newTaskId } from '../task-id.ts';
 import { TASK_SELECT, type TaskRow } from '../task-row.ts';
-import { ACTIVE, RETAINED } from './predicates.ts';
+import { RETAINED } from './predicates.ts';
 
 export interface StartLimits {
   maxActivePerUser: number;
@@ -74,11 +74,21 @@ const LIVE_REPEAT = prepared(
 );
 const NOTIFY = prepared('SELECT pg_notify($1, $2)');
 const REVOKED_MESSAGE = 'Access for this principal has been revoked';
-const CAP_LOCK = prepared(`SELECT pg_advisory_xact_lock(hashtext('mtg-cap:' || $1))`);
-const CAP_COUNT = prepared(
-  `SELECT count(*) FILTER (WHERE subject = $2)::int AS user_active, count(*)::int AS tenant_active
-     FROM app.tasks WHERE tenant = $1 AND ${ACTIVE}`,
+/**
+ * The admission checks, in one round trip (migration 200): the tenant's cap lock
+ * (`hashtext('mtg-cap:' || tenant)`), then the active tasks (ACTIVE) of the tenant and of the
+ * subject, counted after it; then the principal's lock, shared (revoke-principal.ts: a
+ * revocation takes it exclusively), then the principal's revocation, read after it. Holding
+ * the cap lock to commit, concurrent starts in one tenant count each other and cannot
+ * overshoot; holding the principal's, a revocation either committed before this check and is
+ * seen by it, or starts after this transaction commits and so finds and stops what it made.
+ * Lock order, acyclic: a start takes the cap lock, then the principal's, then the audit chain;
+ * a revocation the principal's, then the audit chain.
+ */
+const ADMISSION = prepared(
+  'SELECT user_active, tenant_active, revoked, revoked_second FROM app.start_admission($1, $2)',
 );
+type AdmissionRow = PrincipalRevocationRow & { user_active: number; tenant_active: number };
 
 /**
  * Starts a task, or returns the one an equal start already made. Check-and-create is one
@@ -199,10 +209,11 @@ export async function createTask(
         return existing;
       }
       const task = inserted.rows[0]!;
-      await enforceCaps(client, owner, deps.limits);
+      const admission = await runPrepared<AdmissionRow>(client, ADMISSION, [p.tenant, p.subject]);
+      refuseOverCaps(admission.rows[0]!, deps.limits);
       // The HTTP layer checked revocation before the token exchange; a revocation may have
-      // committed since. Checked again under the principal's lock (revoke-principal.ts).
-      if (await revocationInTransaction(client, p)) {
+      // committed since. Checked again under the principal's lock (ADMISSION).
+      if (revocationFromRow(admission.rows[0], p)) {
         throw new Refused(taskError('principal_revoked', REVOKED_MESSAGE));
       }
       await deps.queue.enqueue(client, {
@@ -324,22 +335,14 @@ async function reuseExisting(
 }
 
 /**
- * Active-task caps. Runs after the INSERT and takes a per-tenant transaction lock just
- * before commit, so concurrent starts in one tenant count each other and cannot overshoot,
- * while the lock is held only for the count and the commit.
+ * Active-task caps, from the counts the admission statement made after the insert under the
+ * tenant's lock (so the new task counts itself).
  */
-async function enforceCaps(
-  client: PoolClient,
-  owner: { tenant: string; subject: string },
+function refuseOverCaps(
+  counts: { user_active: number; tenant_active: number },
   limits: StartLimits,
-): Promise<void> {
-  await runPrepared(client, CAP_LOCK, [owner.tenant]);
-  const counts = await runPrepared<{ user_active: number; tenant_active: number }>(
-    client,
-    CAP_COUNT,
-    [owner.tenant, owner.subject],
-  );
-  const { user_active, tenant_active } = counts.rows[0]!;
+): void {
+  const { user_active, tenant_active } = counts;
   if (user_active > limits.maxActivePerUser) {
     throw new Refused(
       taskError(

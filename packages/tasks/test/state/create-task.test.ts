@@ -1,5 +1,6 @@
 import { pollUntil } from '../../../../test/support/poll.ts';
 import { createTask } from '../../src/task-state/index.ts';
+import { ACTIVE } from '../../src/task-state/predicates.ts';
 import {
   LIMITS,
   openStateDatabase,
@@ -104,4 +105,19 @@ test('a start waits for a revocation in flight and, once it commits, is refused'
     revocation.release();
   }
   expect(await activeOf(tenant, 'bob')).toBe(0);
+});
+
+test('app.start_admission counts the statuses ACTIVE names, under the locks the code documents', async () => {
+  const def = (
+    await s.admin.query(
+      `SELECT pg_get_functiondef('app.start_admission(text, text)'::regprocedure) AS d`,
+    )
+  ).rows[0].d as string;
+  // The function keeps its own copy of the predicate and the lock keys (a migration is SQL):
+  // they must be the ones the rest of the code uses.
+  expect(def).toContain(`t.${ACTIVE}`);
+  expect(def).toContain(`pg_advisory_xact_lock(hashtext('mtg-cap:' || p_tenant))`);
+  expect(def).toContain(
+    `pg_advisory_xact_lock_shared(7310, hashtext(length(p_tenant) || ':' || p_tenant || p_subject))`,
+  );
 });
