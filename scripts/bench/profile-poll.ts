@@ -116,7 +116,12 @@ async function profileGateway(): Promise<string> {
     }
     const scenario =
       kind === 'start' || kind === 'run'
-        ? { kind: 'start' as const, tokens: pairs.map((p) => p.token), runTag: `profile-${Date.now()}`, count: 1000 }
+        ? {
+            kind: 'start' as const,
+            tokens: pairs.map((p) => p.token),
+            runTag: `profile-${Date.now()}`,
+            count: 1000,
+          }
         : { kind, pairs };
     const spec = {
       urls: [stack.mcpUrl],
