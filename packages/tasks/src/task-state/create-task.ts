@@ -222,12 +222,15 @@ export async function createTask(
         jobId,
         expireInSeconds: Math.ceil(deadlineMs / 1000) + 60,
       });
-      if (delegation) await storeDelegation(client, deps.delegation!.cipher, id, delegation);
       // The queue in the payload lets a worker that does not serve it stay asleep.
-      await runPrepared(client, NOTIFY, [
+      const created: [string, string] = [
         CHANNELS.created,
         JSON.stringify({ taskId: id, queue: placement.queue }),
-      ]);
+      ];
+      // With a delegation, its store and the notification are one statement.
+      if (delegation)
+        await storeDelegation(client, deps.delegation!.cipher, id, delegation, created);
+      else await runPrepared(client, NOTIFY, created);
       // Both events in one statement, the last of the transaction (the chain lock is held
       // from here to COMMIT).
       await appendAuditEventsInTransaction(client, [

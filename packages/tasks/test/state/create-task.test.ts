@@ -1,9 +1,15 @@
 import { pollUntil } from '../../../../test/support/poll.ts';
+import { randomBytes } from 'node:crypto';
+import { createCredentialCipher } from '@mtg/identity';
+import { CHANNELS } from '../../src/channels.ts';
+import { storeDelegation } from '../../src/delegate-task.ts';
 import { createTask } from '../../src/task-state/index.ts';
 import { ACTIVE } from '../../src/task-state/predicates.ts';
 import {
+  insertTask,
   LIMITS,
   openStateDatabase,
+  QUEUE,
   startDeps,
   startInput,
   type StateDatabase,
@@ -120,4 +126,47 @@ test('app.start_admission counts the statuses ACTIVE names, under the locks the 
   expect(def).toContain(
     `pg_advisory_xact_lock_shared(7310, hashtext(length(p_tenant) || ':' || p_tenant || p_subject))`,
   );
+});
+
+test('a delegation is stored with the creation notice in one statement; both land at commit, or neither', async () => {
+  const cipher = createCredentialCipher({ k1: randomBytes(32) }, 'k1');
+  const listener = await s.admin.connect();
+  const notices: string[] = [];
+  listener.on('notification', (m) => notices.push(m.payload ?? ''));
+  await listener.query(`LISTEN ${CHANNELS.created}`);
+  const store = async (outcome: 'COMMIT' | 'ROLLBACK') => {
+    const id = await insertTask(s.admin);
+    const payload = JSON.stringify({ taskId: id, queue: QUEUE });
+    const c = await s.gateway.connect();
+    try {
+      await c.query('BEGIN');
+      const delegation = { token: 'dt', expiresAt: Date.now() + 60_000, scope: ['x'], act: {} };
+      await storeDelegation(c, cipher, id, delegation, [CHANNELS.created, payload]);
+      await c.query(outcome);
+    } finally {
+      c.release();
+    }
+    const stored = await s.admin.query('SELECT 1 FROM app.task_credentials WHERE task_id = $1', [
+      id,
+    ]);
+    return { payload, stored: stored.rowCount };
+  };
+  try {
+    const kept = await store('COMMIT');
+    await pollUntil(
+      async () => notices.length,
+      (n) => n > 0,
+      5_000,
+      20,
+      'the notice',
+    );
+    expect(notices).toEqual([kept.payload]);
+    expect(kept.stored).toBe(1);
+    const dropped = await store('ROLLBACK');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(notices).toEqual([kept.payload]);
+    expect(dropped.stored).toBe(0);
+  } finally {
+    listener.release();
+  }
 });
