@@ -1,7 +1,7 @@
 // The fixed-window counters behind the rate limits (createWindowCounter, @mtg/db): counts are
 // shared through app.rate_limits by every replica, a window lasts its duration on the clock
 // it is given from the key's first count, and a moved clock rolls it over without waiting.
-import { createPool, createWindowCounter, type Pool } from '@mtg/db';
+import { countInTurn, createPool, createWindowCounter, type Pool } from '@mtg/db';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { testClock } from '../support/test-clock.ts';
@@ -61,6 +61,83 @@ test('with PostgreSQL unreachable each replica counts on its own, with the same 
     expect(await count('k')).toMatchObject({ ok: false, consumed: 3 });
     clock.advance(60_000);
     expect(await count('k')).toEqual({ ok: true });
+  } finally {
+    await down.end();
+  }
+});
+
+test('countInTurn counts each key only while the ones before it allowed it, in one statement', async () => {
+  const clock = testClock();
+  const make = (prefix: string, points: number) =>
+    createWindowCounter({ pool, prefix, points, durationMs: 60_000, clock });
+  const [subject, client, tenant] = [
+    make('t_subject', 2),
+    make('t_client', 3),
+    make('t_tenant', 10),
+  ];
+  const chain = (s: string) => [
+    { counter: subject, key: s },
+    { counter: client, key: 'c' },
+    { counter: tenant, key: 't' },
+  ];
+  const points = async (key: string) =>
+    (await pool.query(`SELECT points FROM app.rate_limits WHERE key = $1`, [key])).rows[0]
+      ?.points as number | undefined;
+  // One statement for the three counts (each pg Query submitted, in this process).
+  const Query = pg.Query as unknown as { prototype: { submit: (...a: unknown[]) => unknown } };
+  const submit = Query.prototype.submit;
+  let statements = 0;
+  Query.prototype.submit = function (this: unknown, ...args: unknown[]) {
+    statements++;
+    return submit.apply(this, args);
+  };
+  try {
+    expect(await countInTurn(chain('alice'))).toBeUndefined();
+  } finally {
+    Query.prototype.submit = submit;
+  }
+  expect(statements).toBe(1);
+  expect(await countInTurn(chain('alice'))).toBeUndefined();
+  // alice's third start is refused by her own limit: the client and the tenant are not counted.
+  expect(await countInTurn(chain('alice'))).toMatchObject({
+    index: 0,
+    count: { ok: false, consumed: 3 },
+  });
+  expect([
+    await points('t_subject:alice'),
+    await points('t_client:c'),
+    await points('t_tenant:t'),
+  ]).toEqual([3, 2, 2]);
+  // bob's first start is refused by the client's limit (its fourth): the tenant is not counted.
+  expect(await countInTurn(chain('bob'))).toBeUndefined();
+  expect(await countInTurn(chain('bob'))).toMatchObject({
+    index: 1,
+    count: { ok: false, consumed: 4 },
+  });
+  expect([
+    await points('t_subject:bob'),
+    await points('t_client:c'),
+    await points('t_tenant:t'),
+  ]).toEqual([2, 4, 3]);
+  // Refused from memory now, without a round trip: nothing is counted.
+  expect(await countInTurn(chain('alice'))).toMatchObject({ index: 0, count: { consumed: 0 } });
+  expect(await countInTurn(chain('carol'))).toMatchObject({ index: 1, count: { consumed: 0 } });
+  expect([await points('t_subject:carol'), await points('t_client:c')]).toEqual([1, 4]);
+});
+
+test('countInTurn with PostgreSQL unreachable counts on its own, stopping at the first refusal', async () => {
+  const clock = testClock();
+  const down = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/none' });
+  try {
+    const make = (prefix: string, points: number) =>
+      createWindowCounter({ pool: down, prefix, points, durationMs: 60_000, clock });
+    const [subject, tenant] = [make('s', 1), make('t', 5)];
+    const chain = [
+      { counter: subject, key: 'k' },
+      { counter: tenant, key: 'k' },
+    ];
+    expect(await countInTurn(chain)).toBeUndefined();
+    expect(await countInTurn(chain)).toMatchObject({ index: 0, count: { ok: false, consumed: 2 } });
   } finally {
     await down.end();
   }

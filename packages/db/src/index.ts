@@ -41,8 +41,10 @@ export {
 } from './read-router.ts';
 export { createReadPreferringPool } from './read-preferring-pool.ts';
 export {
+  countInTurn,
   createWindowCounter,
   WINDOW_COUNT_CTE,
+  type TurnRefusal,
   type WindowCount,
   type WindowCounter,
   type WindowCounterOptions,

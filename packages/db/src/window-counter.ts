@@ -56,6 +56,20 @@ export interface WindowCounter {
     statement: PreparedStatement,
     extra: unknown[],
   ): Promise<{ count: WindowCount; row?: R }>;
+  /** What countInTurn needs of the counter: its options and its memory of refused keys. */
+  readonly turn: CounterTurn;
+}
+
+/** A counter's part in countInTurn (its own keys, limits and memory; see createWindowCounter). */
+export interface CounterTurn {
+  pool: Pool;
+  now(): number;
+  full(key: string): string;
+  points: number;
+  durationMs: number;
+  refusedFromMemory(full: string, at: number): WindowCount | undefined;
+  countLocally(full: string, at: number): { points: number; expire: number };
+  verdict(full: string, at: number, window: { points: number; expire: number }): WindowCount;
 }
 
 /** Rows whose window ended over an hour ago go, every five minutes (the table's only purge). */
@@ -148,5 +162,106 @@ export function createWindowCounter(o: WindowCounterOptions): WindowCounter {
     return { count: verdict(full, at, windowOf(row)), row };
   }
 
-  return Object.assign(consume, { countWithin });
+  const turn: CounterTurn = {
+    pool: o.pool,
+    now,
+    full: (key) => `${o.prefix}:${key}`,
+    points: o.points,
+    durationMs: o.durationMs,
+    refusedFromMemory,
+    countLocally,
+    verdict,
+  };
+  return Object.assign(consume, { countWithin, turn });
+}
+
+/**
+ * The counts of a chain of n keys as one statement: the first as WINDOW_COUNT_CTE counts it
+ * (its key $1, now $2, its window $3), and each next one (key $(3i+2), window $(3i+3)) only
+ * when the one before it stayed within its limit ($(3i+1)), so a refusal stops the chain as
+ * counting them one after another would. Selects each count's points and expire (null where
+ * the chain stopped).
+ */
+function chainStatement(n: number): PreparedStatement {
+  const ctes = [`c0 AS (${WINDOW_COUNT_CTE.slice('counted AS ('.length)}`];
+  for (let i = 1; i < n; i++) {
+    const [limit, key, window] = [3 * i + 1, 3 * i + 2, 3 * i + 3];
+    ctes.push(`c${i} AS (
+  INSERT INTO app.rate_limits AS r (key, points, expire)
+  SELECT $${key}, 1, $2::bigint + $${window}::bigint FROM c${i - 1} WHERE c${i - 1}.points <= $${limit}
+  ON CONFLICT (key) DO UPDATE SET
+    points = CASE WHEN r.expire IS NULL OR r.expire <= $2 THEN 1 ELSE r.points + 1 END,
+    expire = CASE WHEN r.expire IS NULL OR r.expire <= $2 THEN EXCLUDED.expire ELSE r.expire END
+  RETURNING points, expire)`);
+  }
+  const columns = Array.from(
+    { length: n },
+    (_, i) => `c${i}.points AS p${i}, c${i}.expire AS e${i}`,
+  );
+  const joins = Array.from({ length: n - 1 }, (_, i) => ` LEFT JOIN c${i + 1} ON true`).join('');
+  return prepared(`WITH ${ctes.join(',\n')}\nSELECT ${columns.join(', ')} FROM c0${joins}`);
+}
+const CHAINS = new Map<number, PreparedStatement>();
+
+/** The first refusal of countInTurn: which step refused, and its verdict. */
+export type TurnRefusal = { index: number; count: Extract<WindowCount, { ok: false }> };
+
+/**
+ * Counts one for each step's key on its counter, in turn, stopping at the first refusal —
+ * what calling the counters one after another does — in one round trip: a key a counter
+ * refuses from memory ends the chain there (the keys before it are counted), and the others
+ * are one statement (chainStatement). With PostgreSQL unreachable each counts on its own, as
+ * a plain count does. Answers the first refusal, or undefined when every step allowed it.
+ */
+export async function countInTurn(
+  steps: ReadonlyArray<{ counter: WindowCounter; key: string }>,
+): Promise<TurnRefusal | undefined> {
+  const parts: Array<{ turn: CounterTurn; full: string; at: number }> = [];
+  let fromMemory: TurnRefusal | undefined;
+  for (const [index, { counter, key }] of steps.entries()) {
+    const turn = counter.turn;
+    const at = turn.now();
+    const full = turn.full(key);
+    const refused = turn.refusedFromMemory(full, at);
+    if (refused && !refused.ok) {
+      fromMemory = { index, count: refused };
+      break;
+    }
+    parts.push({ turn, full, at });
+  }
+  if (parts.length === 0) return fromMemory;
+  const at = parts[0]!.at;
+  let windows: Array<{ points: number; expire: number } | undefined>;
+  try {
+    let statement = CHAINS.get(parts.length);
+    if (!statement) CHAINS.set(parts.length, (statement = chainStatement(parts.length)));
+    const values: unknown[] = [parts[0]!.full, at, parts[0]!.turn.durationMs];
+    for (let i = 1; i < parts.length; i++)
+      values.push(parts[i - 1]!.turn.points, parts[i]!.full, parts[i]!.turn.durationMs);
+    const r = await runPrepared<Record<string, number | string | null>>(
+      parts[0]!.turn.pool,
+      statement,
+      values,
+    );
+    const row = r.rows[0]!;
+    windows = parts.map((_, i) =>
+      row[`p${i}`] === null
+        ? undefined
+        : { points: Number(row[`p${i}`]), expire: Number(row[`e${i}`]) },
+    );
+  } catch {
+    windows = [];
+    for (const p of parts) {
+      const w = p.turn.countLocally(p.full, p.at);
+      windows.push(w);
+      if (w.points > p.turn.points) break;
+    }
+  }
+  for (const [i, p] of parts.entries()) {
+    const window = windows[i];
+    if (!window) break;
+    const count = p.turn.verdict(p.full, p.at, window);
+    if (!count.ok) return { index: i, count };
+  }
+  return fromMemory;
 }

@@ -2,7 +2,13 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Clock } from '@mtg/clock';
-import { createWindowCounter, type Pool, type PreparedStatement, type WindowCount } from '@mtg/db';
+import {
+  countInTurn,
+  createWindowCounter,
+  type Pool,
+  type PreparedStatement,
+  type WindowCount,
+} from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 
 /**
@@ -126,12 +132,23 @@ export function createRateLimits(options: {
   const callerKey = (p: Principal) => `${p.tenant}\u0000${p.subject}\u0000${p.client}`;
 
   return {
+    // The subject's, then the client's, then the tenant's count, each only if the one before
+    // allowed the start: one statement (countInTurn).
     async start(p) {
-      const bySubject = await consume('starts', starts, `${p.tenant}\u0000${p.subject}`);
-      if (!bySubject.ok) return bySubject;
-      const byClient = await consume('client_starts', clientStarts, `${p.tenant}\u0000${p.client}`);
-      if (!byClient.ok) return byClient;
-      return consume('tenant_starts', tenantStarts, p.tenant);
+      const steps = (
+        [
+          ['starts', starts, `${p.tenant}\u0000${p.subject}`],
+          ['client_starts', clientStarts, `${p.tenant}\u0000${p.client}`],
+          ['tenant_starts', tenantStarts, p.tenant],
+        ] as const
+      ).flatMap(([name, l, key]) =>
+        l ? [{ name, l, counter: l.consume, key: hashKey(key) }] : [],
+      );
+      if (steps.length === 0) return { ok: true };
+      const refused = await countInTurn(steps);
+      if (!refused) return { ok: true };
+      const step = steps[refused.index]!;
+      return decide(step.name, step.l, refused.count);
     },
     async poll(p) {
       if (!polls) return { ok: true };
