@@ -4,12 +4,12 @@
 // poll is refused as revoked — also when the poll limit refuses it from memory, where no
 // count is made and the revocation is looked up alone.
 import { createHash } from 'node:crypto';
-import pg from 'pg';
 import { CallToolResultSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../support/clients.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
+import { submittedStatements } from '../support/submitted-statements.ts';
 import { jobToolsWire } from '../support/wires.ts';
 
 const REVOKED = 'access for this principal has been revoked';
@@ -99,27 +99,11 @@ test('through the v1 SDK client, a tasks/get and a get_job_status are one count 
   }
 });
 
-/**
- * The statement texts this process sends to PostgreSQL while `during` runs (the in-process
- * gateway's pools), of those that read or write a task or a principal. Each statement is a
- * pg Query submitted to its connection, whichever client or pool sends it.
- */
-async function taskStatements(during: () => Promise<unknown>): Promise<string[]> {
-  const seen: string[] = [];
-  const Query = pg.Query as unknown as { prototype: { submit: (...a: unknown[]) => unknown } };
-  const submit = Query.prototype.submit;
-  Query.prototype.submit = function (this: { text?: string }, ...args: unknown[]) {
-    const text = this.text ?? '';
-    if (/app\.(tasks|principals|status_read_marks)\b/.test(text)) seen.push(text);
-    return submit.apply(this, args);
-  };
-  try {
-    await during();
-  } finally {
-    Query.prototype.submit = submit;
-  }
-  return seen;
-}
+/** The statements sent while `during` runs that read or write a task or a principal. */
+const taskStatements = async (during: () => Promise<unknown>) =>
+  (await submittedStatements(during)).filter((text) =>
+    /app\.(tasks|principals|status_read_marks)\b/.test(text),
+  );
 
 test.each(Object.keys(POLLS))(
   '%s of a status already read is one round trip: the task read in the revocation check’s statement',
