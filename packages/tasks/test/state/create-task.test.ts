@@ -163,9 +163,18 @@ test('a delegation is stored with the creation notice in one statement; both lan
     expect(notices).toEqual([kept.payload]);
     expect(kept.stored).toBe(1);
     const dropped = await store('ROLLBACK');
-    await new Promise((r) => setTimeout(r, 100));
-    expect(notices).toEqual([kept.payload]);
     expect(dropped.stored).toBe(0);
+    // Notices reach a listener in commit order: once the next commit's has arrived, a notice
+    // of the rolled-back one would have been there before it.
+    const next = await store('COMMIT');
+    await pollUntil(
+      async () => notices.length,
+      (n) => n > 1,
+      5_000,
+      20,
+      'the next notice',
+    );
+    expect(notices).toEqual([kept.payload, next.payload]);
   } finally {
     listener.release();
   }
