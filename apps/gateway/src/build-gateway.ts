@@ -256,9 +256,9 @@ export async function buildGateway(
       pollIntervalMs: config.TASK_POLL_INTERVAL_MS,
     },
     statusReadAudit: config.STATUS_READ_AUDIT,
-    // A poll's task row, read beside its revocation check (http/reject-revoked.ts); with a
-    // replica the polls read it there instead.
-    ...(reads ? {} : { prefetched: takePrefetchedTask }),
+    // A poll's task row, read beside its revocation check (http/reject-revoked.ts) unless a
+    // replica serves the polls (`prefetchPolledTask` below); none is there to take then.
+    prefetched: takePrefetchedTask,
     cancelAckTimeoutMs: config.CANCEL_ACK_TIMEOUT_MS,
     onTaskEnded: (task) => gatewayMetrics.taskEnded(task),
     ...(deps.clock ? { clock: deps.clock } : {}),

@@ -26,18 +26,20 @@ export interface WindowCounterOptions {
 // so every replica's counts add up and exactly one of them sees points + 1. The time is the
 // caller's clock, passed in, never the database's: a test moves the gateway's clock to roll a
 // window over. (The rows and their layout are those of migration 020.)
+/** One count: the row `rows` inserts (key, points, expire), or its window's next point. */
+const countInto = (rows: string) => `INSERT INTO app.rate_limits AS r (key, points, expire) ${rows}
+  ON CONFLICT (key) DO UPDATE SET
+    points = CASE WHEN r.expire IS NULL OR r.expire <= $2 THEN 1 ELSE r.points + 1 END,
+    expire = CASE WHEN r.expire IS NULL OR r.expire <= $2 THEN EXCLUDED.expire ELSE r.expire END
+  RETURNING points, expire`;
+const FIRST_COUNT = countInto('VALUES ($1, 1, $2::bigint + $3::bigint)');
 /**
  * The count as a common table expression named `counted` (columns `points`, `expire`) over
  * parameters $1 (the row's key), $2 (now, ms) and $3 (the window, ms): a statement that
  * counts beside other work starts `WITH ${WINDOW_COUNT_CTE}` and numbers its own parameters
  * from $4 (see WindowCounter.countWithin).
  */
-export const WINDOW_COUNT_CTE = `counted AS (
-  INSERT INTO app.rate_limits AS r (key, points, expire) VALUES ($1, 1, $2::bigint + $3::bigint)
-  ON CONFLICT (key) DO UPDATE SET
-    points = CASE WHEN r.expire IS NULL OR r.expire <= $2 THEN 1 ELSE r.points + 1 END,
-    expire = CASE WHEN r.expire IS NULL OR r.expire <= $2 THEN EXCLUDED.expire ELSE r.expire END
-  RETURNING points, expire)`;
+export const WINDOW_COUNT_CTE = `counted AS (${FIRST_COUNT})`;
 const COUNT = prepared(`WITH ${WINDOW_COUNT_CTE} SELECT points, expire FROM counted`);
 
 /** A counter: `consume(key)` counts one for `key` and says whether the window allows it. */
@@ -56,12 +58,10 @@ export interface WindowCounter {
     statement: PreparedStatement,
     extra: unknown[],
   ): Promise<{ count: WindowCount; row?: R }>;
-  /** What countInTurn needs of the counter: its options and its memory of refused keys. */
-  readonly turn: CounterTurn;
 }
 
-/** A counter's part in countInTurn (its own keys, limits and memory; see createWindowCounter). */
-export interface CounterTurn {
+/** A counter's part in countInTurn: its keys, its limit and its memory of refused keys. */
+interface CounterTurn {
   pool: Pool;
   now(): number;
   full(key: string): string;
@@ -71,6 +71,9 @@ export interface CounterTurn {
   countLocally(full: string, at: number): { points: number; expire: number };
   verdict(full: string, at: number, window: { points: number; expire: number }): WindowCount;
 }
+
+/** What countInTurn reads of each counter, kept out of the counter's own face. */
+const turns = new WeakMap<WindowCounter, CounterTurn>();
 
 /** Rows whose window ended over an hour ago go, every five minutes (the table's only purge). */
 const SWEEP_EVERY_MS = 5 * 60_000;
@@ -172,7 +175,9 @@ export function createWindowCounter(o: WindowCounterOptions): WindowCounter {
     countLocally,
     verdict,
   };
-  return Object.assign(consume, { countWithin, turn });
+  const counter = Object.assign(consume, { countWithin });
+  turns.set(counter, turn);
+  return counter;
 }
 
 /**
@@ -183,16 +188,11 @@ export function createWindowCounter(o: WindowCounterOptions): WindowCounter {
  * the chain stopped).
  */
 function chainStatement(n: number): PreparedStatement {
-  const ctes = [`c0 AS (${WINDOW_COUNT_CTE.slice('counted AS ('.length)}`];
+  const ctes = [`c0 AS (${FIRST_COUNT})`];
   for (let i = 1; i < n; i++) {
     const [limit, key, window] = [3 * i + 1, 3 * i + 2, 3 * i + 3];
-    ctes.push(`c${i} AS (
-  INSERT INTO app.rate_limits AS r (key, points, expire)
-  SELECT $${key}, 1, $2::bigint + $${window}::bigint FROM c${i - 1} WHERE c${i - 1}.points <= $${limit}
-  ON CONFLICT (key) DO UPDATE SET
-    points = CASE WHEN r.expire IS NULL OR r.expire <= $2 THEN 1 ELSE r.points + 1 END,
-    expire = CASE WHEN r.expire IS NULL OR r.expire <= $2 THEN EXCLUDED.expire ELSE r.expire END
-  RETURNING points, expire)`);
+    const rows = `SELECT $${key}, 1, $2::bigint + $${window}::bigint FROM c${i - 1} WHERE c${i - 1}.points <= $${limit}`;
+    ctes.push(`c${i} AS (${countInto(rows)})`);
   }
   const columns = Array.from(
     { length: n },
@@ -219,7 +219,8 @@ export async function countInTurn(
   const parts: Array<{ turn: CounterTurn; full: string; at: number }> = [];
   let fromMemory: TurnRefusal | undefined;
   for (const [index, { counter, key }] of steps.entries()) {
-    const turn = counter.turn;
+    const turn = turns.get(counter);
+    if (!turn) throw new Error('countInTurn: a counter not made by createWindowCounter');
     const at = turn.now();
     const full = turn.full(key);
     const refused = turn.refusedFromMemory(full, at);

@@ -69,10 +69,10 @@ export function rejectRevoked(options: {
   const refuse = (res: Response, description: string) =>
     refuseToken(res, options.resourceMetadataUrl, description);
 
-  const check = async (req: Request, p: ReturnType<typeof principalOf>, next: () => void) => {
+  /** The caller's revocation, and a poll's task row read with it (for its verb to take). */
+  const check = async (req: Request, p: ReturnType<typeof principalOf>) => {
     const polls = options.polls;
-    if (polls?.isPoll(req) !== true)
-      return { revocation: await revocationOf(options.pool, p), next };
+    if (polls?.isPoll(req) !== true) return { revocation: await revocationOf(options.pool, p) };
     const polled = polls.taskOf(req);
     const taskId = polled !== undefined && TASK_ID.test(polled) ? polled : undefined;
     const row = taskId
@@ -86,13 +86,11 @@ export function rejectRevoked(options: {
           p.tenant,
           p.subject,
         ]);
-    if (!row) return { revocation: await revocationOf(options.pool, p), next };
+    if (!row) return { revocation: await revocationOf(options.pool, p) };
     const task = taskId ? ownedTaskOf(row) : undefined;
     return {
       revocation: revocationFromRow(row, p),
-      // The poll's read verb takes the row instead of reading it again (prefetched-task.ts).
-      next:
-        task && taskId ? () => withPrefetchedTask({ taskId, principal: p, row: task }, next) : next,
+      prefetch: task && taskId ? { taskId, principal: p, row: task } : undefined,
     };
   };
 
@@ -100,8 +98,9 @@ export function rejectRevoked(options: {
     const p = principalOf(res);
     const correlationId = correlationIdOf(res);
     // (Identity claims that are not storable text never get here: token verification refuses them.)
-    const { revocation, next: proceed } = await check(req, p, next);
-    if (!revocation) return proceed();
+    const { revocation, prefetch } = await check(req, p);
+    // The poll's read verb takes the row instead of reading it again (prefetched-task.ts).
+    if (!revocation) return prefetch ? withPrefetchedTask(prefetch, next) : next();
     options.logger.info('revoked principal refused', {
       correlationId,
       tenant: p.tenant,
