@@ -1,7 +1,7 @@
 import { trace } from '@opentelemetry/api';
 import type { ClientBase, Pool } from 'pg';
 import { runPrepared } from '@mtg/db';
-import { canonicalJson } from './canonical-json.ts';
+import { canonicalJson, FILL_MARK, SqlFilled } from './canonical-json.ts';
 import { APPEND, APPEND_MANY, createGroupCommit } from './group-commit.ts';
 import { currentRequestOrigin, type RequestOrigin } from './request-origin.ts';
 
@@ -121,6 +121,41 @@ export async function appendAuditInTransaction(
 export function auditAppendArgs(event: AuditEvent): [type: string, body: string] {
   const { type, ...body } = withContext(event);
   return [type, canonicalJson(body)];
+}
+
+/**
+ * A body value the appending statement fills in: see `auditAppendTemplate`. Typed as the
+ * string it stands for, so it fits a top-level field (`tenant`) as well as `data`.
+ */
+export const filledBySql = (name: string): string => new SqlFilled(name) as unknown as string;
+
+/**
+ * The arguments of an append whose body holds values only the appending statement knows,
+ * because it computes or changes them (the epoch a claim takes, the duration a settlement
+ * ends): the type, and the body's canonical text cut where each `filledBySql(name)` value
+ * goes, with those names in text order. The statement joins them back with
+ * `filledAuditBody`. So a change and its event need one statement, not a transaction of
+ * three, even when the event tells what the change did.
+ */
+export function auditAppendTemplate(
+  event: AuditEvent,
+): [type: string, parts: string[], names: string[]] {
+  const { type, ...body } = withContext(event);
+  const names: string[] = [];
+  const parts = canonicalJson(body, names).split(FILL_MARK);
+  return [type, parts, names];
+}
+
+/**
+ * SQL for the body of an `auditAppendTemplate`: `parts` and `names` are the statement's
+ * parameters holding them, `values` a jsonb expression holding each named value. Each value
+ * must be a scalar (a string, a number or null): jsonb writes those in canonical form, as
+ * JSON.stringify does. A name `values` lacks leaves the text invalid JSON, which
+ * audit.append refuses: the statement fails rather than record a wrong event.
+ */
+export function filledAuditBody(parts: string, names: string, values: string): string {
+  return `(SELECT string_agg(f.part || COALESCE((${values} -> f.name)::text, ''), '' ORDER BY f.i)
+             FROM unnest(${parts}::text[], ${names}::text[]) WITH ORDINALITY AS f(part, name, i))`;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Clock } from '@mtg/clock';
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import type { Logger } from '@mtg/log';
 import { claimTask, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
 import { isToolError, type TargetClient, type UpstreamTaskClient } from '@mtg/tool-kit';
@@ -54,11 +54,6 @@ export interface RunDeps {
   drain?: AbortSignal;
   /** Told about each task this worker's runs end (not when another process ended it first). */
   onTaskEnded?: OnTaskEnded;
-  /**
-   * Completes this run's job inside the transaction that ends the task (the worker loop's),
-   * so the ending and the job's completion commit together.
-   */
-  settleJob?: (tx: PoolClient) => Promise<void>;
   /** The worker's clock: when a step started, as journaled (default: the system's). */
   clock?: Clock;
 }

@@ -31,7 +31,6 @@ type ToolResultShape = {
 const ends = (deps: RunDeps) => ({
   pool: deps.pool,
   ...(deps.onTaskEnded ? { onTaskEnded: deps.onTaskEnded } : {}),
-  ...(deps.settleJob ? { withEnding: deps.settleJob } : {}),
 });
 
 /** The tool finished (or refused): its result, unless it is over the tool's limit. */

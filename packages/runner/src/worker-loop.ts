@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { PoolClient } from 'pg';
 import type { Job, PgBoss } from 'pg-boss';
-import { queryMaybePrepared } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { CHANNELS, HEARTBEAT_SECONDS, type TaskEvents } from '@mtg/tasks';
 import { runTask, type RunDeps, type RunResult } from './run-task.ts';
 import { receiveJobs, runInJobTrace } from '@mtg/telemetry';
+import { createJobCompletions } from './job-completions.ts';
 import { StopRun } from './stop.ts';
 import { createWorkerPeers, type WorkerPeers } from './worker-peers.ts';
 
@@ -64,6 +63,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
   let poller: NodeJS.Timeout | undefined;
   const offs: Array<() => void> = [];
   const free = () => o.concurrency - running.size;
+  const completeJob = createJobCompletions(o.boss);
 
   const kick = async (queues: Iterable<string>, limit = Infinity): Promise<void> => {
     if (stopped) return;
@@ -145,24 +145,13 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       (HEARTBEAT_SECONDS * 1000) / 3,
     );
     heartbeat.unref();
-    // The job is completed in the transaction that ends the task, when the run ends it.
-    let jobCompleted = false;
-    const settleJob = async (tx: PoolClient) => {
-      jobCompleted = false;
-      await o.boss.complete(job.name, job, undefined, {
-        db: {
-          executeSql: (text: string, values?: unknown[]) => queryMaybePrepared(tx, text, values),
-        },
-      });
-      jobCompleted = true;
-    };
     const done = (async () => {
       try {
         const result = await runInJobTrace(
           job.data,
           'task.run',
           { 'mtg.task.id': taskId, 'messaging.destination.name': job.name },
-          () => runTask({ ...o.run, drain: drain.signal, settleJob }, taskId, stop.signal),
+          () => runTask({ ...o.run, drain: drain.signal }, taskId, stop.signal),
         );
         o.logger.info('task run ended', { taskId, result });
         o.onRunEnded?.(taskId, result);
@@ -173,8 +162,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           result === 'paused' ||
           result === 'unservable'
         ) {
-          // 'settled' with the job completed by the ending's own transaction: nothing left.
-          if (!(result === 'settled' && jobCompleted)) await o.boss.complete(job.name, job);
+          await completeJob(job);
         } else {
           // released (shutdown), held (another live worker), retry: pg-boss retries soon.
           await o.boss.fail(job.name, job, { reason: result });

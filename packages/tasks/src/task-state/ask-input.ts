@@ -7,7 +7,7 @@ import { journalAnswerAndRequeue } from './journal-answer.ts';
 import type { FormSchema, InputResponse } from '../input-schema.ts';
 import type { JobQueue } from '../job-queue.ts';
 import type { TaskRow } from '../task-row.ts';
-import { aboutTask } from './end-task.ts';
+import { aboutTask } from './about-task.ts';
 import { fenced } from './predicates.ts';
 import type { Lease } from './lease.ts';
 

@@ -7,7 +7,7 @@ import { boundSummary } from '../bound-summary.ts';
 import { journalAnswerAndRequeue } from './journal-answer.ts';
 import type { JobQueue } from '../job-queue.ts';
 import type { TaskRow } from '../task-row.ts';
-import { aboutTask } from './end-task.ts';
+import { aboutTask } from './about-task.ts';
 import { fenced } from './predicates.ts';
 import type { Lease } from './lease.ts';
 

@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { appendAuditInTransaction } from '@mtg/audit';
 import { withTransaction } from '@mtg/db';
 import type { TaskRow } from '../task-row.ts';
-import { aboutTask } from './end-task.ts';
+import { aboutTask } from './about-task.ts';
 import { fenced } from './predicates.ts';
 import type { Lease } from './lease.ts';
 

@@ -1,7 +1,8 @@
 import type { Pool } from 'pg';
-import { appendAuditInTransaction } from '@mtg/audit';
-import { prepared, runPrepared, withTransaction, type Queryable } from '@mtg/db';
+import { auditAppendTemplate, filledAuditBody, filledBySql } from '@mtg/audit';
+import { prepared, runPrepared, type Queryable } from '@mtg/db';
 import { TASK_SELECT, type TaskRow } from '../task-row.ts';
+import { ABOUT_FILLED, aboutFilledValues } from './about-task.ts';
 import { ACTIVE } from './predicates.ts';
 import {
   BOUNDARY_COLUMNS,
@@ -44,26 +45,21 @@ export async function claimTask(
     served?: ReadonlyMap<string, string>;
   },
 ): Promise<ClaimOutcome> {
-  return withTransaction(pool, async (c) => {
-    const claimed = await takeLease(c, claim);
-    if (claimed.kind === 'claimed') {
-      await appendAuditInTransaction(c, {
-        type: claimed.firstStart ? 'task.started' : 'task.lease_taken',
-        taskId: claim.taskId,
-        tenant: claimed.task.tenant,
-        subject: claimed.task.subject,
-        client: claimed.task.client,
-        tool: claimed.task.tool,
-        correlationId: claimed.task.correlation_id,
-        actor: { subject: claim.workerId, kind: 'worker' },
-        data: {
-          worker: claim.workerId,
-          epoch: claimed.lease.epoch,
-          attempt: claimed.task.attempts,
-        },
-      });
-    }
-    return claimed;
+  return takeLease(pool, claim);
+}
+
+/**
+ * The claim's event, cut where the statement fills in what the claim takes (the epoch, the
+ * attempt) and who the task is about (the claimed row's owner and tool); its type is
+ * `task.started` on a first claim, `task.lease_taken` after (the statement decides).
+ */
+function claimEvent(claim: { taskId: string; workerId: string }) {
+  return auditAppendTemplate({
+    type: 'task.started',
+    taskId: claim.taskId,
+    ...ABOUT_FILLED,
+    actor: { subject: claim.workerId, kind: 'worker' },
+    data: { worker: claim.workerId, epoch: filledBySql('epoch'), attempt: filledBySql('attempt') },
   });
 }
 
@@ -78,23 +74,31 @@ function servedJson(served: ReadonlyMap<string, string>): string {
   return json;
 }
 
+// One statement, its own transaction: the lease, the journal read with it, and the claim's
+// audit event appended last (the chain lock is held from there to the statement's commit).
 const TAKE_LEASE = prepared(
-  `UPDATE app.tasks SET lease_owner = $2, lease_epoch = lease_epoch + 1,
-          lease_expires_at = now() + $3 * interval '1 millisecond',
-          attempts = attempts + 1, started_at = COALESCE(started_at, now()),
-          status_message = CASE WHEN status_message = 'queued' THEN 'started' ELSE status_message END,
-          updated_at = now()
-    WHERE id = $1 AND ${ACTIVE}
-      AND (lease_owner IS NULL OR lease_expires_at < now())
-      AND ($4::jsonb IS NULL OR ($4::jsonb ? tool AND
-           (tool_fingerprint IS NULL OR tool_fingerprint = $4::jsonb ->> tool)))
-    RETURNING ${TASK_SELECT}, ${BOUNDARY_COLUMNS}, attempts = 1 AS first_start,
-              (SELECT COALESCE(jsonb_object_agg(s.step, s.output), '{}'::jsonb)
-                 FROM app.task_steps s WHERE s.task_id = $1) AS journal`,
+  `WITH claimed AS (
+     UPDATE app.tasks SET lease_owner = $2, lease_epoch = lease_epoch + 1,
+            lease_expires_at = now() + $3 * interval '1 millisecond',
+            attempts = attempts + 1, started_at = COALESCE(started_at, now()),
+            status_message = CASE WHEN status_message = 'queued' THEN 'started' ELSE status_message END,
+            updated_at = now()
+      WHERE id = $1 AND ${ACTIVE}
+        AND (lease_owner IS NULL OR lease_expires_at < now())
+        AND ($4::jsonb IS NULL OR ($4::jsonb ? tool AND
+             (tool_fingerprint IS NULL OR tool_fingerprint = $4::jsonb ->> tool)))
+      RETURNING ${TASK_SELECT}, ${BOUNDARY_COLUMNS}, attempts = 1 AS first_start,
+                (SELECT COALESCE(jsonb_object_agg(s.step, s.output), '{}'::jsonb)
+                   FROM app.task_steps s WHERE s.task_id = $1) AS journal),
+   appended AS (
+     SELECT audit.append(CASE WHEN c.first_start THEN $5 ELSE 'task.lease_taken' END,
+                         ${filledAuditBody('$6', '$7', `${aboutFilledValues('c')} || jsonb_build_object('epoch', c.lease_epoch, 'attempt', c.attempts)`)})
+       FROM claimed c)
+   SELECT claimed.* FROM claimed CROSS JOIN appended`,
 );
 
 async function takeLease(
-  db: Queryable,
+  db: Pool,
   claim: {
     taskId: string;
     workerId: string;
@@ -105,7 +109,7 @@ async function takeLease(
   const served = claim.served ? servedJson(claim.served) : null;
   const r = await runPrepared<
     TaskRow & BoundaryRow & { first_start: boolean; journal: Record<string, { value: unknown }> }
-  >(db, TAKE_LEASE, [claim.taskId, claim.workerId, claim.leaseMs, served]);
+  >(db, TAKE_LEASE, [claim.taskId, claim.workerId, claim.leaseMs, served, ...claimEvent(claim)]);
   const row = r.rows[0];
   if (row) {
     const { journal, first_start, b_cancel, b_by, b_late, b_revoked, ...task } = row;

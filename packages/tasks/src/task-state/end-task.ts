@@ -1,58 +1,53 @@
 import type { Pool, PoolClient } from 'pg';
-import { appendAuditInTransaction, type AuditEvent } from '@mtg/audit';
+import {
+  appendAuditInTransaction,
+  auditAppendTemplate,
+  filledAuditBody,
+  filledBySql,
+  type AuditEvent,
+} from '@mtg/audit';
 import { prepared, runPrepared, withTransaction } from '@mtg/db';
 import type { TaskRow } from '../task-row.ts';
 import { ACTIVE, LIVE_LEASE, fenced } from './predicates.ts';
+import { ABOUT_FILLED, aboutFilledValues, aboutTask } from './about-task.ts';
 import type { Lease } from './lease.ts';
-import { settleTask, type OnTaskEnded, type Settlement } from './settle-task.ts';
+import {
+  SETTLED,
+  settleParams,
+  settleTask,
+  type OnTaskEnded,
+  type Settlement,
+} from './settle-task.ts';
 
 /** What an ending needs: the pool it opens its transaction on, and the hook it fires. */
 export interface EndDeps {
   pool: Pool;
   /** Fired once the ending committed (by the process that ended the task). */
   onTaskEnded?: OnTaskEnded;
-  /**
-   * More work of the ending's own transaction, after the settlement and before its audit
-   * event (a worker completes the task's job there: one commit fewer per task).
-   */
-  withEnding?: (tx: PoolClient) => Promise<void>;
-}
-
-/** Who and what a task's audit events are about, as its row records them. */
-export function aboutTask(row: TaskRow) {
-  return {
-    taskId: row.id,
-    tenant: row.tenant,
-    subject: row.subject,
-    client: row.client,
-    tool: row.tool,
-    correlationId: row.correlation_id,
-  };
 }
 
 const durationMs = (row: TaskRow) => row.ended_at!.getTime() - row.created_at.getTime();
+/** `durationMs` in SQL, of the app.tasks row `alias` (a Date keeps whole milliseconds). */
+const durationSql = (alias: string) =>
+  `(floor(extract(epoch FROM ${alias}.ended_at) * 1000) - ` +
+  `floor(extract(epoch FROM ${alias}.created_at) * 1000))::bigint`;
 
 /**
- * The one way a task ends: settle, then its audit event, in one transaction; then, after
- * commit, the hook. `before` runs first in the same transaction (a completion's result
- * insert, a check that no live worker holds the task); when it returns false nothing ends.
+ * How a task ends (but for a completion, which does the same in one statement): settle,
+ * then its audit event, in one transaction; then, after commit, the hook. `before` runs
+ * first in the same transaction (a check that no live worker holds the task); when it
+ * returns false nothing ends.
  */
 async function endTask(
   deps: EndDeps,
   settlement: Settlement,
   event: (row: TaskRow) => AuditEvent,
   before?: (c: PoolClient) => Promise<boolean>,
-  /** What `before` wrote must not commit without the settlement (a completion's result). */
-  mustSettle = false,
 ): Promise<TaskRow | undefined> {
   const ended = await withTransaction(deps.pool, async (c) => {
     if (before && !(await before(c))) return undefined;
     const row = await settleTask(c, settlement);
-    if (!row) {
-      if (mustSettle) throw new Error('settle refused after a fenced result insert'); // rolls back
-      return undefined;
-    }
-    await deps.withEnding?.(c);
+    if (!row) return undefined;
     await appendAuditInTransaction(c, event(row));
     return row;
   });
@@ -60,10 +55,26 @@ async function endTask(
   return ended;
 }
 
-const STORE_RESULT = prepared(
-  `INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
-   SELECT id, $4, $5, $6, now() + ttl_ms * interval '1 millisecond', $7 FROM app.tasks
-    WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}`,
+// One statement, its own transaction: the settlement (SETTLED), the result, stored only when
+// the task settled under the writer's lease (a stale worker's result is never stored), and
+// `task.completed`, appended last, once the result and the delegation's end are written (the
+// chain lock is held from there to the statement's commit).
+const COMPLETE = prepared(
+  `WITH ${SETTLED},
+   stored AS (
+     INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
+     SELECT id, $11, $12, $13, now() + ttl_ms * interval '1 millisecond', $14 FROM settled
+     RETURNING task_id),
+   appended AS (
+     SELECT audit.append($15, ${filledAuditBody(
+       '$16',
+       '$17',
+       `${aboutFilledValues('s')} || jsonb_build_object('durationMs', ${durationSql('s')}, 'attempts', s.attempts)`,
+     )})
+       FROM settled s
+            CROSS JOIN (SELECT count(*) FROM stored) r
+            CROSS JOIN (SELECT count(*) FROM ended_delegation) d)
+   SELECT settled.* FROM settled CROSS JOIN notified CROSS JOIN appended`,
 );
 
 /** A tool result as the worker stores it. */
@@ -90,43 +101,39 @@ export async function completeTask(
   },
 ): Promise<TaskRow | undefined> {
   const isError = c.finished.result.isError === true;
-  return endTask(
-    deps,
-    {
-      taskId: c.taskId,
-      status: 'completed',
-      outcome: isError ? 'tool_error' : 'completed',
-      message: isError ? 'Completed with a tool error' : 'Completed',
-      endedBy: { path: 'worker', worker: c.workerId },
-      lease: c.lease,
+  const settlement: Settlement = {
+    taskId: c.taskId,
+    status: 'completed',
+    outcome: isError ? 'tool_error' : 'completed',
+    message: isError ? 'Completed with a tool error' : 'Completed',
+    endedBy: { path: 'worker', worker: c.workerId },
+    lease: c.lease,
+  };
+  const event = auditAppendTemplate({
+    type: 'task.completed',
+    taskId: c.taskId,
+    ...ABOUT_FILLED,
+    reason: isError ? 'tool_error' : 'success',
+    data: {
+      outcome: isError ? 'tool_error' : 'success',
+      durationMs: filledBySql('durationMs'),
+      runMs: c.runMs,
+      resultBytes: c.finished.sizeBytes,
+      downstreamSystems: c.downstreamSystems,
+      attempts: filledBySql('attempts'),
     },
-    (row) => ({
-      type: 'task.completed',
-      ...aboutTask(row),
-      reason: isError ? 'tool_error' : 'success',
-      data: {
-        outcome: isError ? 'tool_error' : 'success',
-        durationMs: durationMs(row),
-        runMs: c.runMs,
-        resultBytes: c.finished.sizeBytes,
-        downstreamSystems: c.downstreamSystems,
-        attempts: row.attempts,
-      },
-    }),
-    async (tx) => {
-      const stored = await runPrepared(tx, STORE_RESULT, [
-        c.taskId,
-        c.lease.owner,
-        c.lease.epoch,
-        c.finished.text,
-        isError,
-        c.finished.sizeBytes,
-        c.finished.deleteOnRead,
-      ]);
-      return stored.rowCount === 1;
-    },
-    true,
-  );
+  });
+  const r = await runPrepared<TaskRow>(deps.pool, COMPLETE, [
+    ...settleParams(settlement),
+    c.finished.text,
+    isError,
+    c.finished.sizeBytes,
+    c.finished.deleteOnRead,
+    ...event,
+  ]);
+  const ended = r.rows[0];
+  if (ended) deps.onTaskEnded?.(ended);
+  return ended;
 }
 
 /** working → failed, by the lease holder (its error, its deadline, its delegation, its result). */

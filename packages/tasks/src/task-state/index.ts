@@ -35,8 +35,8 @@ export {
   type PendingProgress,
 } from './lease.ts';
 export { journalStep, recordStatusMessage, takeStageGrant } from './journal-step.ts';
+export { aboutTask } from './about-task.ts';
 export {
-  aboutTask,
   cancelTaskNow,
   completeTask,
   expireTask,

@@ -32,26 +32,34 @@ export type OnTaskEnded = (task: TaskRow) => void;
  * event and fires the hook.
  */
 export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow | undefined> {
-  const leased = s.lease !== undefined;
-  const result = await runPrepared<TaskRow>(db, SETTLE, [
+  const result = await runPrepared<TaskRow>(db, SETTLE, settleParams(s));
+  return result.rows[0];
+}
+
+/** The parameters $1 … $10 of SETTLED. */
+export function settleParams(s: Settlement): unknown[] {
+  return [
     s.taskId,
     s.status,
     s.outcome,
     s.message,
     JSON.stringify(s.endedBy),
-    leased,
+    s.lease !== undefined,
     s.lease?.owner ?? null,
     s.lease?.epoch ?? null,
     CHANNELS.settled,
     JSON.stringify({ taskId: s.taskId, status: s.status }),
-  ]);
-  return result.rows[0];
+  ];
 }
 
-// One statement: the settlement, the end of the task-bound delegation (it ends with the
-// task) and the notification to waiters (sent on commit), each only when the task settled.
-const SETTLE = prepared(
-  `WITH settled AS (
+/**
+ * The settlement as common table expressions, for a statement that does more with it (a
+ * completion stores its result and appends its event in the same statement): `settled`, the
+ * row as it ended; the end of the task-bound delegation (it ends with the task); and the
+ * notification to waiters (sent on commit), each only when the task settled. Parameters
+ * $1 … $10 (`settleParams`).
+ */
+export const SETTLED = `settled AS (
      UPDATE app.tasks SET
         status = $2, outcome = $3, status_message = $4, ended_by = $5,
         ended_at = now(), updated_at = now(),
@@ -63,7 +71,8 @@ const SETTLE = prepared(
         AND (NOT $6 OR (${fenced('$7', '$8')}))
       RETURNING ${TASK_SELECT}),
    ended_delegation AS (
-     DELETE FROM app.task_credentials c USING settled WHERE c.task_id = settled.id),
-   notified AS (SELECT pg_notify($9, $10) FROM settled)
-   SELECT settled.* FROM settled CROSS JOIN notified`,
-);
+     DELETE FROM app.task_credentials c USING settled WHERE c.task_id = settled.id
+     RETURNING c.task_id),
+   notified AS (SELECT pg_notify($9, $10) FROM settled)`;
+
+const SETTLE = prepared(`WITH ${SETTLED} SELECT settled.* FROM settled CROSS JOIN notified`);
