@@ -130,8 +130,21 @@ test('a completion whose commit outcome is unknown: the task stays completed onc
   const taskId = await startReport('complete-cut');
   await cut;
   await expectWrittenOnce(taskId);
-  // The job was completed in the cut transaction: nothing runs the task again.
-  await new Promise((r) => setTimeout(r, 2000));
+  // The cut run could not tell whether its completion committed: its job went back to the
+  // queue, and the run that took it found the task ended and completed the job. Nothing ran
+  // the task again.
+  await pollUntil(
+    async () =>
+      (
+        await sql<{ state: string }>(
+          stack.db.url,
+          `SELECT j.state FROM pgboss.job j JOIN app.tasks t ON t.job_id = j.id WHERE t.id = $1`,
+          [taskId],
+        )
+      )[0]?.state,
+    (state) => state === 'completed',
+    30_000,
+  );
   const again = await eventCounts(taskId);
   expect(again['task.completed']).toBe(1);
   expect(again['task.started']).toBe(1);

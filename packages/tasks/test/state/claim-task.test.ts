@@ -1,3 +1,4 @@
+import { canonicalJson } from '@mtg/audit';
 import { claimTask } from '../../src/task-state/index.ts';
 import {
   eventTypes,
@@ -75,4 +76,33 @@ test('an ended or unknown task is gone; a tool this worker does not serve is not
     await claimTask(s.worker, { taskId: other, workerId: 'w1', leaseMs: 1000, served }),
   ).toMatchObject({ kind: 'unservable', tool: 'slow_tool' });
   expect(await taskRow(s.admin, other)).toMatchObject({ lease_owner: null, lease_epoch: 0 });
+});
+
+test("each claim's event tells what it took: the row's owner, the epoch and the attempt", async () => {
+  const id = await insertTask(s.admin, { subject: 'o\'brien "x" \\ \t 😀' });
+  await claimTask(s.worker, { taskId: id, workerId: 'w1', leaseMs: 60_000 });
+  await expireLease(s.admin, id);
+  await claimTask(s.worker, { taskId: id, workerId: 'w2', leaseMs: 60_000 });
+  const { rows } = await s.admin.query<{ type: string; body: string }>(
+    `SELECT type, body FROM audit.events WHERE task_id = $1 ORDER BY seq`,
+    [id],
+  );
+  // As each event would read written whole in JavaScript from the claimed row.
+  const about = {
+    taskId: id,
+    tenant: 'acme',
+    subject: 'o\'brien "x" \\ \t 😀',
+    client: 'agent',
+    tool: 'slow_tool',
+    correlationId: 'c',
+  };
+  const claimEvent = (worker: string, epoch: number) => ({
+    ...about,
+    actor: { subject: worker, kind: 'worker' },
+    data: { worker, epoch, attempt: epoch },
+  });
+  expect(rows).toEqual([
+    { type: 'task.started', body: canonicalJson(claimEvent('w1', 1)) },
+    { type: 'task.lease_taken', body: canonicalJson(claimEvent('w2', 2)) },
+  ]);
 });

@@ -5,6 +5,7 @@ import {
   failTask,
   type Lease,
 } from '../../src/task-state/index.ts';
+import { canonicalJson } from '@mtg/audit';
 import {
   eventTypes,
   expireLease,
@@ -86,11 +87,7 @@ test('two concurrent settlements: exactly one wins, one ending event, one result
     const id = await insertTask(s.admin);
     const lease = await claimed(id, 'w1');
     const ended = await Promise.all([
-      // A completion that loses after its fenced result insert rolls back by throwing.
-      complete(id, lease, 'done').catch((e: Error) => {
-        if (/settle refused after a fenced result insert/.test(e.message)) return undefined;
-        throw e;
-      }),
+      complete(id, lease, 'done'),
       failTask(
         { pool: s.worker },
         { taskId: id, lease, workerId: 'w1', outcome: 'error', message: 'x' },
@@ -112,7 +109,7 @@ test('two concurrent settlements: exactly one wins, one ending event, one result
     expect(endings).toHaveLength(1);
     const row = (await taskRow(s.admin, id))!;
     expect(row.status).toBe(ended.find((r) => r !== undefined)!.status);
-    // A result row exists exactly when the completion won (its insert rolls back otherwise).
+    // A result row exists exactly when the completion won (it is stored only with the settlement).
     expect(await results(id)).toHaveLength(row.status === 'completed' ? 1 : 0);
   }
 });
@@ -152,4 +149,38 @@ test('onlyUnleased does not cancel a task a live worker holds', async () => {
   expect(await cancelTaskNow({ pool: s.gateway }, args)).toBeUndefined();
   await expireLease(s.admin, id);
   expect(await cancelTaskNow({ pool: s.gateway }, args)).toMatchObject({ outcome: 'revoked' });
+});
+
+test("the completion's event tells what its statement did: the row's owner, duration and attempts", async () => {
+  const id = await insertTask(s.admin, { subject: 'he said "hi"\\ \n\u0001 é 😀' });
+  const lease = await claimed(id, 'w1');
+  await expireLease(s.admin, id);
+  const current = await claimed(id, 'w2');
+  const row = await complete(id, current, 'the result');
+  expect(row).toMatchObject({ status: 'completed', attempts: 2 });
+  expect(lease.epoch).toBe(1);
+  const { rows } = await s.admin.query<{ body: string }>(
+    `SELECT body FROM audit.events WHERE task_id = $1 AND type = 'task.completed'`,
+    [id],
+  );
+  // As the event would read written whole in JavaScript from the settled row.
+  expect(rows.map((r) => r.body)).toEqual([
+    canonicalJson({
+      taskId: id,
+      tenant: row!.tenant,
+      subject: row!.subject,
+      client: row!.client,
+      tool: row!.tool,
+      correlationId: row!.correlation_id,
+      reason: 'success',
+      data: {
+        outcome: 'success',
+        durationMs: row!.ended_at!.getTime() - row!.created_at.getTime(),
+        runMs: 1,
+        resultBytes: 'the result'.length,
+        downstreamSystems: [],
+        attempts: 2,
+      },
+    }),
+  ]);
 });
