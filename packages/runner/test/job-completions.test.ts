@@ -36,7 +36,7 @@ async function fetched(boss: ReturnType<typeof createBoss>, queue: string, n: nu
   for (let i = 0; i < n; i++) await boss.send(queue, { taskId: `${queue}-${i}` });
   const jobs = await boss.fetch(queue, { batchSize: n });
   expect(jobs).toHaveLength(n);
-  return jobs as Job<unknown>[];
+  return jobs;
 }
 
 test('jobs ending during a completion are completed together, one statement per queue', async () => {

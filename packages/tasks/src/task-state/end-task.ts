@@ -8,7 +8,7 @@ import {
 } from '@mtg/audit';
 import { prepared, runPrepared, withTransaction } from '@mtg/db';
 import type { TaskRow } from '../task-row.ts';
-import { ACTIVE, LIVE_LEASE, fenced } from './predicates.ts';
+import { LIVE_LEASE, fenced } from './predicates.ts';
 import { ABOUT_FILLED, aboutFilledValues, aboutTask } from './about-task.ts';
 import type { Lease } from './lease.ts';
 import {
@@ -86,8 +86,8 @@ export interface FinishedResult {
 }
 
 /**
- * working → completed, by the lease holder: the result row and the settlement in one fenced
- * transaction (a stale worker's result is never stored), then `task.completed`.
+ * working → completed, by the lease holder: the settlement, the result row and
+ * `task.completed` in one fenced statement (COMPLETE); then, once it committed, the hook.
  */
 export async function completeTask(
   deps: EndDeps,
