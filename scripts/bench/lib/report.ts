@@ -115,7 +115,7 @@ const LIMITS: Record<string, string> = {
   'poll-ratio-jobs':
     'the same work as the 2026 poll: a 2025-11-25 `tools/call` of get_job_status as the v1 SDK sends it takes its own fast path to the same dispatch.callTool the SDK\'s handler makes (docs/scaling.md, "Polls on every wire").',
   'poll-ratio':
-    'the work the baseline skips: a second statement (the revocation check and the rate-limit count are one, the task read the other, where the baseline makes one), the status-read audit step (under the default a repeat poll finds its mark and writes nothing; under STATUS_READ_AUDIT=all it waits for a group commit) and the JSON-RPC/MCP envelope (see "Polls" below). Verified tokens are remembered (AUTH_TOKEN_CACHE_MS), so a poll no longer pays a signature check the baseline pays.',
+    'the work the baseline skips, in the same one round trip to PostgreSQL: the revocation check, the rate-limit count (an upsert, where the baseline only reads) and the read of the caller\'s own task with its status-read mark (a wider row to parse: every column of the task); then the status-read audit step (under the default a repeat poll finds its mark and writes nothing; under STATUS_READ_AUDIT=all it waits for a group commit) and the JSON-RPC/MCP envelope (see "Polls" below). Verified tokens are remembered (AUTH_TOKEN_CACHE_MS), so a poll no longer pays a signature check the baseline pays.',
 };
 
 /**
