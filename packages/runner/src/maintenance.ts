@@ -58,6 +58,7 @@ export function createMaintenance(o: {
   let lastSupervise = 0;
   let supervising: Promise<void> | undefined;
   let busy = false;
+  let stopped = false;
   let leader: PoolClient | undefined;
 
   /** Leads, or tries to: true while this process holds the leader lock. */
@@ -69,6 +70,13 @@ export function createMaintenance(o: {
         MAINTENANCE_LEADER_LOCK,
       ]);
       if (!r.rows[0]?.ok) {
+        client.release();
+        return false;
+      }
+      // Stopped while the lock was asked for: a leader now would hold its connection past
+      // stop(), and the pool's end() would wait for it for ever.
+      if (stopped) {
+        await client.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LEADER_LOCK]);
         client.release();
         return false;
       }
@@ -129,7 +137,7 @@ export function createMaintenance(o: {
   };
 
   const tick = async () => {
-    if (busy) return;
+    if (busy || stopped) return;
     busy = true;
     try {
       if (!(await lead())) return;
@@ -168,6 +176,7 @@ export function createMaintenance(o: {
       timer.unref();
     },
     stop() {
+      stopped = true;
       clearInterval(timer);
       abdicate();
     },

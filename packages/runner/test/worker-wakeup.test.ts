@@ -240,3 +240,37 @@ test('work nobody fetched is announced again by the leader: picked up with no po
   );
   expect(fetched).toEqual(['worker-only']);
 });
+
+test('stopped while its tick asks for the leader lock, it does not lead, and holds no connection', async () => {
+  const own = createPool({ connectionString: db.logins.worker, role: ROLES.worker });
+  cleanups.push(() => own.end());
+  const boss = createBoss(pool, { supervise: false });
+  boss.on('error', () => {});
+  await boss.start();
+  cleanups.push(() => boss.stop({ graceful: false, close: false }));
+  const m = createMaintenance({
+    pool: own,
+    boss,
+    logger: silent,
+    tickMs: 3_600_000,
+    purgeEveryMs: 60_000,
+  });
+  // A worker stopping during a tick: the lock is asked for, then stop(), then the answer.
+  const ticking = m.tick();
+  m.stop();
+  await ticking;
+  expect(m.leading()).toBe(false);
+  // Nothing checked out: the pool's end() (the worker's last step) cannot wait for ever.
+  expect(own.totalCount - own.idleCount).toBe(0);
+  // And the lock is free for the next worker.
+  const next = createMaintenance({
+    pool,
+    boss,
+    logger: silent,
+    tickMs: 3_600_000,
+    purgeEveryMs: 60_000,
+  });
+  cleanups.push(async () => next.stop());
+  await next.tick();
+  expect(next.leading()).toBe(true);
+});
