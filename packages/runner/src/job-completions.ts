@@ -31,11 +31,8 @@ export function createJobCompletions(
     try {
       while (queue.length > 0) {
         const name = queue[0]!.job.name;
-        const batch: Pending[] = [];
-        for (let i = 0; i < queue.length && batch.length < MAX_BATCH;) {
-          if (queue[i]!.job.name === name) batch.push(...queue.splice(i, 1));
-          else i++;
-        }
+        const batch = queue.filter((p) => p.job.name === name).slice(0, MAX_BATCH);
+        for (const p of batch) queue.splice(queue.indexOf(p), 1);
         try {
           await boss.complete(
             name,

@@ -29,26 +29,6 @@ export type ClaimOutcome =
   | { kind: 'unservable'; tool: string; toolFingerprint: string | null };
 
 /**
- * Takes the task's lease: only when nobody holds a live one and, given `served` (tool name →
- * the schema fingerprint this worker runs), only for a tool this worker runs at the task's
- * schema. Bumping the epoch fences off the previous holder, whose later journal, result and
- * status writes then match nothing. The claim reads the task's journal in the same statement,
- * and the claim and its `task.started` / `task.lease_taken` event commit together: a worker
- * killed in between leaves neither, so every lease a task ever had is in the trail.
- */
-export async function claimTask(
-  pool: Pool,
-  claim: {
-    taskId: string;
-    workerId: string;
-    leaseMs: number;
-    served?: ReadonlyMap<string, string>;
-  },
-): Promise<ClaimOutcome> {
-  return takeLease(pool, claim);
-}
-
-/**
  * The claim's event, cut where the statement fills in what the claim takes (the epoch, the
  * attempt) and who the task is about (the claimed row's owner and tool); its type is
  * `task.started` on a first claim, `task.lease_taken` after (the statement decides).
@@ -97,7 +77,15 @@ const TAKE_LEASE = prepared(
    SELECT claimed.* FROM claimed CROSS JOIN appended`,
 );
 
-async function takeLease(
+/**
+ * Takes the task's lease: only when nobody holds a live one and, given `served` (tool name →
+ * the schema fingerprint this worker runs), only for a tool this worker runs at the task's
+ * schema. Bumping the epoch fences off the previous holder, whose later journal, result and
+ * status writes then match nothing. The claim reads the task's journal in the same statement,
+ * and the claim and its `task.started` / `task.lease_taken` event commit together: a worker
+ * killed in between leaves neither, so every lease a task ever had is in the trail.
+ */
+export async function claimTask(
   db: Pool,
   claim: {
     taskId: string;
