@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { appendAuditGrouped, auditAppendArgs, type AuditEvent } from '@mtg/audit';
 import { prepared, runPrepared } from '@mtg/db';
 import type { VerbContext } from './authorize-task.ts';
-import type { TaskRow } from './task-row.ts';
+import type { VerbTaskRow } from './task-row.ts';
 
 /**
  * Which status reads go to the audit trail (STATUS_READ_AUDIT, docs/audit.md, "Status reads").
@@ -30,7 +30,7 @@ const FIRST_STATUS_READ = prepared(
 export async function auditStatusRead(
   pool: Pool,
   policy: StatusReadAudit,
-  row: TaskRow & { status_read_marked?: boolean },
+  row: VerbTaskRow & { status_read_marked?: boolean },
   ctx: VerbContext,
 ): Promise<void> {
   const p = ctx.principal;

@@ -5,12 +5,12 @@ import type { DenialFold } from './fold-denials.ts';
 import { NOT_FOUND, taskError, type TaskError } from './errors.ts';
 import { TASK_ID } from './task-id.ts';
 import { prepared, runPrepared, type Queryable, type ReadRouter } from '@mtg/db';
-import { TASK_COLUMNS, TASK_SELECT, type TaskRow } from './task-row.ts';
+import { VERB_COLUMNS, VERB_SELECT, type VerbTaskRow } from './task-row.ts';
 import { OWNER_MATCH, RETAINED, WORKER_LOST } from './task-state/predicates.ts';
 
 // `worker_lost` is decided by the database's clock, like every lease (docs/architecture.md).
 const OWNED_TASK = prepared(
-  `SELECT ${TASK_SELECT}, COALESCE(${WORKER_LOST}, false) AS worker_lost
+  `SELECT ${VERB_SELECT}, COALESCE(${WORKER_LOST}, false) AS worker_lost
      FROM app.tasks WHERE id = $1 AND ${OWNER_MATCH} AND ${RETAINED}`,
 );
 /**
@@ -20,7 +20,7 @@ const OWNED_TASK = prepared(
  * the primary only: the marks are UNLOGGED, which a hot standby cannot read.
  */
 export const ownedTaskWithMark = (n: { id: number; tenant: number; client: number }) =>
-  `SELECT ${TASK_SELECT}, COALESCE(${WORKER_LOST}, false) AS worker_lost,
+  `SELECT ${VERB_SELECT}, COALESCE(${WORKER_LOST}, false) AS worker_lost,
           EXISTS (SELECT 1 FROM app.status_read_marks m
                    WHERE m.task_id = t.id AND m.tenant = $${n.tenant} AND m.subject = $${n.tenant + 1}
                      AND m.client = $${n.client} AND m.status_version = t.status_version)
@@ -36,7 +36,7 @@ const OWNED_TASK_WITH_MARK = prepared(ownedTaskWithMark({ id: 1, tenant: 2, clie
  * whether the caller's read of its current status is audited already (a row from a write
  * has neither: not lost, not known to be marked).
  */
-export type OwnedTaskRow = TaskRow & { worker_lost?: boolean; status_read_marked?: boolean };
+export type OwnedTaskRow = VerbTaskRow & { worker_lost?: boolean; status_read_marked?: boolean };
 
 /**
  * A task row the request read already, on the primary, in the same round trip as its
@@ -50,7 +50,7 @@ export type PrefetchedTask = (taskId: string, p: Principal) => OwnedTaskRow | un
 export function ownedTaskOf(row: Record<string, unknown>): OwnedTaskRow | undefined {
   if (row.id === null || row.id === undefined) return undefined;
   const task: Record<string, unknown> = {};
-  for (const c of TASK_COLUMNS) task[c] = row[c];
+  for (const c of VERB_COLUMNS) task[c] = row[c];
   task.worker_lost = row.worker_lost;
   task.status_read_marked = row.status_read_marked;
   return task as unknown as OwnedTaskRow;

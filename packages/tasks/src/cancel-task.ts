@@ -4,7 +4,14 @@ import { CHANNELS } from './channels.ts';
 import { taskError, type TaskOutcome } from './errors.ts';
 import type { TaskEvents } from './task-events.ts';
 import { TASK_ID } from './task-id.ts';
-import { isTerminal, TASK_SELECT, toView, type TaskRow, type TaskView } from './task-row.ts';
+import {
+  isTerminal,
+  TASK_SELECT,
+  toView,
+  type TaskRow,
+  type TaskView,
+  type VerbTaskRow,
+} from './task-row.ts';
 import { cancelTaskNow, type CancelledBy } from './task-state/end-task.ts';
 import { LIVE_LEASE, RETAINED } from './task-state/predicates.ts';
 import { requestCancel } from './task-state/request-cancel.ts';
@@ -39,7 +46,7 @@ export async function cancelTask(
   options: CancelOptions,
 ): Promise<TaskOutcome<{ task: TaskView }>> {
   const p = ctx.principal;
-  let task: TaskRow;
+  let task: VerbTaskRow;
   let path: 'owner' | 'admin' = 'owner';
   // The administrator path is decided before the owner check: an operator cancelling someone
   // else's task is not refused anything, so the owner check must not audit a denial for it.
@@ -117,7 +124,7 @@ async function foreignTaskForAdmin(
 
 async function awaitStop(
   deps: CancelDeps,
-  task: TaskRow,
+  task: VerbTaskRow,
   by: CancelledBy & { reason: string },
 ): Promise<TaskRow | undefined> {
   const deadline = nowMs(deps.clock) + deps.cancelAckTimeoutMs;

@@ -49,7 +49,7 @@ import {
   rememberProgressToken,
   type ProgressToken,
 } from './progress-token.ts';
-import { isTerminal, toView, type TaskRow, type TaskView } from './task-row.ts';
+import { isTerminal, toView, type TaskView, type VerbTaskRow } from './task-row.ts';
 
 export interface TaskServiceDeps {
   /** The primary: every write, lock, audit append, and every read that must be exact. */
@@ -97,7 +97,7 @@ export interface TaskServiceDeps {
 
 export type ResultOutcome = TaskOutcome<{
   task: TaskView;
-  row: TaskRow;
+  row: VerbTaskRow;
   result?: StoredResult;
   /** awaitResult with `untilInput`: the task is parked on this question (no result yet). */
   input?: PendingInput;
@@ -111,7 +111,7 @@ export type ResultOutcome = TaskOutcome<{
  */
 export interface TaskReading {
   task: TaskView;
-  row: TaskRow;
+  row: VerbTaskRow;
   result?: StoredResult | 'gone';
 }
 
@@ -130,7 +130,7 @@ export interface TaskService {
    * task's lifetime; a repeat that joins the live task replaces it with its own.
    */
   start(input: StartInput & { progressToken?: ProgressToken }): Promise<StartOutcome>;
-  get(taskId: string, ctx: VerbContext): Promise<TaskOutcome<{ task: TaskView; row: TaskRow }>>;
+  get(taskId: string, ctx: VerbContext): Promise<TaskOutcome<{ task: TaskView; row: VerbTaskRow }>>;
   /**
    * get(), and with `withResult` an ended task's result, in one verb: one authorization, one
    * rate-limit point, one audit pair (`task.status_read`, as for get() under the deps'
@@ -340,7 +340,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       // On the primary: the settle that wakes the wait is there at once, perhaps not yet on
       // the replica (and a blocking wait is far rarer than a poll).
       for (;;) {
-        const seen: { row?: TaskRow } = {};
+        const seen: { row?: VerbTaskRow } = {};
         const outcome = await resultOf(taskId, ctx, undefined, {
           ...options,
           seen: (row) => (seen.row = row),
@@ -420,7 +420,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       untilInput?: boolean;
       asked?: readonly string[];
       /** Told the task's row once the caller is authorized for it. */
-      seen?: (row: TaskRow) => void;
+      seen?: (row: VerbTaskRow) => void;
     },
   ): Promise<ResultOutcome> {
     const auth = await authorizeTask(deps, taskId, 'result', ctx, scopeOf, reads);
@@ -450,7 +450,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
    * stored any more.
    */
   async function takeResult(
-    task: TaskRow,
+    task: VerbTaskRow,
     ctx: VerbContext,
     verb: string,
     reads?: ReadRouter,
@@ -467,7 +467,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     return stored;
   }
 
-  async function auditResultRead(task: TaskRow, ctx: VerbContext, stored?: StoredResult) {
+  async function auditResultRead(task: VerbTaskRow, ctx: VerbContext, stored?: StoredResult) {
     await appendAuditGrouped(deps.pool, {
       type: 'task.result_read',
       taskId: task.id,

@@ -1,8 +1,8 @@
 import { filledBySql } from '@mtg/audit';
-import type { TaskRow } from '../task-row.ts';
+import type { VerbTaskRow } from '../task-row.ts';
 
 /** Who and what a task's audit events are about, as its row records them. */
-export function aboutTask(row: TaskRow) {
+export function aboutTask(row: VerbTaskRow) {
   return {
     taskId: row.id,
     tenant: row.tenant,

@@ -6,7 +6,7 @@ import { withTransaction, type Queryable } from '@mtg/db';
 import { journalAnswerAndRequeue } from './journal-answer.ts';
 import type { FormSchema, InputResponse } from '../input-schema.ts';
 import type { JobQueue } from '../job-queue.ts';
-import type { TaskRow } from '../task-row.ts';
+import type { TaskRow, VerbTaskRow } from '../task-row.ts';
 import { aboutTask } from './about-task.ts';
 import { fenced } from './predicates.ts';
 import type { Lease } from './lease.ts';
@@ -117,7 +117,7 @@ export async function pendingInput(
 export async function recordAnswer(
   deps: { pool: Pool; queue: JobQueue; clock?: Clock },
   a: {
-    task: TaskRow;
+    task: VerbTaskRow;
     key: string;
     response: InputResponse;
     summary: Record<string, unknown>;

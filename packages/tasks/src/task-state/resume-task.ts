@@ -12,7 +12,7 @@ import {
   type DelegationDeps,
 } from '../delegate-task.ts';
 import type { JobQueue } from '../job-queue.ts';
-import type { TaskRow } from '../task-row.ts';
+import type { TaskRow, VerbTaskRow } from '../task-row.ts';
 
 /**
  * Checkpoint mode: a task paused for a live user resumes when its owner (already authorized
@@ -24,10 +24,10 @@ import type { TaskRow } from '../task-row.ts';
  */
 export async function resumeIfPaused(
   deps: { pool: Pool; queue: JobQueue; delegation?: DelegationDeps; clock?: Clock },
-  row: TaskRow,
+  row: VerbTaskRow,
   scope: string,
   ctx: VerbContext,
-): Promise<TaskRow> {
+): Promise<VerbTaskRow> {
   if (row.status !== 'input_required' || !row.needs_live_user || !ctx.token) return row;
   const remainingMs = row.deadline.getTime() - nowMs(deps.clock);
   if (remainingMs <= 0) return row; // the deadline sweep ends it
