@@ -1,8 +1,9 @@
-// A connection that breaks during COMMIT leaves the gateway not knowing whether the start
+// A connection that breaks during its commit leaves the gateway not knowing whether the start
 // happened. The client is told "unavailable, retry" (never a 500, never a task id it cannot
 // trust), and its retry of the same start returns the task that did commit: one task, one
-// task.created. The relay between the gateway and PostgreSQL lets the COMMIT through and
-// cuts the gateway's side before the answer.
+// task.created. A start is one statement, committed on its own (create-task.ts): the relay
+// between the gateway and PostgreSQL lets that statement through and cuts the gateway's side
+// before the answer.
 import { rpc2026 } from '../support/raw-2026.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
@@ -23,7 +24,7 @@ afterAll(async () => {
   await proxy?.close();
 });
 
-test('a start whose COMMIT outcome is unknown: answered unavailable, and the retry returns the one task that committed', async () => {
+test('a start whose commit outcome is unknown: answered unavailable, and the retry returns the one task that committed', async () => {
   const token = await stack.token('uma', 'acme');
   const start = () =>
     rpc2026(
@@ -42,7 +43,7 @@ test('a start whose COMMIT outcome is unknown: answered unavailable, and the ret
   );
   expect(warm.body.result?.taskId).toEqual(expect.any(String));
 
-  const cut = proxy.cutAtNextCommit();
+  const cut = proxy.cutAtCommitOf('app.start_admission');
   const first = await start();
   await cut;
   // Not a success the client could act on, and not an internal error: retry.

@@ -66,24 +66,23 @@ const STORE = `INSERT INTO app.task_credentials (task_id, key_id, iv, ciphertext
    ON CONFLICT (task_id) DO UPDATE SET key_id = $2, iv = $3, ciphertext = $4, tag = $5,
      expires_at = to_timestamp($6 / 1000.0), created_at = now()`;
 const STORE_DELEGATION = prepared(STORE);
-// The creating transaction's notification in the same round trip (delivered at its commit).
-const STORE_DELEGATION_AND_NOTIFY = prepared(
-  `WITH stored AS (${STORE} RETURNING 1) SELECT pg_notify($7, $8) FROM stored`,
-);
 
-/**
- * Stores (or replaces) a task's delegation, encrypted and bound to the task id; with
- * `notify` ([channel, payload]), sends that notification in the same statement.
- */
+/** A task's delegation sealed for storage, bound to the task id: key id, iv, ciphertext, tag, expiry (epoch ms). */
+export function sealDelegation(
+  cipher: CredentialCipher,
+  taskId: string,
+  d: Delegation,
+): [keyId: string, iv: Buffer, ciphertext: Buffer, tag: Buffer, expiresAt: number] {
+  const sealed = cipher.seal(d.token, taskId);
+  return [sealed.keyId, sealed.iv, sealed.ciphertext, sealed.tag, d.expiresAt];
+}
+
+/** Stores (or replaces) a task's delegation, encrypted and bound to the task id. */
 export async function storeDelegation(
   db: Queryable,
   cipher: CredentialCipher,
   taskId: string,
   d: Delegation,
-  notify?: [channel: string, payload: string],
 ): Promise<void> {
-  const sealed = cipher.seal(d.token, taskId);
-  const values = [taskId, sealed.keyId, sealed.iv, sealed.ciphertext, sealed.tag, d.expiresAt];
-  if (notify) await runPrepared(db, STORE_DELEGATION_AND_NOTIFY, [...values, ...notify]);
-  else await runPrepared(db, STORE_DELEGATION, values);
+  await runPrepared(db, STORE_DELEGATION, [taskId, ...sealDelegation(cipher, taskId, d)]);
 }

@@ -5,11 +5,27 @@ import { WORKER_SEEN_WITHIN_MS } from './live-workers.ts';
 /** The narrow face of pg-boss the verbs and workers use. */
 export interface JobQueue {
   /** Enqueues the task's job on its tool's queue in the caller's transaction (gone on ROLLBACK). */
-  enqueue(
-    db: Queryable,
-    job: { queue: string; taskId: string; jobId: string; expireInSeconds: number },
-  ): Promise<void>;
+  enqueue(db: Queryable, job: TaskJob): Promise<void>;
+  /**
+   * pg-boss's own statement for the task's job, not run: its text and the one parameter it
+   * takes, for a statement that inserts the job beside its task (create-task.ts). pg-boss
+   * builds it as `send` would and is told the job was inserted.
+   */
+  jobInsert(job: TaskJob): Promise<JobInsert>;
   boss: PgBoss;
+}
+
+export interface TaskJob {
+  queue: string;
+  taskId: string;
+  jobId: string;
+  expireInSeconds: number;
+}
+
+/** pg-boss's insert of one job: its text, whose only parameter is `$1`, and that parameter. */
+export interface JobInsert {
+  text: string;
+  value: string;
 }
 
 // A crash uses a retry (pg-boss counts claims), so allow many; the task's own deadline is
@@ -36,23 +52,43 @@ export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss 
 }
 
 export function createJobQueue(boss: PgBoss): JobQueue {
+  const send = (job: TaskJob, executeSql: (text: string, values?: unknown[]) => Promise<unknown>) =>
+    boss.send(
+      job.queue,
+      // The creating request's trace context rides with the job (empty when not tracing).
+      { taskId: job.taskId, ...traceCarrier() },
+      {
+        id: job.jobId,
+        ...JOB_OPTIONS,
+        heartbeatSeconds: HEARTBEAT_SECONDS,
+        expireInSeconds: Math.min(Math.max(job.expireInSeconds, 30), 86_400),
+        db: { executeSql: executeSql as never },
+      },
+    );
   return {
     boss,
-    async enqueue(db, { queue, taskId, jobId, expireInSeconds }) {
-      await boss.send(
-        queue,
-        // The creating request's trace context rides with the job (empty when not tracing).
-        { taskId, ...traceCarrier() },
-        {
-          id: jobId,
-          ...JOB_OPTIONS,
-          heartbeatSeconds: HEARTBEAT_SECONDS,
-          expireInSeconds: Math.min(Math.max(expireInSeconds, 30), 86_400),
-          db: {
-            executeSql: (text: string, values?: unknown[]) => queryMaybePrepared(db, text, values),
-          },
-        },
-      );
+    async enqueue(db, job) {
+      await send(job, (text, values) => queryMaybePrepared(db, text, values));
+    },
+    async jobInsert(job) {
+      const calls: Array<{ text: string; values: unknown[] }> = [];
+      await send(job, async (text, values) => {
+        calls.push({ text, values: values ?? [] });
+        return { rows: [{ id: job.jobId }] };
+      });
+      const [call] = calls;
+      const value = call?.values[0];
+      // One statement whose only parameter is $1, the job as JSON: what this pg-boss sends.
+      if (
+        calls.length !== 1 ||
+        call!.values.length !== 1 ||
+        typeof value !== 'string' ||
+        (call!.text.match(/\$\d+/g) ?? []).some((n) => n !== '$1')
+      )
+        throw new Error(
+          'pg-boss no longer inserts a job as one statement of one parameter: the start cannot insert it beside its task',
+        );
+      return { text: call!.text, value };
     },
   };
 }

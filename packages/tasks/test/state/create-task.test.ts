@@ -1,12 +1,8 @@
 import { pollUntil } from '../../../../test/support/poll.ts';
-import { randomBytes } from 'node:crypto';
-import { createCredentialCipher } from '@mtg/identity';
 import { CHANNELS } from '../../src/channels.ts';
-import { storeDelegation } from '../../src/delegate-task.ts';
 import { createTask } from '../../src/task-state/index.ts';
 import { ACTIVE } from '../../src/task-state/predicates.ts';
 import {
-  insertTask,
   LIMITS,
   openStateDatabase,
   QUEUE,
@@ -128,45 +124,96 @@ test('app.start_admission counts the statuses ACTIVE names, under the locks the 
   );
 });
 
-test('a delegation is stored with the creation notice in one statement; both land at commit, or neither', async () => {
-  const cipher = createCredentialCipher({ k1: randomBytes(32) }, 'k1');
+test('a start is one statement: its task, job, notice and events land together, after the live-repeat lookup', async () => {
   const listener = await s.admin.connect();
   const notices: string[] = [];
   listener.on('notification', (m) => notices.push(m.payload ?? ''));
   await listener.query(`LISTEN ${CHANNELS.created}`);
-  const store = async (outcome: 'COMMIT' | 'ROLLBACK') => {
-    const id = await insertTask(s.admin);
-    const payload = JSON.stringify({ taskId: id, queue: QUEUE });
-    const c = await s.gateway.connect();
-    try {
-      await c.query('BEGIN');
-      const delegation = { token: 'dt', expiresAt: Date.now() + 60_000, scope: ['x'], act: {} };
-      await storeDelegation(c, cipher, id, delegation, [CHANNELS.created, payload]);
-      await c.query(outcome);
-    } finally {
-      c.release();
-    }
-    const stored = await s.admin.query('SELECT 1 FROM app.task_credentials WHERE task_id = $1', [
-      id,
-    ]);
-    return { payload, stored: stored.rowCount };
-  };
+  const sent: string[] = [];
+  const counted = new Proxy(s.gateway, {
+    get(target, prop, receiver) {
+      if (prop !== 'query') return Reflect.get(target, prop, receiver);
+      return (q: string | { text: string }, ...rest: unknown[]) => {
+        sent.push(typeof q === 'string' ? q : q.text);
+        return (target.query as (...a: unknown[]) => unknown)(q, ...rest);
+      };
+    },
+  });
   try {
-    const kept = await store('COMMIT');
+    const deps = { ...startDeps(s), pool: counted };
+    const started = await createTask(deps, startInput('one-statement', 'one-statement'));
+    if (!started.ok) throw new Error(started.message);
+    // The lookup of a live repeat, then the start itself: no BEGIN, no COMMIT between.
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toContain('app.start_admission');
+    const id = started.task.id;
+    const job = await s.admin.query(`SELECT name, state, data FROM pgboss.job WHERE id = $1`, [
+      started.task.job_id,
+    ]);
+    expect(job.rows).toEqual([
+      { name: QUEUE, state: 'created', data: expect.objectContaining({ taskId: id }) },
+    ]);
+    const events = await s.admin.query<{ type: string; body: string }>(
+      `SELECT type, body FROM audit.events WHERE task_id = $1 ORDER BY seq`,
+      [id],
+    );
+    expect(events.rows.map((e) => e.type)).toEqual(['task.created']);
+    const created = JSON.parse(events.rows[0]!.body);
+    // The deadline filled in by the statement is the row's, as the gateway reads and shows it.
+    expect(created.data.deadline).toBe(started.task.deadline.toISOString());
+    expect(created.data).toMatchObject({ jobId: started.task.job_id, idempotency: 'explicit' });
     await pollUntil(
       async () => notices.length,
       (n) => n > 0,
       5_000,
       20,
-      'the notice',
+      'the creation notice',
     );
-    expect(notices).toEqual([kept.payload]);
-    expect(kept.stored).toBe(1);
-    const dropped = await store('ROLLBACK');
-    expect(dropped.stored).toBe(0);
-    // Notices reach a listener in commit order: once the next commit's has arrived, a notice
-    // of the rolled-back one would have been there before it.
-    const next = await store('COMMIT');
+    expect(notices).toEqual([JSON.stringify({ taskId: id, queue: QUEUE })]);
+  } finally {
+    listener.release();
+  }
+});
+
+test('a refused start writes nothing: no task, no job, no notice and no event but its denial', async () => {
+  const tenant = 'refused-writes';
+  const deps = startDeps(s, { ...LIMITS, maxActivePerUser: 1 });
+  const listener = await s.admin.connect();
+  const notices: string[] = [];
+  listener.on('notification', (m) => notices.push(m.payload ?? ''));
+  await listener.query(`LISTEN ${CHANNELS.created}`);
+  try {
+    const first = await createTask(deps, startInput('carol', tenant));
+    expect(first).toMatchObject({ ok: true });
+    await pollUntil(
+      async () => notices.length,
+      (n) => n > 0,
+      5_000,
+      20,
+      'the first notice',
+    );
+    const jobsBefore = (await s.admin.query(`SELECT count(*)::int AS n FROM pgboss.job`)).rows[0].n;
+    expect(await createTask(deps, startInput('carol', tenant))).toMatchObject({
+      ok: false,
+      code: 'user_limit',
+    });
+    const tasks = await s.admin.query(`SELECT id FROM app.tasks WHERE tenant = $1`, [tenant]);
+    expect(tasks.rowCount).toBe(1);
+    expect((await s.admin.query(`SELECT count(*)::int AS n FROM pgboss.job`)).rows[0].n).toBe(
+      jobsBefore,
+    );
+    const types = await s.admin.query<{ type: string; reason: string | null }>(
+      `SELECT type, (body::jsonb) ->> 'reason' AS reason FROM audit.events
+        WHERE (body::jsonb) ->> 'tenant' = $1 ORDER BY seq`,
+      [tenant],
+    );
+    expect(types.rows).toEqual([
+      { type: 'task.created', reason: null },
+      { type: 'task.denied', reason: 'user_limit' },
+    ]);
+    // A notice of the refused start would have come before this one's.
+    const next = await createTask(deps, startInput('dave', tenant));
+    if (!next.ok) throw new Error(next.message);
     await pollUntil(
       async () => notices.length,
       (n) => n > 1,
@@ -174,7 +221,8 @@ test('a delegation is stored with the creation notice in one statement; both lan
       20,
       'the next notice',
     );
-    expect(notices).toEqual([kept.payload, next.payload]);
+    expect(notices[1]).toBe(JSON.stringify({ taskId: next.task.id, queue: QUEUE }));
+    expect(notices).toHaveLength(2);
   } finally {
     listener.release();
   }
