@@ -144,17 +144,19 @@ export async function installQueue(
 /**
  * Queues some live worker serves holding jobs nobody fetched: created over a second ago (a
  * missed notification, or announced while every worker was full), or a retry that has come
- * due (pg-boss sends no notification for it). The maintenance
- * leader notifies them again. Reads pg-boss's index on (name, state, blocked, start_after).
+ * due (pg-boss sends no notification for it). The maintenance leader notifies them again.
+ * One probe per served queue, which stops at its first such job (pg-boss's index on (name,
+ * state, blocked, start_after)): a backlog of queued jobs costs it no more than one job does.
  */
 export async function unclaimedQueues(db: Queryable): Promise<string[]> {
   const r = await db.query<{ name: string }>(
-    `SELECT DISTINCT j.name FROM pgboss.job j
-      WHERE j.name IN (SELECT unnest(w.queues) FROM app.workers w
-                        WHERE w.seen_at > now() - $1 * interval '1 millisecond')
-        AND j.state IN ('created', 'retry') AND NOT j.blocked
-        AND j.start_after <= now()
-        AND (j.state = 'retry' OR j.created_on <= now() - interval '1 second')`,
+    `SELECT q.name
+       FROM (SELECT DISTINCT unnest(w.queues) AS name FROM app.workers w
+              WHERE w.seen_at > now() - $1 * interval '1 millisecond') q
+      WHERE EXISTS (SELECT 1 FROM pgboss.job j
+                     WHERE j.name = q.name AND j.state IN ('created', 'retry') AND NOT j.blocked
+                       AND j.start_after <= now()
+                       AND (j.state = 'retry' OR j.created_on <= now() - interval '1 second'))`,
     [WORKER_SEEN_WITHIN_MS],
   );
   return r.rows.map((row) => row.name);

@@ -109,11 +109,11 @@ export async function releaseLease(db: Queryable, taskId: string, lease: Lease):
 export async function reapExpiredLeases(
   db: Queryable,
 ): Promise<Array<Pick<TaskRow, 'id' | 'job_id' | 'job_queue'>>> {
-  const r = await db.query<Pick<TaskRow, 'id' | 'job_id' | 'job_queue'>>(
-    `UPDATE app.tasks SET lease_owner = NULL, updated_at = now()
-      WHERE ${ACTIVE} AND lease_owner IS NOT NULL
-        AND lease_expires_at < now() - interval '500 milliseconds'
-      RETURNING id, job_id, job_queue`,
-  );
+  const r = await db.query<Pick<TaskRow, 'id' | 'job_id' | 'job_queue'>>(REAP_EXPIRED_LEASES);
   return r.rows;
 }
+/** Reads the leased active tasks only (index tasks_leased, migration 210), however many wait. */
+export const REAP_EXPIRED_LEASES = `UPDATE app.tasks SET lease_owner = NULL, updated_at = now()
+  WHERE ${ACTIVE} AND lease_owner IS NOT NULL
+    AND lease_expires_at < now() - interval '500 milliseconds'
+  RETURNING id, job_id, job_queue`;

@@ -1,3 +1,4 @@
+import { REAP_EXPIRED_LEASES } from '../../src/task-state/lease.ts';
 import {
   claimTask,
   reapExpiredLeases,
@@ -66,4 +67,23 @@ test('the reaper frees a lapsed lease, leaves a live one, and the next claim tak
   expect(await taskRow(s.admin, lapsed)).toMatchObject({ lease_owner: null, lease_epoch: 1 });
   expect(await taskRow(s.admin, live)).toMatchObject({ lease_owner: 'live-worker' });
   expect(await claimed(lapsed, 'w3')).toEqual({ owner: 'w3', epoch: 2 });
+});
+
+test('the reaper reads the leased tasks only, however many active tasks wait for a worker', async () => {
+  // A backlog: thousands of queued tasks, none leased, and one leased task.
+  await s.admin.query(
+    `INSERT INTO app.tasks (id, issuer, tenant, subject, client, scopes, tool, arguments,
+       argument_summary, argument_hash, idempotency_key, idempotency_kind, correlation_id,
+       deadline, ttl_ms, job_id, job_queue, status_message)
+     SELECT md5('backlog-' || n), 'https://idp.test', 'backlog', 'bob', 'agent', '{}', 'slow_tool',
+            '{}', '{}', 'h', 'backlog-' || n, 'explicit', 'c', now() + interval '1 hour',
+            3600000, gen_random_uuid(), 'q', 'queued'
+       FROM generate_series(1, 5000) AS n`,
+  );
+  await claimed(await insertTask(s.admin), 'w-backlog');
+  await s.admin.query('ANALYZE app.tasks');
+  const plan = JSON.stringify(
+    (await s.admin.query(`EXPLAIN (FORMAT JSON) ${REAP_EXPIRED_LEASES}`)).rows[0]['QUERY PLAN'],
+  );
+  expect(plan).toContain('"Index Name":"tasks_leased"');
 });
