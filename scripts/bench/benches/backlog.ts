@@ -37,6 +37,14 @@ async function heapUsedMb(port: number): Promise<number> {
   }
 }
 
+/** Whether the server vacuums on its own: without it, what a drain leaves dead stays. */
+async function autovacuum(ctx: BenchContext): Promise<string> {
+  const [row] = await ctx.sql<{ setting: string }>(
+    `SELECT setting FROM pg_settings WHERE name = 'autovacuum'`,
+  );
+  return row?.setting ?? 'unknown';
+}
+
 async function tableStats(ctx: BenchContext) {
   return ctx.sql<{ name: string; live: number; dead: number; size: string }>(
     `SELECT schemaname || '.' || relname AS name, n_live_tup::int AS live, n_dead_tup::int AS dead,
@@ -180,6 +188,6 @@ export async function benchBacklog(ctx: BenchContext): Promise<void> {
     result: stats
       .map((s) => `${s.name} ${fmt(s.live)} live, ${fmt(s.dead)} dead, ${s.size}`)
       .join('; '),
-    samples: 'pg_stat_user_tables right after the last task ended (autovacuum on, as configured)',
+    samples: `pg_stat_user_tables right after the last task ended (the server's autovacuum ${await autovacuum(ctx)})`,
   });
 }

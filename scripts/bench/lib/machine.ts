@@ -19,7 +19,7 @@ export async function machineInfo(databaseUrl: string): Promise<MachineInfo> {
       .server_version;
     const settings = await client.query<{ name: string; setting: string; unit: string | null }>(
       `SELECT name, setting, unit FROM pg_settings
-        WHERE name IN ('max_connections', 'shared_buffers', 'fsync', 'synchronous_commit') ORDER BY name`,
+        WHERE name IN ('autovacuum', 'max_connections', 'shared_buffers', 'fsync', 'synchronous_commit') ORDER BY name`,
     );
     return {
       cpu: os.cpus()[0]?.model ?? 'unknown',
