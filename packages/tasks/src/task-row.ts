@@ -95,41 +95,36 @@ export const everyTaskColumnListed: [Unlisted] extends [never] ? true : Unlisted
 export const TASK_SELECT = TASK_COLUMNS.join(', ');
 
 /**
- * The columns a verb on one task (get, result, cancel, answer) reads: what every wire shows of
- * it, what the verb decides on, and what its audit event names. Not the call's arguments (a
- * verb shows their summary), its scopes, idempotency, attempts, lease epoch or placement: the
- * start and the worker read those. A poll reads its row at every request, and node-postgres
- * builds the row from its columns at every execution (a parser per column, then each value),
- * so the verbs' row carries only these: 24 columns instead of 38, none of them the arguments.
+ * The columns no verb on one task (get, result, cancel, answer) reads: the call's raw
+ * arguments (a verb shows their summary), its scopes, idempotency, attempts, lease epoch and
+ * placement, which the start and the worker read. A verb's row holds every other column
+ * (VERB_COLUMNS): what every wire shows of the task, what the verb decides on and what its
+ * audit event names. A poll reads its row at every request, and node-postgres builds the row
+ * from its columns at every execution (a parser per column, then each value), so the verbs'
+ * row carries 24 columns instead of 38, none of them the arguments.
  */
-export const VERB_COLUMNS = [
-  'id',
-  'tenant',
-  'subject',
-  'client',
-  'tool',
-  'argument_summary',
-  'correlation_id',
-  'status',
-  'status_version',
-  'status_message',
-  'progress',
-  'created_at',
-  'updated_at',
-  'started_at',
-  'ended_at',
-  'deadline',
-  'ttl_ms',
-  'poll_interval_ms',
-  'outcome',
-  'ended_by',
-  'lease_owner',
-  'job_id',
-  'needs_live_user',
-  'job_queue',
+const NOT_READ_BY_VERBS = [
+  'issuer',
+  'scopes',
+  'arguments',
+  'argument_hash',
+  'idempotency_key',
+  'idempotency_kind',
+  'dedupe_until',
+  'cancel_requested_at',
+  'lease_epoch',
+  'attempts',
+  'stage_grants',
+  'tool_version',
+  'tool_fingerprint',
+  'registry_fingerprint',
 ] as const satisfies ReadonlyArray<keyof TaskRow>;
+type VerbColumn = Exclude<keyof TaskRow, (typeof NOT_READ_BY_VERBS)[number]>;
+export const VERB_COLUMNS = TASK_COLUMNS.filter(
+  (c): c is VerbColumn => !(NOT_READ_BY_VERBS as readonly string[]).includes(c),
+);
 /** A task as a verb on it reads it (VERB_COLUMNS); a whole TaskRow is one too. */
-export type VerbTaskRow = Pick<TaskRow, (typeof VERB_COLUMNS)[number]>;
+export type VerbTaskRow = Pick<TaskRow, VerbColumn>;
 /** `SELECT ${VERB_SELECT} FROM app.tasks ...` */
 export const VERB_SELECT = VERB_COLUMNS.join(', ');
 

@@ -246,26 +246,17 @@ export async function createTask(
         deps.limits,
       ) ??
       (revocationFromRow(row, p) ? taskError('principal_revoked', REVOKED_MESSAGE) : undefined);
-    if (refused) {
+    const outcome = refused ?? (await reuseExisting(deps.pool, owner, key, hash, input, audit));
+    if (outcome === 'retry') continue;
+    if (!outcome.ok) {
       await deps.denials.deny({
         type: 'task.denied',
         ...audit,
-        reason: refused.code,
-        data: { verb: 'start', wire: input.wire },
-      });
-      return refused;
-    }
-    const existing = await reuseExisting(deps.pool, owner, key, hash, input, audit);
-    if (existing === 'retry') continue;
-    if (!existing.ok) {
-      await deps.denials.deny({
-        type: 'task.denied',
-        ...audit,
-        reason: existing.code,
+        reason: outcome.code,
         data: { verb: 'start', wire: input.wire },
       });
     }
-    return existing;
+    return outcome;
   }
   throw new Error('createTask: idempotency slot kept changing under concurrent starts');
 }
