@@ -114,6 +114,8 @@ const LIMITS: Record<string, string> = {
     "the same work as the 2026 poll: the 2025-11-25 fast path reaches the same verb with the same checks (see the 2026 row); the row with TASKS_GET_FAST_PATH=off shows what the SDK's per-request server cost on top.",
   'poll-ratio-jobs':
     'the same work as the 2026 poll: a 2025-11-25 `tools/call` of get_job_status as the v1 SDK sends it takes its own fast path to the same dispatch.callTool the SDK\'s handler makes (docs/scaling.md, "Polls on every wire").',
+  'volume-poll':
+    "a poll is one statement that looks its task up by primary key, which does not grow with the table; the seeded runs follow the bulk seeding directly, while the server (if it autovacuums: the machine line says) works through the freshly written rows, and a poll's p50 is a few milliseconds, so a busy minute moves the ratio. Compare the gateway's CPU per poll in the empty and seeded runs of the log: the size of the database cannot change it.",
   'poll-ratio':
     'the work the baseline skips, in the same one round trip to PostgreSQL: the revocation check, the rate-limit count (an upsert, where the baseline only reads) and the read of the caller\'s own task with its status-read mark (a wider row to parse: every column of the task); then the status-read audit step (under the default a repeat poll finds its mark and writes nothing; under STATUS_READ_AUDIT=all it waits for a group commit) and the JSON-RPC/MCP envelope (see "Polls" below). Verified tokens are remembered (AUTH_TOKEN_CACHE_MS), so a poll no longer pays a signature check the baseline pays.',
 };
