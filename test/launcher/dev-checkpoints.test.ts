@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { execFile } from 'node:child_process';
+import pg from 'pg';
 import { recreateDatabase } from '@mtg/db';
 import { connectV1 } from '../support/clients.ts';
 import { logInOverHttp, send } from '../support/console-http.ts';
@@ -17,6 +18,7 @@ const run = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../apps/cli/src/main.ts', import.meta.url));
 let stack: ChildProcess | undefined;
 let dataDir: string;
+const DATABASE = `mtg_dev_checkpoints_${process.pid}`;
 
 afterAll(async () => {
   if (stack && stack.exitCode === null && stack.signalCode === null) {
@@ -25,14 +27,19 @@ afterAll(async () => {
     await exited;
   }
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  // The stack's database, on the shared test server: gone with the test, as every test's is.
+  const admin = new pg.Client({ connectionString: process.env.TEST_ADMIN_DATABASE_URL! });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(DATABASE)} WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
 }, 60_000);
 
 test("dev signs checkpoints on its own and the console verifies a task's trail against them", async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), 'mtg-dev-checkpoints-'));
-  const databaseUrl = await recreateDatabase(
-    process.env.TEST_ADMIN_DATABASE_URL!,
-    `mtg_dev_checkpoints_${process.pid}`,
-  );
+  const databaseUrl = await recreateDatabase(process.env.TEST_ADMIN_DATABASE_URL!, DATABASE);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: databaseUrl,
