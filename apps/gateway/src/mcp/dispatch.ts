@@ -51,6 +51,8 @@ export interface Dispatch {
     workload: Workload | undefined,
     cursor: string | undefined,
   ): ToolsPage<ListedTool>;
+  /** Whether `name` is one of the long tools (started as a task), whoever asks. */
+  isLongTool(name: string): boolean;
   callTool(
     params: { name: string; arguments?: unknown },
     mode: CallMode,
@@ -72,6 +74,7 @@ export function createDispatch(
   });
   const dispatch: Dispatch = {
     tasks,
+    isLongTool: (name) => longTools.has(name),
     listToolsPage(principal, workload, cursor) {
       return pageOfTools(dispatch.listTools(principal, workload).tools, cursor);
     },

@@ -8,6 +8,8 @@ import type { Dispatch } from './dispatch.ts';
 import { createLegacyServer } from './legacy-server.ts';
 import { createModernServer } from './modern-server.ts';
 import { fastTasksGet } from './fast-tasks-get.ts';
+import { fastTaskStart } from './fast-task-start.ts';
+import { sendAnswer } from './fast-wire.ts';
 import { answerFromResponse } from './legacy-elicitation.ts';
 import { RPC, sendRpcError } from '../http/json-rpc-error.ts';
 import {
@@ -72,6 +74,8 @@ export function mcpEndpoint(
       }
       const request = requestContextOf(res);
       if (fast && (await fast(req, res, request))) return;
+      const started = fast ? await fastTaskStart(dispatch, req, request) : undefined;
+      if (started) return sendAnswer(res, started);
       if (await answerFromResponse(req.body, res, { dispatch, request, logger })) return;
       // The SDKs hand `req.auth` to their handlers as authInfo: it carries the context.
       (req as Request & { auth?: RequestAuthInfo }).auth = new RequestAuthInfo(request);
