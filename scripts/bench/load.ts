@@ -8,9 +8,10 @@ import { body2026, headers2026 } from './lib/mcp.ts';
 export type Scenario =
   /**
    * tools/call of bulk_update_records with arguments no other request used; `count` records
-   * (default 500) make ceil(count / 500) steps.
+   * (default 500) make ceil(count / 500) steps. On the 2026 wire with the tasks extension, or
+   * (`wire: '2025'`) task-augmented (`task: {}`) on the 2025-11-25 wire as the v1 SDK sends it.
    */
-  | { kind: 'start'; tokens: string[]; runTag: string; count?: number }
+  | { kind: 'start'; tokens: string[]; runTag: string; count?: number; wire?: '2026' | '2025' }
   /** tasks/get on the 2026 wire, round-robin over (token, taskId) pairs. */
   | { kind: 'poll'; pairs: Array<{ token: string; taskId: string }> }
   /**
@@ -19,6 +20,8 @@ export type Scenario =
    * (tools/call on the same wire), as a client without tasks polls.
    */
   | { kind: 'poll-2025' | 'poll-job'; pairs: Array<{ token: string; taskId: string }> }
+  /** tasks/result on the 2025-11-25 wire (the result of an ended task; an SSE reply). */
+  | { kind: 'result-2025'; pairs: Array<{ token: string; taskId: string }> }
   /** GET /tasks/:id on the baseline server, same pairs. */
   | { kind: 'baseline-poll'; pairs: Array<{ token: string; taskId: string }> }
   /** One fixed request (the retry storm). */
@@ -80,18 +83,20 @@ function requestFor(spec: LoadSpec, url: string, offset: number): autocannon.Req
           const i = n++;
           const token = s.tokens[i % s.tokens.length]!;
           // Distinct arguments, so each derived idempotency key differs.
-          const body = body2026(
-            'tools/call',
-            {
-              name: 'bulk_update_records',
-              arguments: {
-                collection: `bench-${s.runTag}`,
-                count: s.count ?? 500,
-                patch: { n: i, tag: s.runTag },
-              },
+          const call = {
+            name: 'bulk_update_records',
+            arguments: {
+              collection: `bench-${s.runTag}`,
+              count: s.count ?? 500,
+              patch: { n: i, tag: s.runTag },
             },
-            i,
-          );
+          };
+          if (s.wire === '2025') {
+            const params = { ...call, task: {} };
+            const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params });
+            return { ...req, headers: headers2025(token), body };
+          }
+          const body = body2026('tools/call', call, i);
           return { ...req, headers: headers2026(token, 'tools/call', 'bulk_update_records'), body };
         },
       };
@@ -110,8 +115,10 @@ function requestFor(spec: LoadSpec, url: string, offset: number): autocannon.Req
         },
       };
     case 'poll-2025':
+    case 'result-2025':
     case 'poll-job': {
       const job = s.kind === 'poll-job';
+      const method = s.kind === 'result-2025' ? 'tasks/result' : 'tasks/get';
       return {
         method: 'POST',
         path,
@@ -129,7 +136,7 @@ function requestFor(spec: LoadSpec, url: string, offset: number): autocannon.Req
                     method: 'tools/call',
                     params: { name: 'get_job_status', arguments: { jobId: taskId } },
                   }
-                : { jsonrpc: '2.0', id: i, method: 'tasks/get', params: { taskId } },
+                : { jsonrpc: '2.0', id: i, method, params: { taskId } },
             ),
           };
         },

@@ -68,11 +68,17 @@ async function pollTargets(ctx: BenchContext): Promise<TaskRef[]> {
   }
 }
 
-const startScenario = (ctx: BenchContext, tag: string, count = 500 * STEPS) => ({
+const startScenario = (
+  ctx: BenchContext,
+  tag: string,
+  count = 500 * STEPS,
+  wire: '2026' | '2025' = '2026',
+) => ({
   kind: 'start' as const,
   tokens: ctx.users.map((u) => u.token),
   runTag: tag,
   count,
+  wire,
 });
 
 /** Start → completed minus the tool's own step time, for the tasks given. */
@@ -99,25 +105,36 @@ async function overheads(ctx: BenchContext, ids: string[]) {
 let headlineOverhead: Awaited<ReturnType<typeof overheads>> | undefined;
 
 export async function benchTasks(ctx: BenchContext): Promise<void> {
-  const { runs, durationS } = ctx.options;
   await ctx.topology({ gateways: 1, workers: 2, gatewayEnv: NO_CAPS, workerEnv: WORKERS_ENV });
   await ctx.reset();
   const targets = await pollTargets(ctx);
   const pairs = targets.map((t) => ({ token: t.token, taskId: t.id }));
   const exclude = targets.map((t) => t.id);
+  for (const wire of ['2026', '2025'] as const) await headline(ctx, wire, pairs, exclude);
+  await ctx.reset();
+}
+
+/** The headline on one wire: starts and polls of that wire, 2 workers running the tasks. */
+async function headline(
+  ctx: BenchContext,
+  wire: '2026' | '2025',
+  pairs: Array<{ token: string; taskId: string }>,
+  exclude: string[],
+): Promise<void> {
+  const { runs, durationS } = ctx.options;
   const load = (tag: string, seconds: number) =>
     Promise.all([
       runLoadProcess({
         urls: [ctx.stack.mcpUrl],
         connections: START_CONNECTIONS,
         durationS: seconds,
-        scenario: startScenario(ctx, tag),
+        scenario: startScenario(ctx, tag, 500 * STEPS, wire),
       }),
       runLoadProcess({
         urls: [ctx.stack.mcpUrl],
         connections: POLL_CONNECTIONS,
         durationS: seconds,
-        scenario: { kind: 'poll', pairs },
+        scenario: { kind: wire === '2025' ? 'poll-2025' : 'poll', pairs },
       }),
     ]);
   const warmFrom = await dbNow(ctx);
@@ -194,14 +211,13 @@ export async function benchTasks(ctx: BenchContext): Promise<void> {
     };
     results.push(res);
     ctx.log(
-      `headline run ${r + 1}: ${fmt(res.starts)} starts/s, ${fmt(res.completions)} completed/s, ${fmt(res.polls)} polls/s over ${fmt(windowS, 1)} s; backlog grew by ${growth} (${w!.created} created; drained ${fmt(drainS, 1)} s after the load), ${res.failed} not completed; CPU ms per completed task (polls included): ${describe(res.cpu)}`,
+      `headline (${wire} wire) run ${r + 1}: ${fmt(res.starts)} starts/s, ${fmt(res.completions)} completed/s, ${fmt(res.polls)} polls/s over ${fmt(windowS, 1)} s; backlog grew by ${growth} (${w!.created} created; drained ${fmt(drainS, 1)} s after the load), ${res.failed} not completed; CPU ms per completed task (polls included): ${describe(res.cpu)}`,
     );
   }
   const mid = [...results].sort((a, b) => a.completions - b.completions)[
     Math.floor(results.length / 2)
   ]!;
-  headlineOverhead = await overheads(ctx, mid.ids);
-  await ctx.reset();
+  if (wire === '2026') headlineOverhead = await overheads(ctx, mid.ids);
 
   const starts = median(results.map((x) => x.starts));
   const completions = median(results.map((x) => x.completions));
@@ -214,8 +230,11 @@ export async function benchTasks(ctx: BenchContext): Promise<void> {
   const failed = results.reduce((s, x) => s + x.failed, 0);
   ctx.rows.push({
     section: 'Tasks',
-    goalId: 'headline',
-    measure: `Starts/s with workers running them (headline): ${STEPS}-step tool (bulk_update_records, 1,000 records), ${STEP_MS} ms steps, ${START_CONNECTIONS} connections starting on the 2026 wire, ${POLL_CONNECTIONS} polling \`tasks/get\`, 2 workers`,
+    goalId: wire === '2026' ? 'headline' : 'headline-2025',
+    measure:
+      wire === '2026'
+        ? `Starts/s with workers running them (headline): ${STEPS}-step tool (bulk_update_records, 1,000 records), ${STEP_MS} ms steps, ${START_CONNECTIONS} connections starting on the 2026 wire, ${POLL_CONNECTIONS} polling \`tasks/get\`, 2 workers`
+        : `The headline on the 2025-11-25 wire: the same tool and workers, ${START_CONNECTIONS} connections starting it with a task-augmented \`tools/call\` as the v1 SDK sends it, ${POLL_CONNECTIONS} polling \`tasks/get\` on that wire`,
     result:
       `${fmt(sustained)}/s sustained (${fmt(starts)} starts/s, ${fmt(completions)} completions/s` +
       (keptUp
@@ -227,6 +246,7 @@ export async function benchTasks(ctx: BenchContext): Promise<void> {
     samples: `median of ${runs} × ${durationS} s (a window ${RAMP_S} s into a load ${2 * RAMP_S} s longer)${failed ? `; ${failed} tasks did not complete` : ''}${requestFailures ? `; ${requestFailures} failed requests` : ''}`,
     note: `CPU ms per completed task during the load, polls included: ${describe(mid.cpu)}`,
   });
+  if (wire === '2025') return;
   ctx.rows.push({
     section: 'Tasks',
     goalId: 'peer-polls',
@@ -252,28 +272,35 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
   const n = Math.max(60, ctx.options.samples * 10);
   const withStatements = await statementsAvailable(ctx);
   let statements: StatementRow[] = [];
-  const phases = new Map<
-    number,
-    {
-      start: PerGroup;
-      run: PerGroup;
-      read: PerGroup;
-      counts: Awaited<ReturnType<typeof runCounts>>;
-      delegations: number;
-      startIdp: number;
-      writes: string;
-      events: string;
-    }
-  >();
+  type Phases = {
+    start: PerGroup;
+    run: PerGroup;
+    read: PerGroup;
+    counts: Awaited<ReturnType<typeof runCounts>>;
+    delegations: number;
+    startIdp: number;
+    writes: string;
+    events: string;
+  };
+  const phases = new Map<number, Phases>();
+  // The headline's 2-step task again, started and read on the 2025-11-25 wire.
+  let phases2025: Phases | undefined;
   const problems: string[] = [];
   // A warm-up batch, unmeasured: JIT, pools, the workers' own tokens.
-  for (const steps of [2, 1, 2, 4]) {
+  const batches: Array<[number, '2026' | '2025']> = [
+    [2, '2026'],
+    [1, '2026'],
+    [2, '2026'],
+    [4, '2026'],
+    [2, '2025'],
+  ];
+  for (const [steps, wire] of batches) {
     await ctx.reset();
     const since = await dbNow(ctx);
     // PostgreSQL publishes an idle backend's row counts up to 10 s late: the measured
     // 2-step batch waits that out before and after, and reports rows per task for the
     // batch as a whole (start, run and result read).
-    const counted = steps === 2 && phases.has(2);
+    const counted = steps === 2 && wire === '2026' && phases.has(2);
     if (counted) await sleep(11_000);
     const writesStart = counted ? await tableWrites(ctx) : undefined;
     if (counted && withStatements) await resetStatements(ctx);
@@ -288,7 +315,7 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
         connections: START_CONNECTIONS,
         durationS: 60,
         amount: n,
-        scenario: startScenario(ctx, `cost${steps}-${Date.now()}`, 500 * steps),
+        scenario: startScenario(ctx, `cost${steps}-${wire}-${Date.now()}`, 500 * steps, wire),
       });
       startCpu = meter.stop();
       await sleep(200);
@@ -310,7 +337,10 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
       connections: Math.min(START_CONNECTIONS, refs.length),
       durationS: 60,
       amount: refs.length,
-      scenario: { kind: 'poll', pairs: refs.map((r) => ({ token: r.token, taskId: r.id })) },
+      scenario: {
+        kind: wire === '2025' ? 'result-2025' : 'poll',
+        pairs: refs.map((r) => ({ token: r.token, taskId: r.id })),
+      },
     });
     const readCpu = readMeter.stop();
     if (counted && withStatements) statements = await statementSplit(ctx, refs.length);
@@ -325,12 +355,12 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
     const readFailed = read.non2xx + read.errors + read.rpcErrors;
     if (startFailed || readFailed || counts.failed || open)
       problems.push(
-        `${steps}-step batch: ${startFailed} starts and ${readFailed} result reads failed (HTTP ${JSON.stringify({ ...startLoad.statusCounts })} / ${JSON.stringify({ ...read.statusCounts })}), ${counts.failed} tasks failed, ${open} did not end`,
+        `${steps}-step batch (${wire} wire): ${startFailed} starts and ${readFailed} result reads failed (HTTP ${JSON.stringify({ ...startLoad.statusCounts })} / ${JSON.stringify({ ...read.statusCounts })}), ${counts.failed} tasks failed, ${open} did not end`,
       );
     ctx.log(
-      `cost ${steps}-step: ${refs.length} started, ${counts.completed} completed (${counts.failed} failed, ${open} open), ${counts.steps} steps, ${counts.exchanges} exchanges, ${counts.writes} downstream writes, ${read.requests} result reads (${read.non2xx + read.errors + read.rpcErrors} failed); start ${describe(perGroup(startCpu, refs.length))}; run ${describe(perGroup(runCpu, counts.completed))}; read ${describe(perGroup(readCpu, read.requests))}`,
+      `cost ${steps}-step (${wire} wire): ${refs.length} started, ${counts.completed} completed (${counts.failed} failed, ${open} open), ${counts.steps} steps, ${counts.exchanges} exchanges, ${counts.writes} downstream writes, ${read.requests} result reads (${read.non2xx + read.errors + read.rpcErrors} failed); start ${describe(perGroup(startCpu, refs.length))}; run ${describe(perGroup(runCpu, counts.completed))}; read ${describe(perGroup(readCpu, read.requests))}`,
     );
-    phases.set(steps, {
+    const measured: Phases = {
       start: perGroup(startCpu, refs.length),
       run: perGroup(runCpu, counts.completed),
       read: perGroup(readCpu, read.requests),
@@ -340,7 +370,9 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
       writes:
         writesStart && writesEnd ? describeWrites(writesStart, writesEnd, counts.completed) : '',
       events: await auditEventsPerTask(ctx, ids),
-    });
+    };
+    if (wire === '2025') phases2025 = measured;
+    else phases.set(steps, measured);
   }
   await ctx.reset();
 
@@ -373,11 +405,15 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
     GROUPS.map((g) => [g, two.start[g] + two.run[g] + two.read[g]]),
   ) as PerGroup;
   const sum = total(perTask);
+  const core = phases2025!;
+  const perTask2025 = Object.fromEntries(
+    GROUPS.map((g) => [g, core.start[g] + core.run[g] + core.read[g]]),
+  ) as PerGroup;
   ctx.rows.push({
     section: 'Tasks',
     goalId: 'cpu-per-task',
     measure: `CPU ms per completed task, start → result (${STEPS}-step tool, ${STEP_MS} ms steps), summed over gateway, workers, IdP, downstream and PostgreSQL`,
-    result: `${fmt(sum, 1)} ms (${describe(perTask)})`,
+    result: `${fmt(sum, 1)} ms (${describe(perTask)}); on the 2025-11-25 wire (a task-augmented \`tools/call\` as the v1 SDK sends it, the result read with \`tasks/result\`): ${fmt(total(perTask2025), 1)} ms`,
     goal: 'goal ≤ 15 ms',
     met: sum <= 15,
     samples: `${n} tasks per batch; phases measured apart (see the table below)${problems.length ? `; ${problems.join('; ')}` : ''}`,
@@ -398,6 +434,10 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
     `| result read (one \`tasks/get\` of the ended task, status + result audited) | ${cells(two.read)} |`,
     `| **a ${STEPS}-step task: start + run (measured) + result read** | ${cells(perTask)} |`,
     `| for comparison, a run as pickup + settle + ${STEPS} × step | ${cells(Object.fromEntries(GROUPS.map((g) => [g, fixed[g] + STEPS * step[g]])) as PerGroup)} |`,
+    `| the same task on the 2025-11-25 wire: start request (task-augmented \`tools/call\`) | ${cells(core.start)} |`,
+    `| … its run | ${cells(core.run)} |`,
+    `| … its result read (\`tasks/result\`, an SSE reply) | ${cells(core.read)} |`,
+    `| **a ${STEPS}-step task on the 2025-11-25 wire: start + run + result read** | ${cells(perTask2025)} |`,
     '',
     `What a ${STEPS}-step task writes, start to result read: audit events ${two.events}; rows inserted or updated per table (pg_stat_all_tables): ${two.writes}.`,
     '',
