@@ -26,7 +26,20 @@ export interface PoolOptions {
    * Unset: no limit (for pools whose statements may run long: migrations, verify, archive).
    */
   queryTimeoutMs?: number;
+  /** How long an idle connection stays in the pool (default IDLE_CONNECTION_MS). */
+  idleTimeoutMs?: number;
 }
+
+/**
+ * An idle connection is kept a minute, not node-postgres's 10 s. A session carries what the
+ * next request would otherwise pay for again: the backend process and its authentication,
+ * the catalog caches it has built, and every prepared statement with its plan (the task
+ * path's statements are all prepared). With 10 s, every burst after a pause of 10 s reopened
+ * the pool: in the cost bench, the batches that followed an 11 s pause cost PostgreSQL about
+ * twice the CPU per start of those that did not (docs/scaling.md, "The cost of one task").
+ * The pool's `max` still bounds the sessions held.
+ */
+export const IDLE_CONNECTION_MS = 60_000;
 
 // int8 (bigint) as a JS number is safe for our sequences (< 2^53); counts come back as numbers.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -53,6 +66,7 @@ export function createPool(options: PoolOptions): Pool {
     application_name: options.applicationName,
     // Fail fast instead of hanging on a dead database; callers retry.
     connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: options.idleTimeoutMs ?? IDLE_CONNECTION_MS,
     ...(options.queryTimeoutMs ? { query_timeout: options.queryTimeoutMs } : {}),
     // TCP keepalives from our side too, so a connection to a server that vanished (a
     // failover's old primary) is found dead by the kernel rather than kept forever.
