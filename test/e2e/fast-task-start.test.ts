@@ -6,6 +6,7 @@
 // take still reach the SDKs.
 import type { Request } from 'express';
 import { coreTaskStart, plainTaskStart } from '../../apps/gateway/src/mcp/fast-task-start.ts';
+import { auditCounts, countsDelta } from '../support/audit-counts.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 
@@ -223,31 +224,17 @@ async function send(c: Case, run: string) {
   };
 }
 
-async function auditCounts(): Promise<Record<string, number>> {
-  const rows = await sql<{ type: string; reason: string | null; n: number }>(
-    stack.db.url,
-    `SELECT type, reason, count(*)::int AS n FROM audit.events
-      WHERE type LIKE 'task.%' OR type LIKE 'tool.%' GROUP BY 1, 2`,
-  );
-  return Object.fromEntries(rows.map((r) => [`${r.type}/${r.reason ?? ''}`, r.n]));
-}
-
-function delta(after: Record<string, number>, before: Record<string, number>) {
-  return Object.fromEntries(
-    Object.keys(after)
-      .map((k) => [k, after[k]! - (before[k] ?? 0)] as const)
-      .filter(([, n]) => n !== 0),
-  );
-}
+/** The events whose counts each request's answer is compared by. */
+const AUDITED = ['task.%', 'tool.%'];
 
 async function runAll(run: string) {
   const answers = [];
   const audits = [];
   const rows = [];
   for (const c of CASES) {
-    const before = await auditCounts();
+    const before = await auditCounts(stack.db.url, AUDITED);
     const answer = await send(c, run);
-    audits.push(delta(await auditCounts(), before));
+    audits.push(countsDelta(await auditCounts(stack.db.url, AUDITED), before));
     const { taskId, ...shown } = answer;
     answers.push(shown);
     // The task row a start made, as the wire and mode recorded it.

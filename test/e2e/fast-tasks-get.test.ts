@@ -7,6 +7,7 @@ import { coreTasksGet, plainTasksGet } from '../../apps/gateway/src/mcp/fast-tas
 import { coreJobStatus } from '../../apps/gateway/src/mcp/fast-job-status.ts';
 import { pollUntil } from '../support/poll.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
+import { auditCounts, countsDelta } from '../support/audit-counts.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 
@@ -332,30 +333,16 @@ async function send(c: Case) {
   };
 }
 
-async function auditCounts(): Promise<Record<string, number>> {
-  const rows = await sql<{ type: string; reason: string | null; n: number }>(
-    stack.db.url,
-    `SELECT type, reason, count(*)::int AS n FROM audit.events
-      WHERE type IN ('task.status_read', 'task.result_read', 'task.denied') GROUP BY 1, 2`,
-  );
-  return Object.fromEntries(rows.map((r) => [`${r.type}/${r.reason ?? ''}`, r.n]));
-}
-
-function delta(after: Record<string, number>, before: Record<string, number>) {
-  return Object.fromEntries(
-    Object.keys(after)
-      .map((k) => [k, after[k]! - (before[k] ?? 0)] as const)
-      .filter(([, n]) => n !== 0),
-  );
-}
+/** The events whose counts each request's answer is compared by. */
+const AUDITED = ['task.status_read', 'task.result_read', 'task.denied'];
 
 async function runAll() {
   const answers = [];
   const audits = [];
   for (const c of ALL) {
-    const before = await auditCounts();
+    const before = await auditCounts(stack.db.url, AUDITED);
     answers.push(await send(c));
-    audits.push(delta(await auditCounts(), before));
+    audits.push(countsDelta(await auditCounts(stack.db.url, AUDITED), before));
   }
   return { answers, audits };
 }

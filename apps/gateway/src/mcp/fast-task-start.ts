@@ -2,15 +2,18 @@ import type { Request } from 'express';
 import { progressTokenOf, toView } from '@mtg/tasks';
 import type { RequestContext } from '../http/request-context.ts';
 import { callContextFrom, type CallMode, type Dispatch, type DispatchOutcome } from './dispatch.ts';
-import { coreStateless, isObj, validId, type FastAnswer, type Obj } from './fast-wire.ts';
+import {
+  coreStateless,
+  isObj,
+  modernFraming,
+  validId,
+  type FastAnswer,
+  type Obj,
+} from './fast-wire.ts';
 import { WIRE_2025 } from './legacy-server.ts';
-import { TASKS_EXTENSION, WIRE_2026 } from './modern-server.ts';
+import { WIRE_2026 } from './modern-server.ts';
 import { SERVER_INFO } from './server-info.ts';
 import { coreTask, createdExtTask } from './task-shapes.ts';
-
-const REVISION = '2026-07-28';
-const PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
-const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 
 /** A start the fast path takes: the tool, its arguments, the request's `_meta` and mode. */
 export interface TaskStartCall {
@@ -44,18 +47,7 @@ export function plainTaskStart(
   if (typeof params.name !== 'string' || !isLongTool(params.name)) return undefined;
   if (params.arguments !== undefined && !isObj(params.arguments)) return undefined;
   const meta = params._meta;
-  if (!isObj(meta) || meta[PROTOCOL_VERSION] !== REVISION) return undefined;
-  const caps = meta[CLIENT_CAPABILITIES];
-  if (!isObj(caps) || !isObj(caps.extensions) || !isObj(caps.extensions[TASKS_EXTENSION]))
-    return undefined;
-  const h = req.headers;
-  if (
-    h['mcp-protocol-version'] !== REVISION ||
-    h['mcp-method'] !== 'tools/call' ||
-    h['mcp-name'] !== params.name ||
-    !/\bapplication\/json\b/.test(String(h.accept ?? ''))
-  )
-    return undefined;
+  if (!isObj(meta) || !modernFraming(req, meta, 'tools/call', params.name)) return undefined;
   return { id: body.id, name: params.name, arguments: params.arguments, meta, wire: '2026' };
 }
 

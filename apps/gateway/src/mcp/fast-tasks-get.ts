@@ -2,16 +2,12 @@ import type { Request, Response } from 'express';
 import type { RequestContext } from '../http/request-context.ts';
 import { callContextFrom, type Dispatch } from './dispatch.ts';
 import { WIRE_2025 } from './legacy-server.ts';
-import { TASKS_EXTENSION, WIRE_2026 } from './modern-server.ts';
+import { WIRE_2026 } from './modern-server.ts';
 import { SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
 import { coreTask, detailedExtTask } from './task-shapes.ts';
 import { fastJobStatus } from './fast-job-status.ts';
-import { coreStateless, isObj, sendAnswer, validId, type Obj } from './fast-wire.ts';
-
-const REVISION = '2026-07-28';
-const PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
-const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+import { coreStateless, isObj, modernFraming, sendAnswer, validId, type Obj } from './fast-wire.ts';
 
 /**
  * The taskId of a 2026-07-28 `tasks/get` that the v2 SDK would accept as it stands, or
@@ -28,19 +24,7 @@ export function plainTasksGet(req: Request): { id: string | number; taskId: stri
     return undefined;
   const params = body.params;
   if (!isObj(params) || typeof params.taskId !== 'string') return undefined;
-  const meta = params._meta;
-  if (!isObj(meta) || meta[PROTOCOL_VERSION] !== REVISION) return undefined;
-  const caps = meta[CLIENT_CAPABILITIES];
-  if (!isObj(caps) || !isObj(caps.extensions) || !isObj(caps.extensions[TASKS_EXTENSION]))
-    return undefined;
-  const h = req.headers;
-  if (
-    h['mcp-protocol-version'] !== REVISION ||
-    h['mcp-method'] !== 'tasks/get' ||
-    h['mcp-name'] !== params.taskId ||
-    !/\bapplication\/json\b/.test(String(h.accept ?? ''))
-  )
-    return undefined;
+  if (!modernFraming(req, params._meta, 'tasks/get', params.taskId)) return undefined;
   return { id, taskId: params.taskId };
 }
 

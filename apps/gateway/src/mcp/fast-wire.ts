@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import { TASKS_EXTENSION } from './modern-server.ts';
 
 /** What the gateway's fast paths share: request checks and the JSON-RPC answer. */
 export type Obj = Record<string, unknown>;
@@ -26,6 +27,29 @@ export function coreStateless(req: Request): boolean {
     accept.includes('application/json') &&
     accept.includes('text/event-stream') &&
     /^application\/json\s*(;|$)/i.test(String(h['content-type'] ?? ''))
+  );
+}
+
+const MODERN_REVISION = '2026-07-28';
+
+/**
+ * Whether a 2026-07-28 request is framed exactly as a conforming client frames it: its
+ * `_meta` envelope names the revision and declares the tasks extension, and the
+ * MCP-Protocol-Version / Mcp-Method / Mcp-Name headers agree with the body (`name`: the tool
+ * of a tools/call, the task of a tasks/* request), with JSON accepted.
+ */
+export function modernFraming(req: Request, meta: unknown, method: string, name: string) {
+  if (!isObj(meta) || meta['io.modelcontextprotocol/protocolVersion'] !== MODERN_REVISION)
+    return false;
+  const caps = meta['io.modelcontextprotocol/clientCapabilities'];
+  if (!isObj(caps) || !isObj(caps.extensions) || !isObj(caps.extensions[TASKS_EXTENSION]))
+    return false;
+  const h = req.headers;
+  return (
+    h['mcp-protocol-version'] === MODERN_REVISION &&
+    h['mcp-method'] === method &&
+    h['mcp-name'] === name &&
+    /\bapplication\/json\b/.test(String(h.accept ?? ''))
   );
 }
 
