@@ -52,7 +52,7 @@ export interface Dispatch {
     cursor: string | undefined,
   ): ToolsPage<ListedTool>;
   /** Whether `name` is one of the long tools (started as a task), whoever asks. */
-  isLongTool(name: string): boolean;
+  isLongTool: (name: string) => boolean;
   callTool(
     params: { name: string; arguments?: unknown },
     mode: CallMode,

@@ -30,6 +30,25 @@ export interface TaskStartCall {
 const only = (o: Obj, keys: readonly string[]) => Object.keys(o).every((k) => keys.includes(k));
 
 /**
+ * A JSON-RPC `tools/call` of a long tool whose params hold only `keys` (each optional), with a
+ * string `name` and `arguments` absent or an object: what either wire's start must be first.
+ */
+function longToolCall(
+  req: Request,
+  isLongTool: (name: string) => boolean,
+  keys: readonly string[],
+): { id: string | number; name: string; arguments: Obj | undefined; params: Obj } | undefined {
+  const body: unknown = req.body;
+  if (!isObj(body) || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return undefined;
+  if (!validId(body.id)) return undefined;
+  const params = body.params;
+  if (!isObj(params) || !only(params, keys)) return undefined;
+  if (typeof params.name !== 'string' || !isLongTool(params.name)) return undefined;
+  if (params.arguments !== undefined && !isObj(params.arguments)) return undefined;
+  return { id: body.id, name: params.name, arguments: params.arguments, params };
+}
+
+/**
  * A 2026-07-28 `tools/call` of a long tool with the tasks extension declared, exactly as a
  * conforming client sends it (the envelope, MCP-Protocol-Version / Mcp-Method / Mcp-Name
  * agreeing with the body, JSON accepted; params `name`, `arguments` and `_meta` alone), or
@@ -39,16 +58,11 @@ export function plainTaskStart(
   req: Request,
   isLongTool: (name: string) => boolean,
 ): TaskStartCall | undefined {
-  const body: unknown = req.body;
-  if (!isObj(body) || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return undefined;
-  if (!validId(body.id)) return undefined;
-  const params = body.params;
-  if (!isObj(params) || !only(params, ['name', 'arguments', '_meta'])) return undefined;
-  if (typeof params.name !== 'string' || !isLongTool(params.name)) return undefined;
-  if (params.arguments !== undefined && !isObj(params.arguments)) return undefined;
-  const meta = params._meta;
-  if (!isObj(meta) || !modernFraming(req, meta, 'tools/call', params.name)) return undefined;
-  return { id: body.id, name: params.name, arguments: params.arguments, meta, wire: '2026' };
+  const call = longToolCall(req, isLongTool, ['name', 'arguments', '_meta']);
+  if (!call) return undefined;
+  const meta = call.params._meta;
+  if (!isObj(meta) || !modernFraming(req, meta, 'tools/call', call.name)) return undefined;
+  return { id: call.id, name: call.name, arguments: call.arguments, meta, wire: '2026' };
 }
 
 /**
@@ -61,19 +75,15 @@ export function coreTaskStart(
   req: Request,
   isLongTool: (name: string) => boolean,
 ): TaskStartCall | undefined {
-  const body: unknown = req.body;
-  if (!isObj(body) || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return undefined;
-  if (!validId(body.id) || !coreStateless(req)) return undefined;
-  const params = body.params;
-  if (!isObj(params) || !only(params, ['name', 'arguments', 'task', '_meta'])) return undefined;
-  if (typeof params.name !== 'string' || !isLongTool(params.name)) return undefined;
-  if (params.arguments !== undefined && !isObj(params.arguments)) return undefined;
-  const task = params.task;
+  if (!coreStateless(req)) return undefined;
+  const call = longToolCall(req, isLongTool, ['name', 'arguments', 'task', '_meta']);
+  if (!call) return undefined;
+  const task = call.params.task;
   if (!isObj(task) || !only(task, ['ttl'])) return undefined;
   const ttl = task.ttl;
   if (ttl !== undefined && !(typeof ttl === 'number' && Number.isSafeInteger(ttl) && ttl > 0))
     return undefined;
-  const meta = params._meta;
+  const meta = call.params._meta;
   if (meta !== undefined) {
     if (!isObj(meta) || !only(meta, ['progressToken'])) return undefined;
     const token = meta.progressToken;
@@ -81,9 +91,9 @@ export function coreTaskStart(
       return undefined;
   }
   return {
-    id: body.id,
-    name: params.name,
-    arguments: params.arguments,
+    id: call.id,
+    name: call.name,
+    arguments: call.arguments,
     meta,
     wire: '2025',
     ...(ttl !== undefined ? { ttlMs: ttl } : {}),
@@ -127,8 +137,7 @@ export async function fastTaskStart(
   req: Request,
   request: RequestContext,
 ): Promise<FastAnswer | undefined> {
-  const isLong = (name: string) => dispatch.isLongTool(name);
-  const call = plainTaskStart(req, isLong) ?? coreTaskStart(req, isLong);
+  const call = plainTaskStart(req, dispatch.isLongTool) ?? coreTaskStart(req, dispatch.isLongTool);
   if (!call) return undefined;
   const modern = call.wire === '2026';
   const progressToken = modern ? undefined : progressTokenOf(call.meta);
