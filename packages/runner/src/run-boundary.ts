@@ -21,13 +21,16 @@ export interface RunBoundary {
    * with `reuseFresh` within BOUNDARY_FRESH_MS of it decides on it instead of reading again.
    */
   observe(boundary: Boundary): void;
-  /** A progress report waits to be written. */
-  readonly progressPending: boolean;
   /**
    * The tool's progress: written with the next boundary check (the next step or call usually
    * follows at once), or within PROGRESS_FLUSH_MS when none comes.
    */
   reportProgress(progress: PendingProgress): void;
+  /**
+   * The progress report still waiting to be written, handed to the caller to write (the
+   * run's ending carries it); nothing waits after this.
+   */
+  takeProgress(): PendingProgress | undefined;
   /** The last boundary read (for a stop whose reason came by notification). */
   readonly last: Boundary | undefined;
   /** Counts a step as in flight until it settles. */
@@ -160,9 +163,6 @@ export function openRunBoundary(
       const reason = boundaryStop(b);
       if (reason) run.abort(new StopRun(reason));
     },
-    get progressPending() {
-      return progress !== undefined;
-    },
     reportProgress(p) {
       progress = p;
       clearTimeout(flush);
@@ -170,6 +170,12 @@ export function openRunBoundary(
         if (progress) check().catch(() => {});
       }, PROGRESS_FLUSH_MS);
       flush.unref();
+    },
+    takeProgress() {
+      const taken = progress;
+      progress = undefined;
+      clearTimeout(flush);
+      return taken;
     },
     get last() {
       return last;

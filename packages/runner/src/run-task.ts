@@ -115,16 +115,20 @@ export async function runTask(
     const structured = await executeThroughOutages(deps, run, { taskId, lease, log }, () =>
       held.tool.execute(made.context, task.arguments as never),
     );
-    // The end: a progress report still pending is written; otherwise the last step's
-    // journal read the boundary a moment ago.
-    await run.check(false, !run.progressPending);
+    // The end: the last step's journal read the boundary a moment ago (or it is read again);
+    // a progress report still pending rides on the ending's statement.
+    await run.check(false, true);
     const result = held.tool.returnsToolResult
       ? asToolResult(structured, held.tool.name)
       : {
           content: [{ type: 'text', text: JSON.stringify(structured) }],
           structuredContent: structured,
         };
-    return await finish(deps, held, result, { startedAt, downstreamSystems });
+    return await finish(deps, held, result, {
+      startedAt,
+      downstreamSystems,
+      progress: run.takeProgress(),
+    });
   } catch (error) {
     // Nothing may still be running when the outcome is written.
     await run.quiesce();

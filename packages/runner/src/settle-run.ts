@@ -8,6 +8,7 @@ import {
   renewLease,
   type CancelledBy,
   type Lease,
+  type PendingProgress,
   type TaskRow,
 } from '@mtg/tasks';
 import type { LongToolDefinition } from '@mtg/tools';
@@ -38,16 +39,18 @@ export async function finish(
   deps: RunDeps,
   h: Held,
   result: ToolResultShape,
-  run: { startedAt: number; downstreamSystems: Set<string> },
+  run: { startedAt: number; downstreamSystems: Set<string>; progress?: PendingProgress },
 ): Promise<RunResult> {
   const text = JSON.stringify(result);
   const size = Buffer.byteLength(text);
+  const progress = run.progress && { current: run.progress.current, total: run.progress.total };
   if (size > h.tool.limits.maxResultBytes) {
     return fail(
       deps,
       h,
       'result_too_large',
       `Result of ${size} bytes exceeds the ${h.tool.limits.maxResultBytes}-byte limit of ${h.tool.name}`,
+      progress,
     );
   }
   const settled = await completeTask(ends(deps), {
@@ -57,6 +60,7 @@ export async function finish(
     finished: { result, text, sizeBytes: size, deleteOnRead: h.tool.limits.deleteResultOnRead },
     runMs: Math.round(performance.now() - run.startedAt),
     downstreamSystems: [...run.downstreamSystems],
+    ...(progress ? { progress } : {}),
   });
   return settled ? 'settled' : 'lost';
 }
@@ -66,6 +70,7 @@ export async function fail(
   h: Held,
   outcome: string,
   message: string,
+  progress?: { current: number; total: number },
 ): Promise<RunResult> {
   await failTask(ends(deps), {
     taskId: h.task.id,
@@ -73,6 +78,7 @@ export async function fail(
     workerId: deps.workerId,
     outcome,
     message,
+    ...(progress ? { progress } : {}),
   });
   return 'settled';
 }

@@ -63,12 +63,12 @@ const COMPLETE = prepared(
   `WITH ${SETTLED},
    stored AS (
      INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
-     SELECT id, $11, $12, $13, now() + ttl_ms * interval '1 millisecond', $14 FROM settled
+     SELECT id, $12, $13, $14, now() + ttl_ms * interval '1 millisecond', $15 FROM settled
      RETURNING task_id),
    appended AS (
-     SELECT audit.append($15, ${filledAuditBody(
-       '$16',
+     SELECT audit.append($16, ${filledAuditBody(
        '$17',
+       '$18',
        `${aboutFilledValues('s')} || jsonb_build_object('durationMs', ${durationSql('s')}, 'attempts', s.attempts)`,
      )})
        FROM settled s
@@ -98,6 +98,8 @@ export async function completeTask(
     finished: FinishedResult;
     runMs: number;
     downstreamSystems: string[];
+    /** The tool's last progress report, if no statement wrote it yet (Settlement.progress). */
+    progress?: Settlement['progress'];
   },
 ): Promise<TaskRow | undefined> {
   const isError = c.finished.result.isError === true;
@@ -108,6 +110,7 @@ export async function completeTask(
     message: isError ? 'Completed with a tool error' : 'Completed',
     endedBy: { path: 'worker', worker: c.workerId },
     lease: c.lease,
+    ...(c.progress ? { progress: c.progress } : {}),
   };
   const event = auditAppendTemplate({
     type: 'task.completed',
@@ -139,7 +142,14 @@ export async function completeTask(
 /** working → failed, by the lease holder (its error, its deadline, its delegation, its result). */
 export async function failTask(
   deps: EndDeps,
-  f: { taskId: string; lease: Lease; workerId: string; outcome: string; message: string },
+  f: {
+    taskId: string;
+    lease: Lease;
+    workerId: string;
+    outcome: string;
+    message: string;
+    progress?: Settlement['progress'];
+  },
 ): Promise<TaskRow | undefined> {
   return endTask(
     deps,
@@ -150,6 +160,7 @@ export async function failTask(
       message: f.message,
       endedBy: { path: f.outcome === 'deadline' ? 'deadline' : 'worker', worker: f.workerId },
       lease: f.lease,
+      ...(f.progress ? { progress: f.progress } : {}),
     },
     (row) => ({
       type: 'task.failed',

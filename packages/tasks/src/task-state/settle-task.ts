@@ -17,6 +17,12 @@ export interface Settlement {
    * any worker still running.
    */
   lease?: Lease;
+  /**
+   * The tool's last progress report, not yet written (a completion carries it, so a report
+   * right before the end costs no statement of its own); its message is not kept, since the
+   * ending sets the status message.
+   */
+  progress?: { current: number; total: number };
 }
 
 /**
@@ -36,7 +42,7 @@ export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow 
   return result.rows[0];
 }
 
-/** The parameters $1 … $10 of SETTLED. */
+/** The parameters $1 … $11 of SETTLED. */
 export function settleParams(s: Settlement): unknown[] {
   return [
     s.taskId,
@@ -49,6 +55,7 @@ export function settleParams(s: Settlement): unknown[] {
     s.lease?.epoch ?? null,
     CHANNELS.settled,
     JSON.stringify({ taskId: s.taskId, status: s.status }),
+    s.progress ? JSON.stringify({ current: s.progress.current, total: s.progress.total }) : null,
   ];
 }
 
@@ -57,12 +64,12 @@ export function settleParams(s: Settlement): unknown[] {
  * completion stores its result and appends its event in the same statement): `settled`, the
  * row as it ended; the end of the task-bound delegation (it ends with the task); and the
  * notification to waiters (sent on commit), each only when the task settled. Parameters
- * $1 … $10 (`settleParams`).
+ * $1 … $11 (`settleParams`).
  */
 export const SETTLED = `settled AS (
      UPDATE app.tasks SET
         status = $2, outcome = $3, status_message = $4, ended_by = $5,
-        ended_at = now(), updated_at = now(),
+        ended_at = now(), updated_at = now(), progress = COALESCE($11::jsonb, progress),
         dedupe_until = CASE WHEN idempotency_kind = 'derived'
                             THEN now() + dedupe_window_ms * interval '1 millisecond' END,
         lease_owner = NULL, lease_expires_at = NULL,
