@@ -26,13 +26,16 @@ const FIRST_STATUS_READ = prepared(
    SELECT audit.append($6, $7) AS seq FROM mark`,
 );
 
-/** Records (or, under `first-per-change`, perhaps not) that the caller read `row`'s status. */
-export async function auditStatusRead(
-  pool: Pool,
+/**
+ * What recording this read of `row`'s status takes: nothing (`first-per-change`, and this
+ * caller's read of this status is marked already), the mark with the event if it is the first
+ * (`mark`), or the event (`all`); and the event.
+ */
+export function statusReadRecord(
   policy: StatusReadAudit,
   row: VerbTaskRow & { status_read_marked?: boolean },
   ctx: VerbContext,
-): Promise<void> {
+): { how: 'none' | 'mark' | 'all'; event: AuditEvent } {
   const p = ctx.principal;
   const event: AuditEvent = {
     type: 'task.status_read',
@@ -46,12 +49,22 @@ export async function auditStatusRead(
     // auditor whether reads between two events may be missing from it.
     data: { wire: ctx.wire, status: row.status, recorded: policy },
   };
-  if (policy === 'all') {
-    await appendAuditGrouped(pool, event);
-    return;
-  }
+  if (policy === 'all') return { how: 'all', event };
   // Read with the row (authorize-task.ts): this caller's read of this status is recorded.
-  if (row.status_read_marked === true) return;
+  return { how: row.status_read_marked === true ? 'none' : 'mark', event };
+}
+
+/** Records (or, under `first-per-change`, perhaps not) that the caller read `row`'s status. */
+export async function auditStatusRead(
+  pool: Pool,
+  policy: StatusReadAudit,
+  row: VerbTaskRow & { status_read_marked?: boolean },
+  ctx: VerbContext,
+): Promise<void> {
+  const { how, event } = statusReadRecord(policy, row, ctx);
+  if (how === 'all') await appendAuditGrouped(pool, event);
+  if (how !== 'mark') return;
+  const p = ctx.principal;
   await runPrepared(pool, FIRST_STATUS_READ, [
     row.id,
     p.tenant,
