@@ -26,16 +26,13 @@ const FIRST_STATUS_READ = prepared(
    SELECT audit.append($6, $7) AS seq FROM mark`,
 );
 
-/**
- * What recording this read of `row`'s status takes: nothing (`first-per-change`, and this
- * caller's read of this status is marked already), the mark with the event if it is the first
- * (`mark`), or the event (`all`); and the event.
- */
-export function statusReadRecord(
+/** Records (or, under `first-per-change`, perhaps not) that the caller read `row`'s status. */
+export async function auditStatusRead(
+  pool: Pool,
   policy: StatusReadAudit,
   row: VerbTaskRow & { status_read_marked?: boolean },
   ctx: VerbContext,
-): { how: 'none' | 'mark' | 'all'; event: AuditEvent } {
+): Promise<void> {
   const p = ctx.principal;
   const event: AuditEvent = {
     type: 'task.status_read',
@@ -49,22 +46,12 @@ export function statusReadRecord(
     // auditor whether reads between two events may be missing from it.
     data: { wire: ctx.wire, status: row.status, recorded: policy },
   };
-  if (policy === 'all') return { how: 'all', event };
+  if (policy === 'all') {
+    await appendAuditGrouped(pool, event);
+    return;
+  }
   // Read with the row (authorize-task.ts): this caller's read of this status is recorded.
-  return { how: row.status_read_marked === true ? 'none' : 'mark', event };
-}
-
-/** Records (or, under `first-per-change`, perhaps not) that the caller read `row`'s status. */
-export async function auditStatusRead(
-  pool: Pool,
-  policy: StatusReadAudit,
-  row: VerbTaskRow & { status_read_marked?: boolean },
-  ctx: VerbContext,
-): Promise<void> {
-  const { how, event } = statusReadRecord(policy, row, ctx);
-  if (how === 'all') await appendAuditGrouped(pool, event);
-  if (how !== 'mark') return;
-  const p = ctx.principal;
+  if (row.status_read_marked === true) return;
   await runPrepared(pool, FIRST_STATUS_READ, [
     row.id,
     p.tenant,

@@ -1,12 +1,11 @@
 import { nowMs, systemClock, type Clock } from '@mtg/clock';
 import type { Pool } from 'pg';
 import type { ReadRouter } from '@mtg/db';
-import { appendAuditGrouped, type AuditEvent } from '@mtg/audit';
+import { appendAuditGrouped } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { LongToolDefinition } from '@mtg/tools';
-import { auditStatusRead, statusReadRecord, type StatusReadAudit } from './audit-status-read.ts';
-import { takeResultAudited } from './take-result-audited.ts';
+import { auditStatusRead, type StatusReadAudit } from './audit-status-read.ts';
 import {
   authorizeTask,
   deny,
@@ -41,7 +40,7 @@ import { answerProblem, answerSummary, type InputResponse } from './input-schema
 import { decideApproval, listApprovals, type ApprovalView } from './approvals.ts';
 import type { OnTaskEnded } from './task-state/settle-task.ts';
 import { isReadableCursor, listTasks, type TaskPage } from './list-tasks.ts';
-import { readKeptResult, type StoredResult } from './read-result.ts';
+import { readKeptResult, readResult, type StoredResult } from './read-result.ts';
 import type { TaskEvents } from './task-events.ts';
 import { TASK_ID } from './task-id.ts';
 import {
@@ -263,9 +262,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       // at worst find nothing to resume.
       const row = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (row !== auth.task) await deps.reads?.wrote(readKeys(ctx.principal, taskId));
-      // A completed task's result read records its status read in the result's statement.
-      const withResult = options.withResult && row.status === 'completed';
-      if (!withResult) await auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
+      await auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
       const reading: TaskReading = { task: await viewOf(row), row };
       if (reading.task.inputFrom === 'caller') {
         const q = await pendingInput(deps.pool, row.id);
@@ -281,8 +278,8 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
           };
       }
       // Asked for the result of an ended task: always audited, as result() is.
-      if (withResult)
-        reading.result = (await takeResult(row, ctx, 'get', deps.reads, true)) ?? 'gone';
+      if (options.withResult && row.status === 'completed')
+        reading.result = (await takeResult(row, ctx, 'get', deps.reads)) ?? 'gone';
       else if (options.withResult && isTerminal(row.status))
         await auditResultRead(row, ctx, undefined);
       return { ok: true, ...reading };
@@ -450,15 +447,13 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
   /**
    * A completed task's stored result (deleted by the same read if delete-on-read), audited
    * as `task.result_read`; undefined, audited as the `result_gone` denial, once it is not
-   * stored any more. `statusRead`: the read also tells the caller the task's status, recorded
-   * as get() records it.
+   * stored any more.
    */
   async function takeResult(
-    task: OwnedTaskRow,
+    task: VerbTaskRow,
     ctx: VerbContext,
     verb: string,
     reads?: ReadRouter,
-    statusRead = false,
   ): Promise<StoredResult | undefined> {
     // A kept result may come from the replica (its row and the task's end commit together);
     // a delete-on-read one, or none there, is the primary's to take or to deny.
@@ -466,25 +461,14 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       ? (await reads.read(readKeys(ctx.principal, task.id), (db) => readKeptResult(db, task.id)))
           .value
       : undefined;
-    if (kept) {
-      if (statusRead) await auditStatusRead(deps.pool, deps.statusReadAudit, task, ctx);
-      await auditResultRead(task, ctx, kept);
-      return kept;
-    }
-    // On the primary, the status read, the result and its event are one statement.
-    const stored = await takeResultAudited(
-      deps.pool,
-      task,
-      ctx.principal,
-      statusRead ? statusReadRecord(deps.statusReadAudit, task, ctx) : undefined,
-      resultReadEvent(task, ctx),
-    );
-    if (!stored) await deny(deps, ctx, verb, task.id, 'result_gone', task.tool);
+    const stored = kept ?? (await readResult(deps.pool, task.id));
+    if (stored) await auditResultRead(task, ctx, stored);
+    else await deny(deps, ctx, verb, task.id, 'result_gone', task.tool);
     return stored;
   }
 
-  function resultReadEvent(task: VerbTaskRow, ctx: VerbContext, stored?: StoredResult): AuditEvent {
-    return {
+  async function auditResultRead(task: VerbTaskRow, ctx: VerbContext, stored?: StoredResult) {
+    await appendAuditGrouped(deps.pool, {
       type: 'task.result_read',
       taskId: task.id,
       ...owner(ctx.principal),
@@ -495,11 +479,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
         status: task.status,
         ...(stored ? { sizeBytes: stored.sizeBytes, deletedOnRead: stored.deletedOnRead } : {}),
       },
-    };
-  }
-
-  async function auditResultRead(task: VerbTaskRow, ctx: VerbContext, stored?: StoredResult) {
-    await appendAuditGrouped(deps.pool, resultReadEvent(task, ctx, stored));
+    });
   }
 
   return service;
