@@ -1,4 +1,10 @@
-import { renewLease, type Boundary, type Lease, type PendingProgress } from '@mtg/tasks';
+import {
+  readBoundary,
+  renewLease,
+  type Boundary,
+  type Lease,
+  type PendingProgress,
+} from '@mtg/tasks';
 import type { RunDeps } from './run-task.ts';
 import { StopRun, type StopReason } from './stop.ts';
 
@@ -11,9 +17,11 @@ import { StopRun, type StopReason } from './stop.ts';
 export interface RunBoundary {
   signal: AbortSignal;
   /**
-   * Renews and checks; throws StopRun when the run must stop. `atStepBoundary`: a graceful
-   * shutdown (drain) stops the run only between steps, so the step in flight finishes and is
-   * journaled; every other stop reason applies anywhere.
+   * Checks (renewing the lease when a third of it has passed since the last renewal, or a
+   * progress report waits to be written; reading the boundary otherwise); throws StopRun when
+   * the run must stop. `atStepBoundary`: a graceful shutdown (drain) stops the run only
+   * between steps, so the step in flight finishes and is journaled; every other stop reason
+   * applies anywhere.
    */
   check(atStepBoundary?: boolean, reuseFresh?: boolean): Promise<void>;
   /**
@@ -123,7 +131,15 @@ export function openRunBoundary(
       run.signal.addEventListener('abort', onAbort, { once: true });
       p.then(resolve, reject).finally(() => run.signal.removeEventListener('abort', onAbort));
     });
-  const check = async (atStepBoundary = false, reuseFresh = false): Promise<void> => {
+  // The lease is renewed every third of it (the timer below); a check in between that has no
+  // progress to write reads the boundary instead, writing nothing.
+  const renewEveryMs = Math.max(250, Math.floor(deps.leaseMs / 3));
+  let renewedAt = claimSentAt;
+  const check = async (
+    atStepBoundary = false,
+    reuseFresh = false,
+    renew = false,
+  ): Promise<void> => {
     if (leaseExpired()) run.abort(new StopRun('lease_expired'));
     if (reuseFresh && last && performance.now() - lastAt < BOUNDARY_FRESH_MS) {
       return decide(last, atStepBoundary);
@@ -133,24 +149,27 @@ export function openRunBoundary(
     clearTimeout(flush);
     let b: Boundary;
     const sentAt = performance.now();
+    const renewing = renew || carried !== undefined || sentAt - renewedAt >= renewEveryMs;
     try {
-      b = await untilStopped(renewLease(deps.pool, taskId, lease, deps.leaseMs, carried));
+      b = await untilStopped(
+        renewing
+          ? renewLease(deps.pool, taskId, lease, deps.leaseMs, carried)
+          : readBoundary(deps.pool, taskId, lease),
+      );
     } catch (error) {
       progress ??= carried; // not written: the next check carries it
       throw error;
     }
-    if (b.mine && !run.signal.aborted) {
+    if (renewing && b.mine && !run.signal.aborted) {
+      renewedAt = Math.max(renewedAt, sentAt);
       validUntil = Math.max(validUntil, sentAt + deps.leaseMs - leaseMarginMs(deps.leaseMs));
     }
     record(b);
     decide(b, atStepBoundary);
   };
-  const renewer = setInterval(
-    () => {
-      check().catch(() => {});
-    },
-    Math.max(250, Math.floor(deps.leaseMs / 3)),
-  );
+  const renewer = setInterval(() => {
+    check(false, false, true).catch(() => {});
+  }, renewEveryMs);
   renewer.unref();
 
   return {

@@ -103,6 +103,27 @@ const pack = definePack({
       },
     }),
     defineLongTool({
+      name: 'probe_two_calls',
+      title: 'Two calls in one step',
+      description: 'Calls the ledger, waits for the test, calls it again; no progress.',
+      input: z.object({ run: z.number().int() }),
+      scope: 'probe:run',
+      summarize: () => ({}),
+      async execute(ctx) {
+        await ctx.step('calls', async (signal) => {
+          await ctx
+            .target('ledger')
+            .post('/c', { i: 0 }, { idempotencyKey: `${ctx.taskId}:0`, signal });
+          await gate.promise;
+          await ctx
+            .target('ledger')
+            .post('/c', { i: 1 }, { idempotencyKey: `${ctx.taskId}:1`, signal });
+          return {};
+        });
+        return {};
+      },
+    }),
+    defineLongTool({
       name: 'probe_progress_then_wait',
       title: 'Progress, then a wait outside any step',
       description: 'Reports progress, then waits with no boundary to carry the report.',
@@ -274,6 +295,62 @@ test('a cancel recorded during a step, with no notification, stops the run befor
     expect(await run).toBe('settled');
     expect(long.stepRuns(id)).toEqual({ first: 1 });
     expect(await long.task(id)).toMatchObject({ status: 'cancelled', steps: ['first'] });
+  } finally {
+    await long.close();
+  }
+});
+
+test('a call between renewals reads the boundary without writing: nothing is written, and a cancel recorded meanwhile stops the next call', async () => {
+  // A long lease (renewed every 10 s): between the claim and the ending, the checks before
+  // the calls are reads. Every write to the task's row is logged by a trigger.
+  const long = await createToolHarness({ pack, targets: { ledger }, leaseMs: 30_000 });
+  try {
+    await sql(
+      long.databaseUrl,
+      `CREATE TABLE public.task_writes (task_id text, status text);
+       CREATE FUNCTION public.log_task_write() RETURNS trigger LANGUAGE plpgsql
+         SECURITY DEFINER AS $$
+       BEGIN INSERT INTO public.task_writes VALUES (NEW.id, NEW.status); RETURN NEW; END $$;
+       CREATE TRIGGER log_task_write AFTER UPDATE ON app.tasks
+         FOR EACH ROW EXECUTE FUNCTION public.log_task_write();`,
+    );
+    const writes = async (id: string) =>
+      (
+        await sql<{ status: string }>(
+          long.databaseUrl,
+          'SELECT status FROM public.task_writes WHERE task_id = $1',
+          [id],
+        )
+      ).map((w) => w.status);
+
+    gate = opened();
+    gate.resolve(undefined);
+    const done = await long.start('probe_two_calls', { run: 1 });
+    expect(await long.run(done.id)).toBe('settled');
+    expect(ledger.writes(done.id)).toHaveLength(2);
+    // The claim and the completion; no renewal for either call.
+    expect(await writes(done.id)).toEqual(['working', 'completed']);
+
+    gate = opened();
+    const { id } = await long.start('probe_two_calls', { run: 2 });
+    const run = long.run(id);
+    await pollUntil(
+      async () => ledger.writes(id).length,
+      (n) => n === 1,
+      5000,
+      10,
+      'the first call made',
+    );
+    await sql(
+      long.databaseUrl,
+      `UPDATE app.tasks SET cancel_requested_at = now(),
+              cancel_requested_by = '{"path":"owner","reason":"probe"}' WHERE id = $1`,
+      [id],
+    );
+    gate.resolve(undefined);
+    expect(await run).toBe('settled');
+    expect(ledger.writes(id)).toHaveLength(1);
+    expect(await long.task(id)).toMatchObject({ status: 'cancelled' });
   } finally {
     await long.close();
   }

@@ -37,6 +37,7 @@ export {
   reapExpiredLeases,
   recordStatusMessage,
   releaseLease,
+  readBoundary,
   renewLease,
   signalDeadline,
   takeStageGrant,

@@ -29,6 +29,7 @@ export { claimTask, noteWaitingForWorker, type ClaimOutcome } from './claim-task
 export {
   releaseLease,
   reapExpiredLeases,
+  readBoundary,
   renewLease,
   type Boundary,
   type Lease,

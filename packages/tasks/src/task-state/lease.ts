@@ -92,6 +92,21 @@ export async function renewLease(
   return boundaryOf(r.rows[0]);
 }
 
+const READ_BOUNDARY = prepared(
+  `SELECT ${BOUNDARY_COLUMNS} FROM app.tasks
+    WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}`,
+);
+
+/**
+ * Reads what a step boundary must know (is the lease still this worker's, cancel, deadline,
+ * revocation) without renewing the lease: for a check made while the lease was renewed
+ * recently enough, a read that writes nothing (no WAL, no commit to flush).
+ */
+export async function readBoundary(db: Queryable, taskId: string, lease: Lease): Promise<Boundary> {
+  const r = await runPrepared<BoundaryRow>(db, READ_BOUNDARY, [taskId, lease.owner, lease.epoch]);
+  return boundaryOf(r.rows[0]);
+}
+
 /** Gives the lease up without ending the task (graceful shutdown, retry later). */
 export async function releaseLease(db: Queryable, taskId: string, lease: Lease): Promise<void> {
   await db.query(
