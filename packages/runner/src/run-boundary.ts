@@ -17,21 +17,21 @@ import { StopRun, type StopReason } from './stop.ts';
 export interface RunBoundary {
   signal: AbortSignal;
   /**
-   * Checks (renewing the lease when a third of it has passed since the last renewal, or a
-   * progress report waits to be written; reading the boundary otherwise); throws StopRun when
-   * the run must stop. `atStepBoundary`: a graceful shutdown (drain) stops the run only
-   * between steps, so the step in flight finishes and is journaled; every other stop reason
-   * applies anywhere.
+   * Checks, renewing the lease (and writing the progress report waiting, if any) when a third
+   * of it has passed since the last renewal or when `renew` says so, reading the boundary
+   * otherwise; throws StopRun when the run must stop. `atStepBoundary`: a graceful shutdown
+   * (drain) stops the run only between steps, so the step in flight finishes and is
+   * journaled; every other stop reason applies anywhere.
    */
-  check(atStepBoundary?: boolean, reuseFresh?: boolean): Promise<void>;
+  check(atStepBoundary?: boolean, reuseFresh?: boolean, renew?: boolean): Promise<void>;
   /**
    * A boundary read by another statement of the run (the claim, a step's journal). A check
    * with `reuseFresh` within BOUNDARY_FRESH_MS of it decides on it instead of reading again.
    */
   observe(boundary: Boundary): void;
   /**
-   * The tool's progress: written with the next boundary check (the next step or call usually
-   * follows at once), or within PROGRESS_FLUSH_MS when none comes.
+   * The tool's progress: written with the next step's journal, a renewal or the run's ending,
+   * whichever comes first, and within PROGRESS_FLUSH_MS in any case.
    */
   reportProgress(progress: PendingProgress): void;
   /**
@@ -144,12 +144,15 @@ export function openRunBoundary(
     if (reuseFresh && last && performance.now() - lastAt < BOUNDARY_FRESH_MS) {
       return decide(last, atStepBoundary);
     }
-    const carried = progress;
-    progress = undefined;
-    clearTimeout(flush);
     let b: Boundary;
     const sentAt = performance.now();
-    const renewing = renew || carried !== undefined || sentAt - renewedAt >= renewEveryMs;
+    const renewing = renew || sentAt - renewedAt >= renewEveryMs;
+    // A renewal writes the row anyway: it carries the progress report waiting to be written.
+    const carried = renewing ? progress : undefined;
+    if (renewing) {
+      progress = undefined;
+      clearTimeout(flush);
+    }
     try {
       b = await untilStopped(
         renewing
@@ -186,7 +189,7 @@ export function openRunBoundary(
       progress = p;
       clearTimeout(flush);
       flush = setTimeout(() => {
-        if (progress) check().catch(() => {});
+        if (progress) check(false, false, true).catch(() => {});
       }, PROGRESS_FLUSH_MS);
       flush.unref();
     },

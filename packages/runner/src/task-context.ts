@@ -91,6 +91,7 @@ export function createTaskContext(
           worker: deps.workerId,
         },
       }),
+      run.takeProgress(),
     );
     if (!boundary.mine) throw new StopRun('lease_lost');
     run.observe(boundary);
@@ -161,7 +162,7 @@ export function createTaskContext(
       if (said === awaiting) return;
       // A progress report still pending would land after this change and overwrite its
       // message: the boundary check writes it first.
-      await run.check();
+      await run.check(false, false, true);
       const moved = await markInputRequired(deps.pool, {
         task,
         lease,

@@ -193,57 +193,57 @@ test('progress and writes are recorded; an idempotent start returns the same tas
   expect(task.arguments).toEqual({ n: 3 });
 });
 
-test("the last progress report rides on the completion: no statement of its own when the last step's boundary read is fresh", async () => {
-  // Every write to the task's row, in order, with the time it was made.
-  await sql(
-    harness.databaseUrl,
-    `CREATE TABLE IF NOT EXISTS public.task_writes (
-       id bigserial PRIMARY KEY, task_id text, at timestamptz, status text, progress jsonb);
-     CREATE OR REPLACE FUNCTION public.log_task_write() RETURNS trigger LANGUAGE plpgsql
-       SECURITY DEFINER AS $$
-     BEGIN
-       INSERT INTO public.task_writes (task_id, at, status, progress)
-       VALUES (NEW.id, clock_timestamp(), NEW.status, NEW.progress);
-       RETURN NEW;
-     END $$;
-     CREATE OR REPLACE TRIGGER log_task_write AFTER UPDATE ON app.tasks
-       FOR EACH ROW EXECUTE FUNCTION public.log_task_write();`,
-  );
+test("progress reports ride on the next statement that writes the row: the next step's journal, and the completion for the last", async () => {
+  // A long lease (renewed every 10 s): no renewal between the claim and the ending. Every
+  // write to the task's row is logged, with the time it was made.
+  const long = await createToolHarness({ pack, targets: { ledger }, leaseMs: 30_000 });
   try {
-    const { id } = await harness.start('probe_writes', { n: 2 });
-    expect(await harness.run(id)).toBe('settled');
+    await sql(
+      long.databaseUrl,
+      `CREATE TABLE public.task_writes (
+         id bigserial PRIMARY KEY, task_id text, at timestamptz, status text, progress jsonb);
+       CREATE FUNCTION public.log_task_write() RETURNS trigger LANGUAGE plpgsql
+         SECURITY DEFINER AS $$
+       BEGIN
+         INSERT INTO public.task_writes (task_id, at, status, progress)
+         VALUES (NEW.id, clock_timestamp(), NEW.status, NEW.progress);
+         RETURN NEW;
+       END $$;
+       CREATE TRIGGER log_task_write AFTER UPDATE ON app.tasks
+         FOR EACH ROW EXECUTE FUNCTION public.log_task_write();`,
+    );
+    const { id } = await long.start('probe_writes', { n: 2 });
+    expect(await long.run(id)).toBe('settled');
     const writes = await sql<{ at: Date; status: string; progress: unknown }>(
-      harness.databaseUrl,
+      long.databaseUrl,
       'SELECT at, status, progress FROM public.task_writes WHERE task_id = $1 ORDER BY id',
       [id],
     );
-    const [lastStep] = await sql<{ completed_at: Date }>(
-      harness.databaseUrl,
-      "SELECT completed_at FROM app.task_steps WHERE task_id = $1 AND step = 'w:1'",
-      [id],
+    const journaled = new Map(
+      (
+        await sql<{ step: string; completed_at: Date }>(
+          long.databaseUrl,
+          'SELECT step, completed_at FROM app.task_steps WHERE task_id = $1',
+          [id],
+        )
+      ).map((r) => [r.step, r.completed_at.getTime()]),
     );
-    const ending = writes.at(-1)!;
-    expect(ending.status).toBe('completed');
-    expect(ending.progress).toEqual({ current: 2, total: 2 });
-    // Between the last step's journal (which read the boundary) and the ending, the runner
-    // reads the boundary again only once that read is BOUNDARY_FRESH_MS (25 ms) old: a
-    // renewal there sooner is the statement the ending now carries.
-    const between = writes.filter(
-      (w) => w.status === 'working' && w.at.getTime() > lastStep!.completed_at.getTime(),
-    );
-    for (const w of between) {
-      expect(w.at.getTime() - lastStep!.completed_at.getTime()).toBeGreaterThanOrEqual(25);
+    // The claim, the first report (1 of 2), the ending with the last (2 of 2): no other write.
+    expect(writes.map((w) => [w.status, w.progress])).toEqual([
+      ['working', null],
+      ['working', { current: 1, total: 2 }],
+      ['completed', { current: 2, total: 2 }],
+    ]);
+    // The first report was written by the second step's journal (at or after its statement
+    // began), not by the check before that step's call; only the flush timer, 250 ms after
+    // the report (itself after the first step's journal), may write it sooner.
+    const first = writes[1]!.at.getTime();
+    if (first < journaled.get('w:1')!) {
+      expect(first - journaled.get('w:0')!).toBeGreaterThanOrEqual(250);
     }
-    if (between.length === 0) {
-      // The report was written by the completion itself, not before it.
-      expect(writes.filter((w) => w.status === 'working').at(-1)?.progress).toEqual({
-        current: 1,
-        total: 2,
-      });
-    }
-    expect((await harness.task(id)).progress).toEqual({ current: 2, total: 2 });
+    expect((await long.task(id)).progress).toEqual({ current: 2, total: 2 });
   } finally {
-    await sql(harness.databaseUrl, 'DROP TRIGGER log_task_write ON app.tasks');
+    await long.close();
   }
 });
 

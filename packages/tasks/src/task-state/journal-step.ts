@@ -7,12 +7,14 @@ import {
   type Boundary,
   type BoundaryRow,
   type Lease,
+  type PendingProgress,
 } from './lease.ts';
 
 // One statement, its own transaction: the step, the boundary as it stands (cancel, deadline,
-// the owner's revocation; the next step's boundary, which usually follows at once, reuses it)
-// and the step's audit event, appended last (the chain lock is held from there to the
-// statement's commit). Nothing is appended when the step was not journaled.
+// the owner's revocation; the next step's boundary, which usually follows at once, reuses it),
+// the tool's progress report still waiting to be written if there is one, and the step's
+// audit event, appended last (the chain lock is held from there to the statement's commit).
+// Nothing is appended or written when the step was not journaled.
 const JOURNAL = prepared(
   `WITH held AS (
      SELECT id, lease_epoch, lease_owner, ${BOUNDARY_COLUMNS} FROM app.tasks
@@ -20,13 +22,18 @@ const JOURNAL = prepared(
    journaled AS (
      INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
      SELECT id, $4, $5, $6, lease_epoch, lease_owner, $7 FROM held
-     ON CONFLICT (task_id, step) DO NOTHING RETURNING task_id)
+     ON CONFLICT (task_id, step) DO NOTHING RETURNING task_id),
+   progressed AS (
+     UPDATE app.tasks SET progress = $10::jsonb, status_message = COALESCE($11, status_message),
+            updated_at = now()
+      WHERE id = $1 AND $10::jsonb IS NOT NULL AND EXISTS (SELECT 1 FROM journaled))
    SELECT b_cancel, b_by, b_late, b_revoked, audit.append($8, $9) AS seq FROM held
     WHERE EXISTS (SELECT 1 FROM journaled)`,
 );
 
 /**
- * Records a completed step and its `task.step_completed` event in one statement, fenced by
+ * Records a completed step, the progress report carried with it (if any) and its
+ * `task.step_completed` event in one statement, fenced by
  * the lease, and returns the boundary read with it; `mine: false` (and nothing recorded) when
  * the lease is no longer the writer's. A step already journaled is never overwritten.
  */
@@ -36,6 +43,8 @@ export async function journalStep(
   lease: Lease,
   step: { name: string; seq: number; output: unknown; startedAt: Date },
   event: () => AuditEvent,
+  /** The tool's progress report not yet written: written with the step. */
+  progress?: PendingProgress,
 ): Promise<Boundary> {
   const r = await runPrepared<BoundaryRow>(db, JOURNAL, [
     taskId,
@@ -46,6 +55,8 @@ export async function journalStep(
     JSON.stringify({ value: step.output }),
     step.startedAt,
     ...auditAppendArgs(event()),
+    progress ? JSON.stringify({ current: progress.current, total: progress.total }) : null,
+    progress?.message ?? null,
   ]);
   return boundaryOf(r.rows[0]);
 }
