@@ -12,6 +12,7 @@ import { fmt, median, percentile } from '../lib/stats.ts';
 import { dbNow, waitEnded } from '../lib/task-batches.ts';
 import { REPO_ROOT } from '../lib/process-stack.ts';
 import { NO_CAPS } from './throughput.ts';
+import { overheads } from './tasks.ts';
 
 const STEP_MS = 100;
 const STEPS = 2;
@@ -28,6 +29,10 @@ interface Point {
   p99: number;
   firstStepP50: number;
   firstStepP99: number;
+  /** The p50 split of the overhead: created → claimed, inside the steps, the rest. */
+  pickup: number;
+  inSteps: number;
+  rest: number;
   failed: number;
 }
 
@@ -67,7 +72,11 @@ async function window(ctx: BenchContext, tag: string, seconds: number, rate?: nu
   const seconds_ = (to.getTime() - from.getTime()) / 1000;
   const overhead = done.map((r) => Number(r.total_ms) - STEP_MS * STEPS);
   const first = done.map((r) => Number(r.first_ms));
+  const split = await overheads(ctx, ids);
   return {
+    pickup: split.pickup,
+    inSteps: split.inSteps,
+    rest: split.rest,
     achieved: done.length / seconds_,
     p50: percentile(overhead, 50),
     p99: percentile(overhead, 99),
@@ -140,6 +149,7 @@ export async function benchCurve(ctx: BenchContext): Promise<void> {
       baseline: `maximum: ${spread(max, 1)} completed/s (20 closed-loop connections)`,
       ...(goal ? { goal: 'goal p50 ≤ 50 ms and p99 ≤ 250 ms', met: p50 <= 50 && p99 <= 250 } : {}),
       samples: `median (min–max) of ${runs} × ${durationS} s, open loop, up to ${CONNECTIONS} in flight${failed ? `, ${failed} failed` : ''}`,
+      note: `p50 split (medians of the runs): ${fmt(median(pts.map((p) => p.pickup)), 1)} ms created → claimed, ${fmt(median(pts.map((p) => p.inSteps)), 1)} ms inside the steps beyond their ${STEP_MS} ms sleeps (exchange, downstream call), ${fmt(median(pts.map((p) => p.rest)), 1)} ms between steps and after the last (journal, settle)`,
     });
   }
   const points = (f: (p: Point) => number) =>

@@ -82,7 +82,11 @@ const startScenario = (
 });
 
 /** Start → completed minus the tool's own step time, for the tasks given. */
-async function overheads(ctx: BenchContext, ids: string[]) {
+/**
+ * Start → completed overhead of the completed tasks of `ids` (p50, and its p50 split:
+ * created → claimed, inside the steps beyond their sleeps, the rest).
+ */
+export async function overheads(ctx: BenchContext, ids: string[]) {
   const rows = await ctx.sql<{ total_ms: number; pickup_ms: number; steps_ms: number }>(
     `SELECT extract(epoch FROM t.ended_at - t.created_at) * 1000 AS total_ms,
             extract(epoch FROM t.started_at - t.created_at) * 1000 AS pickup_ms,
