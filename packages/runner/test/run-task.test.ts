@@ -139,6 +139,34 @@ const pack = definePack({
   ],
 });
 
+/** A cancel recorded in the row as the gateway would, without the notification a worker hears. */
+async function requestCancelUnnotified(databaseUrl: string, id: string) {
+  await sql(
+    databaseUrl,
+    `UPDATE app.tasks SET cancel_requested_at = now(),
+            cancel_requested_by = '{"path":"owner","reason":"probe"}' WHERE id = $1`,
+    [id],
+  );
+}
+
+/** Logs every write to a task's row (public.task_writes), in order, with when it was made. */
+async function logTaskWrites(databaseUrl: string) {
+  await sql(
+    databaseUrl,
+    `CREATE TABLE public.task_writes (
+       id bigserial PRIMARY KEY, task_id text, at timestamptz, status text, progress jsonb);
+     CREATE FUNCTION public.log_task_write() RETURNS trigger LANGUAGE plpgsql
+       SECURITY DEFINER AS $$
+     BEGIN
+       INSERT INTO public.task_writes (task_id, at, status, progress)
+       VALUES (NEW.id, clock_timestamp(), NEW.status, NEW.progress);
+       RETURN NEW;
+     END $$;
+     CREATE TRIGGER log_task_write AFTER UPDATE ON app.tasks
+       FOR EACH ROW EXECUTE FUNCTION public.log_task_write();`,
+  );
+}
+
 let harness: ToolHarness;
 beforeAll(async () => {
   harness = await createToolHarness({ pack, targets: { ledger } });
@@ -198,20 +226,7 @@ test("progress reports ride on the next statement that writes the row: the next 
   // write to the task's row is logged, with the time it was made.
   const long = await createToolHarness({ pack, targets: { ledger }, leaseMs: 30_000 });
   try {
-    await sql(
-      long.databaseUrl,
-      `CREATE TABLE public.task_writes (
-         id bigserial PRIMARY KEY, task_id text, at timestamptz, status text, progress jsonb);
-       CREATE FUNCTION public.log_task_write() RETURNS trigger LANGUAGE plpgsql
-         SECURITY DEFINER AS $$
-       BEGIN
-         INSERT INTO public.task_writes (task_id, at, status, progress)
-         VALUES (NEW.id, clock_timestamp(), NEW.status, NEW.progress);
-         RETURN NEW;
-       END $$;
-       CREATE TRIGGER log_task_write AFTER UPDATE ON app.tasks
-         FOR EACH ROW EXECUTE FUNCTION public.log_task_write();`,
-    );
+    await logTaskWrites(long.databaseUrl);
     const { id } = await long.start('probe_writes', { n: 2 });
     expect(await long.run(id)).toBe('settled');
     const writes = await sql<{ at: Date; status: string; progress: unknown }>(
@@ -285,12 +300,7 @@ test('a cancel recorded during a step, with no notification, stops the run befor
       10,
       'the first step running',
     );
-    await sql(
-      long.databaseUrl,
-      `UPDATE app.tasks SET cancel_requested_at = now(),
-              cancel_requested_by = '{"path":"owner","reason":"probe"}' WHERE id = $1`,
-      [id],
-    );
+    await requestCancelUnnotified(long.databaseUrl, id);
     gate.resolve({ ok: true });
     expect(await run).toBe('settled');
     expect(long.stepRuns(id)).toEqual({ first: 1 });
@@ -305,20 +315,12 @@ test('a call between renewals reads the boundary without writing: nothing is wri
   // the calls are reads. Every write to the task's row is logged by a trigger.
   const long = await createToolHarness({ pack, targets: { ledger }, leaseMs: 30_000 });
   try {
-    await sql(
-      long.databaseUrl,
-      `CREATE TABLE public.task_writes (task_id text, status text);
-       CREATE FUNCTION public.log_task_write() RETURNS trigger LANGUAGE plpgsql
-         SECURITY DEFINER AS $$
-       BEGIN INSERT INTO public.task_writes VALUES (NEW.id, NEW.status); RETURN NEW; END $$;
-       CREATE TRIGGER log_task_write AFTER UPDATE ON app.tasks
-         FOR EACH ROW EXECUTE FUNCTION public.log_task_write();`,
-    );
+    await logTaskWrites(long.databaseUrl);
     const writes = async (id: string) =>
       (
         await sql<{ status: string }>(
           long.databaseUrl,
-          'SELECT status FROM public.task_writes WHERE task_id = $1',
+          'SELECT status FROM public.task_writes WHERE task_id = $1 ORDER BY id',
           [id],
         )
       ).map((w) => w.status);
@@ -341,12 +343,7 @@ test('a call between renewals reads the boundary without writing: nothing is wri
       10,
       'the first call made',
     );
-    await sql(
-      long.databaseUrl,
-      `UPDATE app.tasks SET cancel_requested_at = now(),
-              cancel_requested_by = '{"path":"owner","reason":"probe"}' WHERE id = $1`,
-      [id],
-    );
+    await requestCancelUnnotified(long.databaseUrl, id);
     gate.resolve(undefined);
     expect(await run).toBe('settled');
     expect(ledger.writes(id)).toHaveLength(1);
