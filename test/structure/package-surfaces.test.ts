@@ -375,6 +375,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'pauseTask',
       'progressTokenOf',
       'purgeExpired',
+      'readBoundary',
       'reapExpiredLeases',
       'recordStatusMessage',
       'releaseLease',
