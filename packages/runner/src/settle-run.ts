@@ -43,7 +43,7 @@ export async function finish(
 ): Promise<RunResult> {
   const text = JSON.stringify(result);
   const size = Buffer.byteLength(text);
-  const progress = run.progress && { current: run.progress.current, total: run.progress.total };
+  const { progress } = run;
   if (size > h.tool.limits.maxResultBytes) {
     return fail(
       deps,
@@ -70,7 +70,7 @@ export async function fail(
   h: Held,
   outcome: string,
   message: string,
-  progress?: { current: number; total: number },
+  progress?: PendingProgress,
 ): Promise<RunResult> {
   await failTask(ends(deps), {
     taskId: h.task.id,

@@ -7,6 +7,7 @@ import {
   type Boundary,
   type BoundaryRow,
   type Lease,
+  progressJson,
   type PendingProgress,
 } from './lease.ts';
 
@@ -55,7 +56,7 @@ export async function journalStep(
     JSON.stringify({ value: step.output }),
     step.startedAt,
     ...auditAppendArgs(event()),
-    progress ? JSON.stringify({ current: progress.current, total: progress.total }) : null,
+    progressJson(progress),
     progress?.message ?? null,
   ]);
   return boundaryOf(r.rows[0]);

@@ -33,6 +33,10 @@ export interface PendingProgress {
   message?: string | undefined;
 }
 
+/** The `progress` column's value for a report (its message goes to `status_message`). */
+export const progressJson = (p: PendingProgress | undefined): string | null =>
+  p ? JSON.stringify({ current: p.current, total: p.total }) : null;
+
 /**
  * What a boundary reads of app.tasks (as columns b_cancel, b_by, b_late, b_revoked): the
  * claim and the journal read it too, so the boundary right after them needs no statement.
@@ -86,7 +90,7 @@ export async function renewLease(
     lease.owner,
     lease.epoch,
     leaseMs,
-    progress ? JSON.stringify({ current: progress.current, total: progress.total }) : null,
+    progressJson(progress),
     progress?.message ?? null,
   ]);
   return boundaryOf(r.rows[0]);

@@ -2,7 +2,7 @@ import { prepared, runPrepared, type Queryable } from '@mtg/db';
 import { CHANNELS } from '../channels.ts';
 import { TASK_SELECT, type TaskRow, type TaskStatus } from '../task-row.ts';
 import { ACTIVE, fenced } from './predicates.ts';
-import type { Lease } from './lease.ts';
+import { progressJson, type Lease, type PendingProgress } from './lease.ts';
 
 export interface Settlement {
   taskId: string;
@@ -22,7 +22,7 @@ export interface Settlement {
    * right before the end costs no statement of its own); its message is not kept, since the
    * ending sets the status message.
    */
-  progress?: { current: number; total: number };
+  progress?: PendingProgress;
 }
 
 /**
@@ -55,7 +55,7 @@ export function settleParams(s: Settlement): unknown[] {
     s.lease?.epoch ?? null,
     CHANNELS.settled,
     JSON.stringify({ taskId: s.taskId, status: s.status }),
-    s.progress ? JSON.stringify({ current: s.progress.current, total: s.progress.total }) : null,
+    progressJson(s.progress),
   ];
 }
 
