@@ -16,6 +16,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'appendAuditEventsInTransaction',
       'appendAuditGrouped',
       'appendAuditInTransaction',
+      'appendEventSql',
       'auditAppendArgs',
       'auditAppendTemplate',
       'buildBundle',

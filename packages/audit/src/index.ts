@@ -12,6 +12,7 @@ export {
   type AuditEvent,
   type AuditEventType,
 } from './append-audit.ts';
+export { appendEventSql } from './group-commit.ts';
 export { canonicalJson } from './canonical-json.ts';
 export { cellText, toCsv } from './export/csv.ts';
 export { runWithRequestOrigin, type RequestOrigin } from './request-origin.ts';

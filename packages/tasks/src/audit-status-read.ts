@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { appendAuditGrouped, auditAppendArgs, type AuditEvent } from '@mtg/audit';
+import { appendAuditGrouped, appendEventSql, auditAppendArgs, type AuditEvent } from '@mtg/audit';
 import { prepared, runPrepared } from '@mtg/db';
 import type { VerbContext } from './authorize-task.ts';
 import type { VerbTaskRow } from './task-row.ts';
@@ -23,7 +23,7 @@ const FIRST_STATUS_READ = prepared(
   `WITH mark AS (
      INSERT INTO app.status_read_marks (task_id, tenant, subject, client, status_version)
      VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING task_id)
-   SELECT audit.append($6, $7) AS seq FROM mark`,
+   SELECT ${appendEventSql('$6', '$7')} AS seq FROM mark`,
 );
 
 /** Records (or, under `first-per-change`, perhaps not) that the caller read `row`'s status. */

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { auditAppendTemplate, filledAuditBody, filledBySql } from '@mtg/audit';
+import { appendEventSql, auditAppendTemplate, filledAuditBody, filledBySql } from '@mtg/audit';
 import { prepared, runPrepared, type Queryable } from '@mtg/db';
 import { TASK_SELECT, type TaskRow } from '../task-row.ts';
 import { ABOUT_FILLED, aboutFilledValues } from './about-task.ts';
@@ -71,8 +71,14 @@ const TAKE_LEASE = prepared(
                 (SELECT COALESCE(jsonb_object_agg(s.step, s.output), '{}'::jsonb)
                    FROM app.task_steps s WHERE s.task_id = $1) AS journal),
    appended AS (
-     SELECT audit.append(CASE WHEN c.first_start THEN $5 ELSE 'task.lease_taken' END,
-                         ${filledAuditBody('$6', '$7', `${aboutFilledValues('c')} || jsonb_build_object('epoch', c.lease_epoch, 'attempt', c.attempts)`)})
+     SELECT ${appendEventSql(
+       `CASE WHEN c.first_start THEN $5 ELSE 'task.lease_taken' END`,
+       filledAuditBody(
+         '$6',
+         '$7',
+         `${aboutFilledValues('c')} || jsonb_build_object('epoch', c.lease_epoch, 'attempt', c.attempts)`,
+       ),
+     )}
        FROM claimed c)
    SELECT claimed.* FROM claimed CROSS JOIN appended`,
 );

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import {
   appendAuditInTransaction,
+  appendEventSql,
   auditAppendTemplate,
   filledAuditBody,
   filledBySql,
@@ -66,11 +67,14 @@ const COMPLETE = prepared(
      SELECT id, $12, $13, $14, now() + ttl_ms * interval '1 millisecond', $15 FROM settled
      RETURNING task_id),
    appended AS (
-     SELECT audit.append($16, ${filledAuditBody(
-       '$17',
-       '$18',
-       `${aboutFilledValues('s')} || jsonb_build_object('durationMs', ${durationSql('s')}, 'attempts', s.attempts)`,
-     )})
+     SELECT ${appendEventSql(
+       '$16',
+       filledAuditBody(
+         '$17',
+         '$18',
+         `${aboutFilledValues('s')} || jsonb_build_object('durationMs', ${durationSql('s')}, 'attempts', s.attempts)`,
+       ),
+     )}
        FROM settled s
             CROSS JOIN (SELECT count(*) FROM stored) r
             CROSS JOIN (SELECT count(*) FROM ended_delegation) d)

@@ -1,4 +1,4 @@
-import { auditAppendArgs, type AuditEvent } from '@mtg/audit';
+import { appendEventSql, auditAppendArgs, type AuditEvent } from '@mtg/audit';
 import { prepared, runPrepared, type Queryable } from '@mtg/db';
 import { ACTIVE, fenced } from './predicates.ts';
 import {
@@ -28,7 +28,7 @@ const JOURNAL = prepared(
      UPDATE app.tasks SET progress = $10::jsonb, status_message = COALESCE($11, status_message),
             updated_at = now()
       WHERE id = $1 AND $10::jsonb IS NOT NULL AND EXISTS (SELECT 1 FROM journaled))
-   SELECT b_cancel, b_by, b_late, b_revoked, audit.append($8, $9) AS seq FROM held
+   SELECT b_cancel, b_by, b_late, b_revoked, ${appendEventSql('$8', '$9')} AS seq FROM held
     WHERE EXISTS (SELECT 1 FROM journaled)`,
 );
 

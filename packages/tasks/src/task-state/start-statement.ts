@@ -78,6 +78,6 @@ WITH admission AS MATERIALIZED (
 SELECT a.user_active, a.tenant_active, a.revoked, a.revoked_second, c.*,
        CASE WHEN c.id IS NOT NULL THEN pg_notify($28, $29) END AS notified,
        CASE WHEN c.id IS NOT NULL
-            THEN audit.append_many($30::text[], ARRAY[${body}] || $33::text[]) END AS seqs
+            THEN audit.append_many($30::text[], ARRAY[${body}] || $33::text[], NULL::uuid[], false) END AS seqs
   FROM admission a CROSS JOIN written LEFT JOIN created c ON true`);
 }
