@@ -329,6 +329,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'stopReasonOf',
     ],
     types: [
+      'ReadDelegation',
       'RunDeps',
       'RunResult',
       'ServedTool',
@@ -399,6 +400,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'Boundary',
       'CancelledBy',
       'ClaimOutcome',
+      'ClaimedDelegation',
       'DelegationDeps',
       'DenialFold',
       'FormField',

@@ -1,5 +1,5 @@
 import type { TaskRow } from '@mtg/tasks';
-import type { TaskCredentialDeps, TaskTargets } from '@mtg/runner';
+import type { ReadDelegation, TaskCredentialDeps, TaskTargets } from '@mtg/runner';
 import { createTaskCredentials } from '@mtg/runner';
 import {
   createTargetClient,
@@ -20,7 +20,7 @@ export function createTaskTargets(deps: {
   /** The fetch each target's client uses (observed for metrics); default: the global one. */
   fetchFor?: (target: string) => typeof fetch;
 }) {
-  return (task: TaskRow, tool: LongToolDefinition): TaskTargets => {
+  return (task: TaskRow, tool: LongToolDefinition, delegation?: ReadDelegation): TaskTargets => {
     const credentials = new Map<string, ReturnType<typeof createTaskCredentials>>();
     return {
       client(name, hooks) {
@@ -30,11 +30,12 @@ export function createTaskTargets(deps: {
           // The worker checked at start that every declared target is configured.
           throw new TypeError(`target ${name} is not configured on this worker (TARGETS_FILE)`);
         }
-        const c = createTaskCredentials(deps.credentials, task, {
-          name,
-          audience: target.audience,
-          scopes: target.scopes ?? [tool.scope],
-        });
+        const c = createTaskCredentials(
+          deps.credentials,
+          task,
+          { name, audience: target.audience, scopes: target.scopes ?? [tool.scope] },
+          delegation,
+        );
         credentials.set(name, c);
         return createTargetClient({
           name,

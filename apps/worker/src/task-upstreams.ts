@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { appendAuditGrouped } from '@mtg/audit';
-import type { TaskCredentialDeps, TaskUpstreams } from '@mtg/runner';
+import type { ReadDelegation, TaskCredentialDeps, TaskUpstreams } from '@mtg/runner';
 import { createTaskCredentials, StopRun } from '@mtg/runner';
 import type { TaskRow } from '@mtg/tasks';
 import type { LongToolDefinition } from '@mtg/tools';
@@ -21,7 +21,7 @@ export function createTaskUpstreams(deps: {
   guards: ReadonlyMap<string, UpstreamGuard>;
   workerId: string;
 }) {
-  return (task: TaskRow, tool: LongToolDefinition): TaskUpstreams => {
+  return (task: TaskRow, tool: LongToolDefinition, delegation?: ReadDelegation): TaskUpstreams => {
     const credentials = new Map<string, ReturnType<typeof createTaskCredentials>>();
     return {
       client(name, hooks) {
@@ -55,11 +55,12 @@ export function createTaskUpstreams(deps: {
             }).then(() => {}),
           );
         }
-        const c = createTaskCredentials(deps.credentials, task, {
-          name: `upstream:${name}`,
-          audience: upstream.audience,
-          scopes: [scope],
-        });
+        const c = createTaskCredentials(
+          deps.credentials,
+          task,
+          { name: `upstream:${name}`, audience: upstream.audience, scopes: [scope] },
+          delegation,
+        );
         credentials.set(name, c);
         return createTaskUpstreamClient({
           upstream,

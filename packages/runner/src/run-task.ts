@@ -8,7 +8,7 @@ import { leaveUnservable, servedFingerprints } from './check-servable.ts';
 import { openRunBoundary } from './run-boundary.ts';
 import { fail, finish, release, stopped, type Held } from './settle-run.ts';
 import { createTaskContext } from './task-context.ts';
-import { DelegationEnded } from './task-credentials.ts';
+import { createDelegationReads, DelegationEnded, type ReadDelegation } from './task-credentials.ts';
 import { executeThroughOutages } from './wait-out-outages.ts';
 
 /** The targets of one run: a client per target name, and stage boundaries for their tokens. */
@@ -46,9 +46,9 @@ export interface RunDeps {
   /** Attempts after which an unexpected error fails the task instead of retrying. */
   maxAttempts: number;
   /** Builds the task's target clients (credentials per audience, resilience per target). */
-  targetsFor(task: TaskRow, tool: LongToolDefinition): TaskTargets;
+  targetsFor(task: TaskRow, tool: LongToolDefinition, delegation: ReadDelegation): TaskTargets;
   /** Builds the task's upstream MCP clients (UPSTREAMS_FILE), like its targets. */
-  upstreamsFor?(task: TaskRow, tool: LongToolDefinition): TaskUpstreams;
+  upstreamsFor?(task: TaskRow, tool: LongToolDefinition, delegation: ReadDelegation): TaskUpstreams;
   logger: Logger;
   /** Aborted on graceful shutdown: the run stops at its next step boundary. */
   drain?: AbortSignal;
@@ -102,8 +102,10 @@ export async function runTask(
   const startedAt = performance.now();
   let downstreamSystems = new Set<string>();
   try {
-    const targets = deps.targetsFor(task, held.tool);
-    const upstreams = deps.upstreamsFor?.(task, held.tool);
+    // The run's first exchange opens the delegation the claim read; later ones read it again.
+    const delegation = createDelegationReads(deps.pool, taskId, claim.delegation, deps.clock);
+    const targets = deps.targetsFor(task, held.tool, delegation);
+    const upstreams = deps.upstreamsFor?.(task, held.tool, delegation);
     const made = createTaskContext(deps, run, {
       ...held,
       journal,

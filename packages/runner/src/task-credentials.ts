@@ -2,14 +2,54 @@ import { nowMs, type Clock } from '@mtg/clock';
 import type { Pool } from 'pg';
 import { appendAuditGrouped } from '@mtg/audit';
 import { prepared, runPrepared } from '@mtg/db';
-import type { CredentialCipher, TokenExchanger } from '@mtg/identity';
-import type { TaskRow } from '@mtg/tasks';
+import type { CredentialCipher, SealedCredential, TokenExchanger } from '@mtg/identity';
+import type { ClaimedDelegation, TaskRow } from '@mtg/tasks';
 import { StopRun } from './stop.ts';
 
 const SEALED_DELEGATION = prepared(
   `SELECT key_id, iv, ciphertext, tag, expires_at <= now() AS expired
      FROM app.task_credentials WHERE task_id = $1`,
 );
+
+/** A task's sealed delegation as an exchange needs it: absent (ended, wiped) or expired. */
+export type DelegationRead = { sealed: SealedCredential; expired: boolean } | undefined;
+export type ReadDelegation = () => Promise<DelegationRead>;
+
+/**
+ * Where a run's exchanges read the task's sealed delegation. The first read is the copy the
+ * claim read with the lease (no round trip; expired once the time it had left at the claim
+ * has passed on this process's clock); every later one reads the row again, so an exchange
+ * after that still finds a delegation that ended or was wiped as before.
+ */
+export function createDelegationReads(
+  pool: Pool,
+  taskId: string,
+  claimed?: ClaimedDelegation | null,
+  clock?: Clock,
+): ReadDelegation {
+  let first =
+    claimed === undefined
+      ? undefined
+      : { claimed, until: nowMs(clock) + (claimed?.remainingMs ?? 0) };
+  return async () => {
+    if (first) {
+      const { claimed: c, until } = first;
+      first = undefined;
+      return c ? { sealed: c.sealed, expired: nowMs(clock) >= until } : undefined;
+    }
+    const r = await runPrepared<{
+      key_id: string;
+      iv: Buffer;
+      ciphertext: Buffer;
+      tag: Buffer;
+      expired: boolean;
+    }>(pool, SEALED_DELEGATION, [taskId]);
+    const row = r.rows[0];
+    if (!row) return undefined;
+    const sealed = { keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, tag: row.tag };
+    return { sealed, expired: row.expired };
+  };
+}
 
 /** The task's delegation ended (deadline bound reached or wiped): privileged work stops. */
 export class DelegationEnded extends Error {
@@ -52,6 +92,8 @@ export function createTaskCredentials(
   deps: TaskCredentialDeps,
   task: TaskRow,
   target: { name: string; audience: string; scopes: string[] },
+  /** The run's reads of the sealed delegation (default: each exchange reads the row). */
+  readDelegation = createDelegationReads(deps.pool, task.id, undefined, deps.clock),
 ) {
   let current:
     { token: string; expiresAt: number; obtainedAt: number; sub: string; act: unknown } | undefined;
@@ -60,14 +102,7 @@ export function createTaskCredentials(
   const now = () => nowMs(deps.clock);
 
   const refresh = async (): Promise<string> => {
-    const sealed = await runPrepared<{
-      key_id: string;
-      iv: Buffer;
-      ciphertext: Buffer;
-      tag: Buffer;
-      expired: boolean;
-    }>(deps.pool, SEALED_DELEGATION, [task.id]);
-    const row = sealed.rows[0];
+    const row = await readDelegation();
     if (!row)
       throw new DelegationEnded(
         'the task has no delegation (it ended, or was created without one)',
@@ -76,10 +111,7 @@ export function createTaskCredentials(
       throw new DelegationEnded(
         'the task-bound delegation has expired (its bound is the task deadline)',
       );
-    const delegation = deps.cipher.open(
-      { keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, tag: row.tag },
-      task.id,
-    );
+    const delegation = deps.cipher.open(row.sealed, task.id);
     const outcome = await deps.exchanger.exchange({
       subjectToken: delegation,
       actorToken: await deps.actorToken(),

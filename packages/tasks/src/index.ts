@@ -45,6 +45,7 @@ export {
   type PendingProgress,
   type CancelledBy,
   type ClaimOutcome,
+  type ClaimedDelegation,
   type Lease,
   type OnTaskEnded,
   type StartInput,

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { appendEventSql, auditAppendTemplate, filledAuditBody, filledBySql } from '@mtg/audit';
 import { prepared, runPrepared, type Queryable } from '@mtg/db';
+import type { SealedCredential } from '@mtg/identity';
 import { TASK_SELECT, type TaskRow } from '../task-row.ts';
 import { ABOUT_FILLED, aboutFilledValues } from './about-task.ts';
 import { ACTIVE } from './predicates.ts';
@@ -22,11 +23,30 @@ export type ClaimOutcome =
       journal: Map<string, unknown>;
       /** The boundary as the claim found it (cancel, deadline, revocation). */
       boundary: Boundary;
+      /** The task's sealed delegation as the claim read it; null: the task has none. */
+      delegation: ClaimedDelegation | null;
     }
   | { kind: 'held' } // a live worker holds it (duplicate delivery)
   | { kind: 'gone' } // terminal, purged or unknown: nothing to run
   // Not a tool (or not at the schema) this worker serves: it was not claimed.
   | { kind: 'unservable'; tool: string; toolFingerprint: string | null };
+
+/**
+ * The sealed delegation read with the claim, and how long it had left then by the database's
+ * clock (its bound is the task's deadline): the run's first exchange needs no read of its own.
+ */
+export interface ClaimedDelegation {
+  sealed: SealedCredential;
+  remainingMs: number;
+}
+
+interface DelegationColumns {
+  d_key_id: string | null;
+  d_iv: Buffer | null;
+  d_ciphertext: Buffer | null;
+  d_tag: Buffer | null;
+  d_remaining_ms: number | null;
+}
 
 /**
  * The claim's event, cut where the statement fills in what the claim takes (the epoch, the
@@ -80,14 +100,18 @@ const TAKE_LEASE = prepared(
        ),
      )}
        FROM claimed c)
-   SELECT claimed.* FROM claimed CROSS JOIN appended`,
+   SELECT claimed.*, d.key_id AS d_key_id, d.iv AS d_iv, d.ciphertext AS d_ciphertext,
+          d.tag AS d_tag,
+          (extract(epoch FROM d.expires_at - now()) * 1000)::float8 AS d_remaining_ms
+     FROM claimed CROSS JOIN appended
+          LEFT JOIN app.task_credentials d ON d.task_id = claimed.id`,
 );
 
 /**
  * Takes the task's lease: only when nobody holds a live one and, given `served` (tool name →
  * the schema fingerprint this worker runs), only for a tool this worker runs at the task's
  * schema. Bumping the epoch fences off the previous holder, whose later journal, result and
- * status writes then match nothing. The claim reads the task's journal in the same statement,
+ * status writes then match nothing. The claim reads the task's journal and its sealed delegation in the same statement,
  * and the claim and its `task.started` / `task.lease_taken` event commit together: a worker
  * killed in between leaves neither, so every lease a task ever had is in the trail.
  */
@@ -102,11 +126,14 @@ export async function claimTask(
 ): Promise<ClaimOutcome> {
   const served = claim.served ? servedJson(claim.served) : null;
   const r = await runPrepared<
-    TaskRow & BoundaryRow & { first_start: boolean; journal: Record<string, { value: unknown }> }
+    TaskRow &
+      BoundaryRow &
+      DelegationColumns & { first_start: boolean; journal: Record<string, { value: unknown }> }
   >(db, TAKE_LEASE, [claim.taskId, claim.workerId, claim.leaseMs, served, ...claimEvent(claim)]);
   const row = r.rows[0];
   if (row) {
-    const { journal, first_start, b_cancel, b_by, b_late, b_revoked, ...task } = row;
+    const { journal, first_start, b_cancel, b_by, b_late, b_revoked, ...rest } = row;
+    const { d_key_id, d_iv, d_ciphertext, d_tag, d_remaining_ms, ...task } = rest;
     return {
       kind: 'claimed',
       lease: { owner: claim.workerId, epoch: row.lease_epoch },
@@ -114,6 +141,13 @@ export async function claimTask(
       boundary: boundaryOf({ b_cancel, b_by, b_late, b_revoked }),
       firstStart: first_start,
       journal: new Map(Object.entries(journal).map(([step, output]) => [step, output.value])),
+      delegation:
+        d_key_id !== null && d_iv && d_ciphertext && d_tag && d_remaining_ms !== null
+          ? {
+              sealed: { keyId: d_key_id, iv: d_iv, ciphertext: d_ciphertext, tag: d_tag },
+              remainingMs: d_remaining_ms,
+            }
+          : null,
     };
   }
   const s = await db.query<{ active: boolean; tool: string; tool_fingerprint: string | null }>(

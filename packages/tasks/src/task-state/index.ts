@@ -25,7 +25,12 @@ export {
   type StartOutcome,
   type ToolPlacement,
 } from './create-task.ts';
-export { claimTask, noteWaitingForWorker, type ClaimOutcome } from './claim-task.ts';
+export {
+  claimTask,
+  noteWaitingForWorker,
+  type ClaimOutcome,
+  type ClaimedDelegation,
+} from './claim-task.ts';
 export {
   releaseLease,
   reapExpiredLeases,

@@ -106,3 +106,26 @@ test("each claim's event tells what it took: the row's owner, the epoch and the 
     { type: 'task.lease_taken', body: canonicalJson(claimEvent('w2', 2)) },
   ]);
 });
+
+test('the claim reads the sealed delegation with the lease, and how long it has left', async () => {
+  const id = await insertTask(s.admin);
+  await s.admin.query(
+    `INSERT INTO app.task_credentials (task_id, key_id, iv, ciphertext, tag, expires_at)
+     VALUES ($1, 'k1', '\\x01'::bytea, '\\x0203'::bytea, '\\x04'::bytea, now() + interval '90 seconds')`,
+    [id],
+  );
+  const c = await claimTask(s.worker, { taskId: id, workerId: 'w1', leaseMs: 60_000 });
+  if (c.kind !== 'claimed') throw new Error(`not claimed: ${c.kind}`);
+  expect(c.delegation?.sealed).toEqual({
+    keyId: 'k1',
+    iv: Buffer.from([1]),
+    ciphertext: Buffer.from([2, 3]),
+    tag: Buffer.from([4]),
+  });
+  expect(c.delegation!.remainingMs).toBeGreaterThan(80_000);
+  expect(c.delegation!.remainingMs).toBeLessThanOrEqual(90_000);
+
+  const without = await insertTask(s.admin);
+  const d = await claimTask(s.worker, { taskId: without, workerId: 'w1', leaseMs: 60_000 });
+  expect(d).toMatchObject({ kind: 'claimed', delegation: null });
+});
