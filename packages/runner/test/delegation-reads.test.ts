@@ -1,6 +1,7 @@
 import { claimTask } from '@mtg/tasks';
 import { createDelegationReads } from '../src/task-credentials.ts';
 import {
+  insertSealedDelegation,
   insertTask,
   openStateDatabase,
   type StateDatabase,
@@ -19,12 +20,7 @@ afterAll(async () => {
 
 async function claimedWithDelegation(expiresInS: number) {
   const id = await insertTask(s.admin);
-  await s.admin.query(
-    `INSERT INTO app.task_credentials (task_id, key_id, iv, ciphertext, tag, expires_at)
-     VALUES ($1, 'k1', '\\x01'::bytea, '\\x02'::bytea, '\\x03'::bytea,
-             now() + $2 * interval '1 second')`,
-    [id, expiresInS],
-  );
+  await insertSealedDelegation(s.admin, id, { keyId: 'k1', expiresInS });
   const c = await claimTask(s.worker, { taskId: id, workerId: 'w1', leaseMs: 60_000 });
   if (c.kind !== 'claimed') throw new Error(`not claimed: ${c.kind}`);
   return { id, delegation: c.delegation };
@@ -60,11 +56,7 @@ test('the claim copy expires when the time it had left has passed on the run clo
 test('a task claimed without a delegation: the first read finds none, without a read', async () => {
   const id = await insertTask(s.admin);
   const read = createDelegationReads(s.worker, id, null);
-  await s.admin.query(
-    `INSERT INTO app.task_credentials (task_id, key_id, iv, ciphertext, tag, expires_at)
-     VALUES ($1, 'k2', '\\x01'::bytea, '\\x02'::bytea, '\\x03'::bytea, now() + interval '1 hour')`,
-    [id],
-  );
+  await insertSealedDelegation(s.admin, id, { keyId: 'k2', expiresInS: 3600 });
   expect(await read()).toBeUndefined();
   expect(await read()).toMatchObject({ sealed: { keyId: 'k2' } });
 });

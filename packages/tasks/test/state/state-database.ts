@@ -81,6 +81,20 @@ export async function insertTask(
   return id;
 }
 
+/** A sealed delegation row for `taskId` (bytes 1, 2, 3 as iv, ciphertext and tag). */
+export async function insertSealedDelegation(
+  admin: pg.Pool,
+  taskId: string,
+  o: { keyId: string; expiresInS: number },
+): Promise<void> {
+  await admin.query(
+    `INSERT INTO app.task_credentials (task_id, key_id, iv, ciphertext, tag, expires_at)
+     VALUES ($1, $2, '\\x01'::bytea, '\\x02'::bytea, '\\x03'::bytea,
+             now() + $3 * interval '1 second')`,
+    [taskId, o.keyId, o.expiresInS],
+  );
+}
+
 export async function taskRow(admin: pg.Pool, id: string) {
   const r = await admin.query(
     `SELECT status, outcome, lease_owner, lease_epoch, lease_expires_at, attempts,
