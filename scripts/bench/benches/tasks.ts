@@ -550,6 +550,21 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
       gatewayEnv: NO_CAPS,
       workerEnv: { ...WORKERS_ENV, WORKER_CONCURRENCY: String(SLOTS / workers) },
     });
+    // The workers were just started: a warm-up batch, unmeasured and run to its end, gives
+    // each the JIT, the pooled sessions (each with its prepared statements) and the tokens a
+    // worker that has been running has. Without it the measured batch paid for every worker's
+    // start-up, which grows with their number (docs/scaling.md, "Workers").
+    await ctx.reset();
+    const warmSince = await dbNow(ctx);
+    await runLoadProcess({
+      urls: [ctx.stack.mcpUrl],
+      connections: START_CONNECTIONS,
+      durationS: 60,
+      amount: n,
+      scenario: startScenario(ctx, `w${workers}-warm-${Date.now()}`),
+    });
+    const warm = (await tasksSince(ctx, warmSince)).map((t) => t.id);
+    await waitEnded(ctx, warm, 120_000);
     await ctx.reset();
     const since = await dbNow(ctx);
     const release = holdWorkers(ctx);
@@ -583,7 +598,7 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
       section: 'Scaling',
       measure: `${workers} worker process${workers > 1 ? 'es' : ''} (${SLOTS / workers} slots each) running a batch of ${ids.length} ${STEPS}-step tasks`,
       result: `PostgreSQL ${fmt(pg, 1)} ms CPU per task; ${fmt(counts.completed / s)} tasks completed/s`,
-      samples: `1 batch, started with the workers frozen, then run to the end${counts.completed < ids.length ? `; ${ids.length - counts.completed} did not complete` : ''}`,
+      samples: `1 batch after an unmeasured warm-up batch of the same size on the same workers, started with the workers frozen, then run to the end${counts.completed < ids.length ? `; ${ids.length - counts.completed} did not complete` : ''}`,
       note: `run phase only: ${describe(perGroup(cpu, counts.completed))}`,
     });
   }
