@@ -27,6 +27,7 @@ export function createDelegationReads(
   claimed?: ClaimedDelegation | null,
   clock?: Clock,
 ): ReadDelegation {
+  // undefined: the claim read nothing for this run; null: it found no delegation.
   let first =
     claimed === undefined
       ? undefined

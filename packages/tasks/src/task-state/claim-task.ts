@@ -40,12 +40,14 @@ export interface ClaimedDelegation {
   remainingMs: number;
 }
 
+// The joined app.task_credentials row: every column null when the task has none (its columns
+// are NOT NULL, so d_key_id alone tells).
 interface DelegationColumns {
   d_key_id: string | null;
-  d_iv: Buffer | null;
-  d_ciphertext: Buffer | null;
-  d_tag: Buffer | null;
-  d_remaining_ms: number | null;
+  d_iv: Buffer;
+  d_ciphertext: Buffer;
+  d_tag: Buffer;
+  d_remaining_ms: number;
 }
 
 /**
@@ -111,9 +113,10 @@ const TAKE_LEASE = prepared(
  * Takes the task's lease: only when nobody holds a live one and, given `served` (tool name →
  * the schema fingerprint this worker runs), only for a tool this worker runs at the task's
  * schema. Bumping the epoch fences off the previous holder, whose later journal, result and
- * status writes then match nothing. The claim reads the task's journal and its sealed delegation in the same statement,
- * and the claim and its `task.started` / `task.lease_taken` event commit together: a worker
- * killed in between leaves neither, so every lease a task ever had is in the trail.
+ * status writes then match nothing. The claim reads the task's journal and its sealed
+ * delegation in the same statement, and the claim and its `task.started` /
+ * `task.lease_taken` event commit together: a worker killed in between leaves neither, so
+ * every lease a task ever had is in the trail.
  */
 export async function claimTask(
   db: Pool,
@@ -142,7 +145,7 @@ export async function claimTask(
       firstStart: first_start,
       journal: new Map(Object.entries(journal).map(([step, output]) => [step, output.value])),
       delegation:
-        d_key_id !== null && d_iv && d_ciphertext && d_tag && d_remaining_ms !== null
+        d_key_id !== null
           ? {
               sealed: { keyId: d_key_id, iv: d_iv, ciphertext: d_ciphertext, tag: d_tag },
               remainingMs: d_remaining_ms,
