@@ -209,6 +209,96 @@ test('one worker leads maintenance; when it stops, another takes over at its nex
   expect(first.leading()).toBe(false);
 });
 
+test('started followers wait for the lock in PostgreSQL: one leads as soon as the leader stops, with no tick', async () => {
+  const boss = createBoss(pool, { supervise: false });
+  boss.on('error', () => {});
+  await boss.start();
+  cleanups.push(() => boss.stop({ graceful: false, close: false }));
+  const follower = createPool({
+    connectionString: db.logins.worker,
+    role: ROLES.worker,
+    applicationName: 'follower',
+  });
+  cleanups.push(() => follower.end());
+  // No timer tick within the test: whatever happens after the first tick is the wait's doing.
+  const options = { boss, logger: silent, tickMs: 3_600_000, purgeEveryMs: 60_000 };
+  const first = createMaintenance({ pool, ...options });
+  const second = createMaintenance({ pool: follower, ...options, leaderWaitMs: 300 });
+  cleanups.push(async () => {
+    first.stop();
+    second.stop();
+  });
+  first.start();
+  await first.tick();
+  await pollUntil(async () => first.leading(), Boolean, 10_000, 20, 'the first leading');
+  second.start();
+  await second.tick();
+  // The follower's one statement waits in PostgreSQL, and is asked again at its bound.
+  const waiting = () =>
+    notifier.query<{ started: string }>(
+      `SELECT query_start::text AS started FROM pg_stat_activity
+        WHERE application_name = 'follower' AND wait_event_type = 'Lock'
+          AND query LIKE '%pg_advisory_lock%'`,
+    );
+  const before = await pollUntil(
+    async () => (await waiting()).rows,
+    (rows) => rows.length === 1,
+    10_000,
+    20,
+    "the follower's wait",
+  );
+  await pollUntil(
+    async () => (await waiting()).rows,
+    (rows) => rows.length === 1 && rows[0]!.started !== before[0]!.started,
+    10_000,
+    20,
+    'the wait asked again after its bound',
+  );
+  expect(second.leading()).toBe(false);
+  first.stop();
+  await pollUntil(async () => second.leading(), Boolean, 5_000, 20, 'the follower leading');
+});
+
+test('a started follower stopped while it waits holds no connection', async () => {
+  const own = createPool({
+    connectionString: db.logins.worker,
+    role: ROLES.worker,
+    applicationName: 'stopped-follower',
+  });
+  const boss = createBoss(pool, { supervise: false });
+  boss.on('error', () => {});
+  await boss.start();
+  cleanups.push(() => boss.stop({ graceful: false, close: false }));
+  const options = { boss, logger: silent, tickMs: 3_600_000, purgeEveryMs: 60_000 };
+  const leader = createMaintenance({ pool, ...options });
+  cleanups.push(async () => leader.stop());
+  await leader.tick();
+  expect(leader.leading()).toBe(true);
+  const m = createMaintenance({ pool: own, ...options });
+  m.start();
+  await m.tick();
+  await pollUntil(
+    async () =>
+      (
+        await notifier.query(
+          `SELECT 1 FROM pg_stat_activity WHERE application_name = 'stopped-follower'
+              AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_lock%'`,
+        )
+      ).rowCount,
+    (n) => n === 1,
+    10_000,
+    20,
+    "the follower's wait",
+  );
+  expect(own.totalCount - own.idleCount).toBe(1);
+  m.stop();
+  expect(m.leading()).toBe(false);
+  // Nothing checked out: the pool's end() (the worker's last step) returns, the wait's
+  // default bound (10 s) notwithstanding.
+  expect(own.totalCount - own.idleCount).toBe(0);
+  await own.end();
+});
+
 test('work nobody fetched is announced again by the leader: picked up with no poll', async () => {
   const fetched: string[] = [];
   const w = await startWorker('worker-only', fetched);
