@@ -170,7 +170,7 @@ chaosDescribe('graceful shutdown', () => {
         `exit ${exit.signal ?? exit.code} ${exitedAt - signalledAt} ms after SIGTERM\n`,
     );
     expect(inFlight.status).toBe(200);
-    expect(JSON.parse(inFlight.body).result.structuredContent).toMatchObject({
+    expect(rpcMessage(inFlight.body).result.structuredContent).toMatchObject({
       collection: 'gw',
       updated: 1000,
     });
@@ -233,3 +233,19 @@ chaosDescribe('graceful shutdown', () => {
     // Reported, not asserted: see BENCHMARKS.md (graceful shutdown and keep-alive).
   }, 60_000);
 });
+
+/**
+ * The JSON-RPC message of a reply: a JSON body, or the last `message` event of an SSE one
+ * (how the gateway answers a 2025-11-25 `tasks/result` that waited).
+ */
+function rpcMessage(body: string): { result: { structuredContent: unknown } } {
+  if (body.trimStart().startsWith('{')) return JSON.parse(body);
+  const events = body.split(/\r?\n\r?\n/).filter((e) => /^data:/m.test(e));
+  const data = events
+    .at(-1)!
+    .split(/\r?\n/)
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => line.slice(5).trimStart())
+    .join('\n');
+  return JSON.parse(data);
+}
