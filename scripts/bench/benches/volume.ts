@@ -105,7 +105,9 @@ function verify(url: string, args: string[]) {
       child.stderr.resume();
       // VmHWM is the high-water mark: the last sample before the exit holds the peak.
       const sampler = setInterval(() => {
-        peakMb = Math.max(peakMb, residentMemory(child.pid!)?.peakMb ?? 0);
+        // An exited child not yet reaped has a status without memory lines: NaN, skipped.
+        const seen = residentMemory(child.pid!)?.peakMb;
+        if (seen !== undefined && Number.isFinite(seen)) peakMb = Math.max(peakMb, seen);
       }, 100);
       child.on('error', reject);
       child.on('exit', () => {

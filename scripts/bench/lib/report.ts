@@ -98,9 +98,9 @@ const LIMITS: Record<string, string> = {
   'overhead-load':
     'queueing for CPU: under the headline load the machine is saturated, so every transaction and exchange of the path waits for a core (and once the backlog grows, for a worker slot too). What would move it: the same CPU savings as the headline (queueing falls steeply below saturation), and a start rate limit that keeps the machine out of saturation.',
   'pg-by-workers':
-    'what each worker still costs on its own: its lease renewals and fetches while it runs tasks, its announcement every 5 s, and the leader-lock attempt each second (docs/scaling.md, "Workers: flat in worker count").',
+    'what each worker still costs on its own: its lease renewals and fetches while it runs tasks, its announcement every 5 s, and its wait for the leader lock, one statement every 10 s (docs/scaling.md, "Workers: flat in worker count").',
   'idle-workers':
-    "each idle worker's fixed database traffic: its announcement (an upsert and a read of app.workers every 5 s) and the maintenance-leader lock attempt each second; maintenance, pg-boss supervision and the re-announcement of unfetched work run in the leader only.",
+    "each idle worker's fixed database traffic: its announcement (an upsert and a read of app.workers every 5 s) and its wait for the maintenance-leader lock (one statement every 10 s, blocked in PostgreSQL); maintenance, pg-boss supervision and the re-announcement of unfetched work run in the leader only.",
   'peer-polls':
     'the polls share the two cores with the starts and the runs of the headline load, and the starts won the larger share as the task got cheaper; on their own (the Throughput rows) the gateway answers several times more. What would move it: cheaper polls — each is one statement (the revocation check, its rate-limit count and the task read) plus its share of a group commit — and cheaper tasks.',
   pickup:
@@ -247,7 +247,7 @@ const ANALYSIS: string[] = [
   'fetched, ran its own pg-boss supervision and maintenance, and polled its queues. Now one',
   'agreed worker fetches per notification, one leader runs maintenance and supervision, and the',
   'poll is a 30 s safety net (docs/scaling.md); what is left per worker is its announcement',
-  'every 5 s and the leader-lock attempt each second, which the idle row measures. Which',
+  'every 5 s and its wait for the leader lock (one statement every 10 s), which the idle row measures. Which',
   'statements make the rest is not measured here (no pg_stat_statements). More processes do not',
   'add cores here either: at 8',
   'workers the processes compete for the same two cores.',
