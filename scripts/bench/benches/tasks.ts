@@ -2,7 +2,7 @@
 // headline), where each completed task's CPU goes (per process and per phase), start →
 // completed overhead over the tool's own step time, and the database's cost by worker count.
 import type { BenchContext } from '../lib/context.ts';
-import { cpuMeter, postgresBackends, type CpuReport, type PidSource } from '../lib/cpu.ts';
+import { cpuMeter, stackBackends, type CpuReport, type PidSource } from '../lib/cpu.ts';
 import { runLoadProcess } from '../lib/load-client.ts';
 import { startTask } from '../lib/mcp.ts';
 import { fmt, median, sleep } from '../lib/stats.ts';
@@ -448,8 +448,9 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
     `Measured runs (CPU ms per task, run phase only): ${xs.map((x) => `${x} step${x > 1 ? 's' : ''} ${fmt(total(phases.get(x)!.run), 1)}`).join(', ')}.`,
     '',
     '**How the CPU is attributed.** Per process from /proc (utime + stime of the gateway,',
-    "worker, IdP and downstream processes, and of the bench database's PostgreSQL backends plus",
-    "the server's shared background processes: WAL writer, checkpointer, autovacuum), over",
+    "worker, IdP and downstream processes, and of the bench database's PostgreSQL backends (but",
+    "the bench's own sessions, which watch the batches) plus the server's shared background",
+    'processes: WAL writer, checkpointer, autovacuum), over',
     'phases measured one at a time on a batch of tasks: (1) the starts, 20 connections, with',
     'every worker process frozen (SIGSTOP), so nothing but the start request runs; (2) the',
     'workers released (SIGCONT) and the batch run to its end: pickup, steps, settle; (3) one',
@@ -646,7 +647,7 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
   // the lower: the batches above leave the database with work of its own for a while
   // (autovacuum of the tables they filled), which lands on whichever window it falls in.
   const idle: Record<number, { all: number; backends: number }> = {};
-  const own: PidSource = () => postgresBackends(ctx.db.name, { background: false });
+  const own: PidSource = () => stackBackends(ctx, { background: false });
   for (const workers of [1, 8, 1, 8]) {
     await ctx.topology({ gateways: 1, workers, gatewayEnv: NO_CAPS, workerEnv: WORKERS_ENV });
     await sleep(2000);

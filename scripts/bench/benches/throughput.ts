@@ -5,7 +5,7 @@ import type { BenchContext } from '../lib/context.ts';
 import { runJsonScript } from '../lib/child-json.ts';
 import { runLoadProcess } from '../lib/load-client.ts';
 import { startTask } from '../lib/mcp.ts';
-import { cpuMeter, describeCpu, postgresBackends, type PidSource } from '../lib/cpu.ts';
+import { cpuMeter, describeCpu, stackBackends, type PidSource } from '../lib/cpu.ts';
 import { freePort, residentMemory, spawnProc } from '../lib/process-stack.ts';
 import { fmt, median, sleep } from '../lib/stats.ts';
 
@@ -31,7 +31,7 @@ export function stackGroups(ctx: BenchContext): Record<string, PidSource> {
     workers: live([...ctx.stack.workers.values()]),
     idp: live([ctx.stack.idp]),
     downstream: live([ctx.stack.downstream]),
-    postgres: () => postgresBackends(ctx.db.name),
+    postgres: () => stackBackends(ctx),
   };
 }
 

@@ -13,7 +13,7 @@ import { installQueue } from '@mtg/tasks';
 import { devUserToken } from '../../../apps/cli/src/lib/dev-user-token.ts';
 import { pollUntil } from '../../lib/poll-until.ts';
 import type { BenchContext } from '../lib/context.ts';
-import { cpuMeter, describeCpu, postgresBackends, type CpuReport } from '../lib/cpu.ts';
+import { cpuMeter, describeCpu, stackBackends, type CpuReport } from '../lib/cpu.ts';
 import { freePort, REPO_ROOT, spawnProc, startProcessStack } from '../lib/process-stack.ts';
 import { fmt, median, percentile } from '../lib/stats.ts';
 import { NO_CAPS } from './throughput.ts';
@@ -147,7 +147,7 @@ export async function benchUpstream(ctx: BenchContext): Promise<void> {
         gateway: () => [stack.gateways[0]!.pid],
         idp: () => [stack.idp.pid],
         upstream: () => [demo.pid],
-        postgres: () => postgresBackends(ctx.db.name),
+        postgres: () => stackBackends(ctx),
       });
     const base = await timedCalls(direct, 'lookup_ticket', n, meter);
     const proxied = await timedCalls(viaGateway, 'demo.lookup_ticket', n, meter);

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { purgeExpired } from '@mtg/tasks';
 import type { BenchContext } from '../lib/context.ts';
 import { runJsonScript } from '../lib/child-json.ts';
-import { cpuMeter, postgresBackends } from '../lib/cpu.ts';
+import { cpuMeter, stackBackends } from '../lib/cpu.ts';
 import { runLoadProcess } from '../lib/load-client.ts';
 import { REPO_ROOT, residentMemory } from '../lib/process-stack.ts';
 import { fmt, median, sleep } from '../lib/stats.ts';
@@ -137,7 +137,7 @@ async function purgeSweep(ctx: BenchContext, pool: pg.Pool, expire: number) {
     [expire],
   );
   await ctx.sql('VACUUM ANALYZE app.tasks');
-  const meter = cpuMeter({ postgres: () => postgresBackends(ctx.db.name) });
+  const meter = cpuMeter({ postgres: () => stackBackends(ctx) });
   const started = performance.now();
   await purgeExpired(pool);
   const ms = performance.now() - started;

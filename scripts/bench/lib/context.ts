@@ -52,6 +52,12 @@ export interface BenchContext {
   /** 8 tenants × 4 users, so per-user and per-tenant caps and locks spread. */
   users: UserToken[];
   sql<T extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<T[]>;
+  /**
+   * The backends of the bench's own sessions (`sql`): they watch the batches (a count every
+   * 25 ms while one runs), which is the bench's work, not the stack's, so the CPU meters leave
+   * them out (`stackBackends`).
+   */
+  ownBackends: ReadonlySet<number>;
   /** Stops running tasks (as a cancel would) and deletes every task and task job. */
   reset(): Promise<void>;
   topology(t: Topology): Promise<void>;
@@ -71,6 +77,14 @@ export function createContext(
 ): BenchContext {
   const pool = new pg.Pool({ connectionString: db.url, max: 3, application_name: 'bench' });
   pool.on('error', () => {});
+  const ownBackends = new Set<number>();
+  // Sent ahead of the query the connection was opened for, so the pid is known before it runs.
+  pool.on('connect', (client) => {
+    client
+      .query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
+      .then((r) => ownBackends.add(r.rows[0]!.pid))
+      .catch(() => {});
+  });
   const sql = async <T extends pg.QueryResultRow>(text: string, values: unknown[] = []) =>
     (await pool.query<T>(text, values)).rows;
   const envKey = new Map<string, string>();
@@ -81,6 +95,7 @@ export function createContext(
     stack,
     users,
     sql,
+    ownBackends,
     rows: [],
     blocks: [],
     notes: [],

@@ -55,6 +55,17 @@ export function postgresBackends(
   return [...backends, ...background];
 }
 
+/**
+ * The stack's PostgreSQL CPU: `postgresBackends` of the bench database without the bench's
+ * own sessions (BenchContext.ownBackends).
+ */
+export function stackBackends(
+  ctx: { db: { name: string }; ownBackends: ReadonlySet<number> },
+  options: { background?: boolean } = {},
+): number[] {
+  return postgresBackends(ctx.db.name, options).filter((pid) => !ctx.ownBackends.has(pid));
+}
+
 function machineBusyMs(): { busy: number; total: number } {
   const line = readFileSync('/proc/stat', 'utf8')
     .split('\n')[0]!
