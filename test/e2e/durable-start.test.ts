@@ -168,7 +168,7 @@ test('a task past its deadline ends failed with a deadline reason', async () => 
   await client.close();
 });
 
-test('the worker completes a task’s job once the task has ended, never before (completed, cancelled)', async () => {
+test('the worker completes a task’s job with its completion, and after any other ending, never before (completed, cancelled)', async () => {
   const token = await stack.token('jo', 'acme');
   const wire = extWire(stack.mcpUrl);
   const done = await wire.start(token, 'bulk_update_records', {
@@ -197,18 +197,25 @@ test('the worker completes a task’s job once the task has ended, never before 
     [done, 'completed'],
     [running, 'cancelled'],
   ] as const) {
-    // The ending is one statement; the job is completed right after it (with the jobs of
-    // the runs that ended meanwhile, job-completions.ts), so never before the task ended.
+    // A completion completes the job in the statement that ends the task (its run's job,
+    // end-task.ts); another ending is one statement and the job is completed right after it
+    // (with the jobs of the runs that ended meanwhile, job-completions.ts): never before.
     const [row] = await pollUntil(
       () =>
         sql(
           stack.db.url,
-          `SELECT t.status, j.state, j.completed_on >= t.ended_at AS after_the_ending
+          `SELECT t.status, j.state, j.completed_on >= t.ended_at AS after_the_ending,
+                  j.completed_on = t.ended_at AS with_the_ending
              FROM app.tasks t JOIN pgboss.job j ON j.id = t.job_id WHERE t.id = $1`,
           [taskId],
         ),
       (rows) => rows[0]?.status === status && rows[0]?.state === 'completed',
     );
-    expect(row).toMatchObject({ status, state: 'completed', after_the_ending: true });
+    expect(row).toMatchObject({
+      status,
+      state: 'completed',
+      after_the_ending: true,
+      with_the_ending: status === 'completed',
+    });
   }
 });

@@ -10,7 +10,8 @@ interface Pending {
 }
 
 /**
- * Completes the jobs of runs that ended, several in one statement: while one completion is
+ * Completes the jobs of runs that ended other than by a completion (which completes its job
+ * in the statement that ends the task, JobEnd), several in one statement: while one completion is
  * on its way, the jobs whose runs end meanwhile queue, and the next statement completes all
  * of one queue's (fenced to each job's attempt, as pg-boss completes one). A lone job is
  * completed at once: nothing waits on a timer. Each caller's promise settles with its

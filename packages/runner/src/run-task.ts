@@ -1,7 +1,7 @@
 import type { Clock } from '@mtg/clock';
 import type { Pool } from 'pg';
 import type { Logger } from '@mtg/log';
-import { claimTask, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
+import { claimTask, type JobCompletion, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
 import { isToolError, type TargetClient, type UpstreamTaskClient } from '@mtg/tool-kit';
 import { toolErrorResult, type LongToolDefinition } from '@mtg/tools';
 import { leaveUnservable, servedFingerprints } from './check-servable.ts';
@@ -52,10 +52,22 @@ export interface RunDeps {
   logger: Logger;
   /** Aborted on graceful shutdown: the run stops at its next step boundary. */
   drain?: AbortSignal;
+  /** The run's job, when the worker loop runs it: a completion completes it too (JobEnd). */
+  job?: JobEnd;
   /** Told about each task this worker's runs end (not when another process ended it first). */
   onTaskEnded?: OnTaskEnded;
   /** The worker's clock: when a step started, as journaled (default: the system's). */
   clock?: Clock;
+}
+
+/**
+ * The job a run came from. A completion completes it in the statement that ends the task
+ * (`completion()` is pg-boss's own UPDATE, not run) and sets `completed`, so the worker loop
+ * does not complete it again; every other ending leaves that to the loop.
+ */
+export interface JobEnd {
+  completion(): Promise<JobCompletion>;
+  completed: boolean;
 }
 
 /** What the worker loop does with the job afterwards. */

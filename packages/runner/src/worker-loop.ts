@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Job, PgBoss } from 'pg-boss';
 import type { Logger } from '@mtg/log';
-import { CHANNELS, HEARTBEAT_SECONDS, type TaskEvents } from '@mtg/tasks';
-import { runTask, type RunDeps, type RunResult } from './run-task.ts';
+import { CHANNELS, HEARTBEAT_SECONDS, jobCompletion, type TaskEvents } from '@mtg/tasks';
+import { runTask, type JobEnd, type RunDeps, type RunResult } from './run-task.ts';
 import { receiveJobs, runInJobTrace } from '@mtg/telemetry';
 import { createJobCompletions } from './job-completions.ts';
 import { StopRun } from './stop.ts';
@@ -145,13 +145,14 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       (HEARTBEAT_SECONDS * 1000) / 3,
     );
     heartbeat.unref();
+    const jobEnd: JobEnd = { completion: () => jobCompletion(o.boss, job), completed: false };
     const done = (async () => {
       try {
         const result = await runInJobTrace(
           job.data,
           'task.run',
           { 'mtg.task.id': taskId, 'messaging.destination.name': job.name },
-          () => runTask({ ...o.run, drain: drain.signal }, taskId, stop.signal),
+          () => runTask({ ...o.run, drain: drain.signal, job: jobEnd }, taskId, stop.signal),
         );
         o.logger.info('task run ended', { taskId, result });
         o.onRunEnded?.(taskId, result);
@@ -162,7 +163,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           result === 'paused' ||
           result === 'unservable'
         ) {
-          await completeJob(job);
+          if (!jobEnd.completed) await completeJob(job);
         } else {
           // released (shutdown), held (another live worker), retry: pg-boss retries soon.
           await o.boss.fail(job.name, job, { reason: result });

@@ -15,6 +15,9 @@ export {
   missingQueues,
   unclaimedQueues,
   HEARTBEAT_SECONDS,
+  jobCompletion,
+  type FetchedJob,
+  type JobCompletion,
   type JobQueue,
 } from './job-queue.ts';
 export { ADMIN_SCOPE } from './cancel-task.ts';

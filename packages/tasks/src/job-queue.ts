@@ -15,6 +15,26 @@ export interface JobQueue {
   boss: PgBoss;
 }
 
+/** What pg-boss needs of a fetched job to complete it (fenced to the attempt it was fetched at). */
+export interface FetchedJob {
+  name: string;
+  id: string;
+  retryCount: number;
+}
+
+/**
+ * pg-boss's completion of one job as a bare `UPDATE` (no `RETURNING`), whose parameters are
+ * `$1` … `$n` with `values`; its `WHERE` is last, so a caller may add a condition with `AND`.
+ */
+export interface JobCompletion {
+  text: string;
+  values: unknown[];
+}
+
+// What pg-boss 12 sends to complete jobs: its UPDATE inside a WITH that counts the rows.
+const COMPLETION_SHAPE =
+  /^\s*WITH results AS \(\s*(UPDATE [\s\S]*\bWHERE\b[\s\S]*?)\s+RETURNING id\s*\)\s*SELECT COUNT\(\*\), COALESCE\(array_agg\(id\), '\{\}'::uuid\[\]\) AS ids FROM results\s*$/;
+
 export interface TaskJob {
   queue: string;
   taskId: string;
@@ -91,6 +111,35 @@ export function createJobQueue(boss: PgBoss): JobQueue {
       return { text: call!.text, value };
     },
   };
+}
+
+/**
+ * pg-boss's own completion of one fetched job, not run: the `UPDATE` it sends inside its
+ * `WITH`, for a statement that ends the task and completes its job at once (end-task.ts).
+ * Should a pg-boss release complete a job any other way, this throws and the caller completes
+ * the job with pg-boss after the ending, as before.
+ */
+export async function jobCompletion(
+  boss: Pick<PgBoss, 'complete'>,
+  job: FetchedJob,
+): Promise<JobCompletion> {
+  const calls: Array<{ text: string; values: unknown[] }> = [];
+  await boss.complete(job.name, { id: job.id, retryCount: job.retryCount }, undefined, {
+    db: {
+      executeSql: async (text: string, values?: unknown[]) => {
+        calls.push({ text, values: values ?? [] });
+        return { rows: [{ count: 1, ids: [job.id] }] };
+      },
+    },
+  });
+  const [call] = calls;
+  const update = call?.text.match(COMPLETION_SHAPE)?.[1];
+  // One UPDATE whose WHERE ends it, with nothing after that could change what it matches.
+  if (calls.length !== 1 || !update || /\b(RETURNING|FROM|WITH)\b/.test(update))
+    throw new Error(
+      'pg-boss no longer completes a job as one UPDATE inside its WITH: a completion cannot complete its job',
+    );
+  return { text: update, values: call.values };
 }
 
 /** Queues of `queues` that do not exist yet (the gateway and worker refuse to start then). */

@@ -7,7 +7,8 @@ import {
   filledBySql,
   type AuditEvent,
 } from '@mtg/audit';
-import { prepared, runPrepared, withTransaction } from '@mtg/db';
+import { prepared, runPrepared, withTransaction, type PreparedStatement } from '@mtg/db';
+import type { JobCompletion } from '../job-queue.ts';
 import type { TaskRow } from '../task-row.ts';
 import { LIVE_LEASE, fenced } from './predicates.ts';
 import { ABOUT_FILLED, aboutFilledValues, aboutTask } from './about-task.ts';
@@ -59,8 +60,10 @@ async function endTask(
 // One statement, its own transaction: the settlement (SETTLED), the result, stored only when
 // the task settled under the writer's lease (a stale worker's result is never stored), and
 // `task.completed`, appended last, once the result and the delegation's end are written (the
-// chain lock is held from there to the statement's commit).
-const COMPLETE = prepared(
+// chain lock is held from there to the statement's commit). With the run's job (`job`), the
+// job is completed too, only when the task settled: pg-boss's own UPDATE, its parameters
+// after the statement's 18.
+const completeText = (job?: string) =>
   `WITH ${SETTLED},
    stored AS (
      INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
@@ -77,9 +80,20 @@ const COMPLETE = prepared(
      )}
        FROM settled s
             CROSS JOIN (SELECT count(*) FROM stored) r
-            CROSS JOIN (SELECT count(*) FROM ended_delegation) d)
-   SELECT settled.* FROM settled CROSS JOIN notified CROSS JOIN appended`,
-);
+            CROSS JOIN (SELECT count(*) FROM ended_delegation) d)${
+              job === undefined
+                ? ''
+                : `,
+   job_done AS (
+     ${job.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + COMPLETE_PARAMS}`)}
+       AND EXISTS (SELECT 1 FROM settled)
+     RETURNING id)`
+            }
+   SELECT settled.* FROM settled CROSS JOIN notified CROSS JOIN appended`;
+const COMPLETE_PARAMS = 18;
+const COMPLETE = prepared(completeText());
+/** COMPLETE with a job's completion, one per pg-boss statement text (one per queue). */
+const completeWithJob = new Map<string, PreparedStatement>();
 
 /** A tool result as the worker stores it. */
 export interface FinishedResult {
@@ -104,6 +118,8 @@ export async function completeTask(
     downstreamSystems: string[];
     /** The tool's last progress report, if no statement wrote it yet (Settlement.progress). */
     progress?: Settlement['progress'];
+    /** The run's job, completed in the same statement when the task settles (jobCompletion). */
+    job?: JobCompletion;
   },
 ): Promise<TaskRow | undefined> {
   const isError = c.finished.result.isError === true;
@@ -130,14 +146,21 @@ export async function completeTask(
       attempts: filledBySql('attempts'),
     },
   });
-  const r = await runPrepared<TaskRow>(deps.pool, COMPLETE, [
+  const values = [
     ...settleParams(settlement),
     c.finished.text,
     isError,
     c.finished.sizeBytes,
     c.finished.deleteOnRead,
     ...event,
-  ]);
+  ];
+  let statement = COMPLETE;
+  if (c.job) {
+    statement = completeWithJob.get(c.job.text) ?? prepared(completeText(c.job.text));
+    completeWithJob.set(c.job.text, statement);
+    values.push(...c.job.values);
+  }
+  const r = await runPrepared<TaskRow>(deps.pool, statement, values);
   const ended = r.rows[0];
   if (ended) deps.onTaskEnded?.(ended);
   return ended;

@@ -6,11 +6,13 @@ import {
   type Lease,
 } from '../../src/task-state/index.ts';
 import { canonicalJson } from '@mtg/audit';
+import { jobCompletion, type JobCompletion } from '../../src/job-queue.ts';
 import {
   eventTypes,
   expireLease,
   insertTask,
   openStateDatabase,
+  QUEUE,
   taskRow,
   type StateDatabase,
 } from './state-database.ts';
@@ -38,7 +40,7 @@ const finished = (text: string) => ({
   deleteOnRead: false,
 });
 
-const complete = (taskId: string, lease: Lease, text: string) =>
+const complete = (taskId: string, lease: Lease, text: string, job?: JobCompletion) =>
   completeTask(
     { pool: s.worker },
     {
@@ -48,6 +50,7 @@ const complete = (taskId: string, lease: Lease, text: string) =>
       finished: finished(text),
       runMs: 1,
       downstreamSystems: [],
+      ...(job ? { job } : {}),
     },
   );
 
@@ -183,4 +186,48 @@ test("the completion's event tells what its statement did: the row's owner, dura
       },
     }),
   ]);
+});
+
+test("a completion with its run's job completes the job in its own statement, only when the task settles", async () => {
+  const id = await insertTask(s.admin);
+  const stale = await claimed(id, 'w1');
+  await expireLease(s.admin, id);
+  const current = await claimed(id, 'w1');
+  await s.queue.boss.send(QUEUE, { taskId: id });
+  const [job] = await s.queue.boss.fetch(QUEUE);
+  const jobState = async () =>
+    (
+      await s.admin.query(
+        `SELECT j.state, j.completed_on = t.ended_at AS with_the_ending
+           FROM pgboss.job j, app.tasks t WHERE j.id = $1 AND t.id = $2`,
+        [job!.id, id],
+      )
+    ).rows[0];
+  // A stale holder's completion settles nothing, and so completes no job.
+  expect(
+    await complete(id, stale, 'stale', await jobCompletion(s.queue.boss, job!)),
+  ).toBeUndefined();
+  expect(await jobState()).toMatchObject({ state: 'active' });
+  // The current holder's completes both, at the same instant (one transaction).
+  const done = await complete(id, current, 'the result', await jobCompletion(s.queue.boss, job!));
+  expect(done).toMatchObject({ status: 'completed' });
+  expect(await jobState()).toEqual({ state: 'completed', with_the_ending: true });
+});
+
+test("a job fetched again since is not completed by the earlier attempt's completion", async () => {
+  const id = await insertTask(s.admin);
+  const lease = await claimed(id, 'w1');
+  await s.queue.boss.send(QUEUE, { taskId: id }, { retryLimit: 2, retryDelay: 0 });
+  const [first] = await s.queue.boss.fetch(QUEUE);
+  await s.queue.boss.fail(QUEUE, first!.id);
+  const [again] = await s.queue.boss.fetch(QUEUE);
+  expect(again).toMatchObject({ id: first!.id, retryCount: 1 });
+  // pg-boss's fence to the attempt holds inside the statement: the task ends, the job stays.
+  expect(
+    await complete(id, lease, 'done', await jobCompletion(s.queue.boss, first!)),
+  ).toMatchObject({
+    status: 'completed',
+  });
+  const { rows } = await s.admin.query(`SELECT state FROM pgboss.job WHERE id = $1`, [first!.id]);
+  expect(rows).toEqual([{ state: 'active' }]);
 });
