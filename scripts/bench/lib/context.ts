@@ -78,12 +78,10 @@ export function createContext(
   const pool = new pg.Pool({ connectionString: db.url, max: 3, application_name: 'bench' });
   pool.on('error', () => {});
   const ownBackends = new Set<number>();
-  // Sent ahead of the query the connection was opened for, so the pid is known before it runs.
+  // The backend's pid arrives with the connection (BackendKeyData): known before any query.
   pool.on('connect', (client) => {
-    client
-      .query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
-      .then((r) => ownBackends.add(r.rows[0]!.pid))
-      .catch(() => {});
+    const pid = (client as pg.PoolClient & { processID: number | null }).processID;
+    if (pid !== null) ownBackends.add(pid);
   });
   const sql = async <T extends pg.QueryResultRow>(text: string, values: unknown[] = []) =>
     (await pool.query<T>(text, values)).rows;

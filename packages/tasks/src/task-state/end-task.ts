@@ -61,14 +61,23 @@ async function endTask(
 // the task settled under the writer's lease (a stale worker's result is never stored), and
 // `task.completed`, appended last, once the result and the delegation's end are written (the
 // chain lock is held from there to the statement's commit). With the run's job (`job`), the
-// job is completed too, only when the task settled: pg-boss's own UPDATE, its parameters
-// after the statement's 18.
+// job is completed too, only when the task settled, and before the append (a data-modifying
+// CTE no one reads runs after the rest, which would hold the tenant's chain lock through it):
+// pg-boss's own UPDATE, its parameters after the statement's 18.
 const completeText = (job?: string) =>
   `WITH ${SETTLED},
    stored AS (
      INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
      SELECT id, $12, $13, $14, now() + ttl_ms * interval '1 millisecond', $15 FROM settled
-     RETURNING task_id),
+     RETURNING task_id),${
+       job === undefined
+         ? ''
+         : `
+   job_done AS (
+     ${job.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + COMPLETE_PARAMS}`)}
+       AND EXISTS (SELECT 1 FROM settled)
+     RETURNING id),`
+     }
    appended AS (
      SELECT ${appendEventSql(
        '$16',
@@ -80,15 +89,9 @@ const completeText = (job?: string) =>
      )}
        FROM settled s
             CROSS JOIN (SELECT count(*) FROM stored) r
-            CROSS JOIN (SELECT count(*) FROM ended_delegation) d)${
-              job === undefined
-                ? ''
-                : `,
-   job_done AS (
-     ${job.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + COMPLETE_PARAMS}`)}
-       AND EXISTS (SELECT 1 FROM settled)
-     RETURNING id)`
-            }
+            CROSS JOIN (SELECT count(*) FROM ended_delegation) d${
+              job === undefined ? '' : '\n            CROSS JOIN (SELECT count(*) FROM job_done) j'
+            })
    SELECT settled.* FROM settled CROSS JOIN notified CROSS JOIN appended`;
 const COMPLETE_PARAMS = 18;
 const COMPLETE = prepared(completeText());
