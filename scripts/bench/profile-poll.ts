@@ -8,7 +8,9 @@
 //
 // `start` profiles task starts on the 2026 wire (tools/call of bulk_update_records, 2 steps)
 // with no worker running, so the profile holds the start request alone. `run` profiles the
-// one worker instead, while it runs the tasks such starts made (at 20/s) to their end.
+// one worker instead, while it runs the tasks such starts made (at 20/s) to their end; with
+// PROFILE=idp, `start` and `run` profile the dev IdP instead (the delegation exchange of each
+// start, and the workers' stage-token exchanges).
 //   node scripts/bench/profile-poll.ts FILE.cpuprofile      (the summary of a kept profile)
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -26,6 +28,8 @@ const kind = (kept ? 'kept profile' : (process.argv[2] ?? 'poll-2025')) as Kind;
 if (!kept && !['poll', 'poll-2025', 'poll-job', 'start', 'run'].includes(kind))
   throw new Error(`unknown poll kind ${kind}`);
 const seconds = Number(process.argv[3] ?? 10);
+const idp = process.env.PROFILE === 'idp';
+if (idp && kind !== 'start' && kind !== 'run') throw new Error('PROFILE=idp: start or run only');
 
 interface ProfileNode {
   id: number;
@@ -100,8 +104,9 @@ async function profileGateway(): Promise<string> {
     gatewaySlots: 1,
     workers: kind === 'run' ? 1 : 0,
     env: { LOG_LEVEL: 'info' },
-    gatewayEnv: { ...NO_CAPS, ...(kind === 'run' ? {} : { NODE_OPTIONS: profiling }) },
-    workerEnv: { DEMO_STEP_MS: '100', NODE_OPTIONS: profiling },
+    gatewayEnv: { ...NO_CAPS, ...(kind === 'run' || idp ? {} : { NODE_OPTIONS: profiling }) },
+    workerEnv: { DEMO_STEP_MS: '100', ...(idp ? {} : { NODE_OPTIONS: profiling }) },
+    ...(idp ? { idpEnv: { NODE_OPTIONS: profiling } } : {}),
   });
   try {
     const pairs: Array<{ token: string; taskId: string }> = [];
@@ -182,7 +187,7 @@ const table = (m: Map<string, number>) =>
     .map(([c, us]) => `${((us / total) * 100).toFixed(1).padStart(5)} %  ${c}`)
     .join('\n');
 process.stdout.write(
-  `busy CPU of the ${kind === 'run' ? 'worker' : 'gateway'}, ${kind}; profile ${file}\n\n` +
+  `busy CPU of the ${idp ? 'IdP' : kind === 'run' ? 'worker' : 'gateway'}, ${kind}; profile ${file}\n\n` +
     `by the package or project code that ran it (builtins and Node internals counted for their caller):\n${table(attributed)}\n\n` +
     `by self time:\n${table(self)}\n`,
 );

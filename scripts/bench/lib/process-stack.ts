@@ -155,6 +155,7 @@ export interface ProcessStackOptions {
   env?: Record<string, string>;
   gatewayEnv?: Record<string, string>;
   workerEnv?: Record<string, string>;
+  idpEnv?: Record<string, string>;
   /** Where process logs go; default a fresh temp dir, removed by stop() unless keepLogs. */
   dataDir?: string;
   keepLogs?: boolean;
@@ -236,7 +237,13 @@ export async function startProcessStack(o: ProcessStackOptions): Promise<Process
   const moduleOf = (s: Service, root = REPO_ROOT) => path.join(root, 'apps', s, 'src', 'main.ts');
   const logOf = (name: string) => path.join(dataDir, 'logs', `${name}.log`);
 
-  const idp = spawnProc('idp', 'idp', moduleOf('idp'), envFor('idp'), logOf('idp'));
+  const idp = spawnProc(
+    'idp',
+    'idp',
+    moduleOf('idp'),
+    { ...envFor('idp'), ...o.idpEnv },
+    logOf('idp'),
+  );
   await idp.ready;
   const downstream = spawnProc(
     'downstream',
