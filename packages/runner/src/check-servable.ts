@@ -1,16 +1,13 @@
 import { noteWaitingForWorker } from '@mtg/tasks';
 import type { RunDeps, ServedTool } from './run-task.ts';
 
-const fingerprints = new WeakMap<ReadonlyMap<string, ServedTool>, Map<string, string>>();
-
-/** Tool name → the schema fingerprint this worker runs it at (what the claim checks). */
+/**
+ * Tool name → the schema fingerprint this worker runs it at (what the claim checks), read at
+ * each claim: the worker's map changes while it runs (upstream task tools come and go with
+ * the stored catalogue, worker-upstreams.ts).
+ */
 export function servedFingerprints(tools: ReadonlyMap<string, ServedTool>): Map<string, string> {
-  let m = fingerprints.get(tools);
-  if (!m) {
-    m = new Map([...tools].map(([name, t]) => [name, t.fingerprint]));
-    fingerprints.set(tools, m);
-  }
-  return m;
+  return new Map([...tools].map(([name, t]) => [name, t.fingerprint]));
 }
 
 /**
