@@ -568,6 +568,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
   },
   '@mtg/upstreams': {
     values: [
+      'CATALOGUE_CHANNEL',
       'SESSION_EXPIRY_MARGIN_MS',
       'UpstreamConfigError',
       'UpstreamError',

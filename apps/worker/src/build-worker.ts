@@ -47,7 +47,7 @@ import { inSpan } from '@mtg/telemetry';
 import { createTaskTargets } from './task-targets.ts';
 import { serveHealth, type HealthServer } from './serve-health.ts';
 import { createTaskUpstreams } from './task-upstreams.ts';
-import { loadUpstreams, type UpstreamGuard } from '@mtg/upstreams';
+import { CATALOGUE_CHANNEL, loadUpstreams, type UpstreamGuard } from '@mtg/upstreams';
 import { startWorkerUpstreams } from './worker-upstreams.ts';
 import { WorkerSetupError } from './worker-setup-error.ts';
 import type { WorkerConfig } from './worker-config.ts';
@@ -129,9 +129,10 @@ export async function buildWorker(
   }
   const events = await createTaskEvents(
     config.DATABASE_URL,
-    [CHANNELS.created, CHANNELS.control],
+    [CHANNELS.created, CHANNELS.control, ...(upstreams ? [CATALOGUE_CHANNEL] : [])],
     (error) => logger.warn('task events connection error', { error: error.message }),
   );
+  upstreams?.listen(events);
   // The worker's own (workload) token: only ever the actor_token of an exchange, never a
   // credential for user work (the downstream refuses tokens without an `act`).
   const workloadToken = clientCredentialsToken({

@@ -1,7 +1,9 @@
 import type { Pool } from 'pg';
 import type { Logger } from '@mtg/log';
 import type { ServedTool } from '@mtg/runner';
+import type { TaskEvents } from '@mtg/tasks';
 import {
+  CATALOGUE_CHANNEL,
   createUpstreamGuard,
   upstreamQueue,
   upstreamToolsFrom,
@@ -9,19 +11,26 @@ import {
   type UpstreamGuard,
 } from '@mtg/upstreams';
 
-/** How often a worker re-reads the upstream catalogue the gateways keep. */
-const CATALOGUE_REFRESH_MS = 2000;
+/**
+ * How often a worker re-reads the upstream catalogue besides when told it changed: for a
+ * notification missed while its LISTEN session reconnected.
+ */
+export const CATALOGUE_SAFETY_REFRESH_MS = 30_000;
 
 /**
  * The worker's side of the upstreams: their task-mode tools, as the gateways stored them in
  * PostgreSQL, join the tools this worker serves (same rows, same fingerprints as the
- * gateway's), and are re-read every couple of seconds; one queue per upstream.
+ * gateway's), and are re-read when a gateway's listing changed them (CATALOGUE_CHANNEL, once
+ * `listen` is given the worker's notifications) and every `refreshMs`; one queue per
+ * upstream. An idle worker so reads nothing while nothing changes: it re-read the catalogue
+ * every 2 s before, five statements per 10 s in each idle worker.
  */
 export async function startWorkerUpstreams(
   list: readonly UpstreamConfig[],
   pool: Pool,
   served: Map<string, ServedTool>,
   logger: Logger,
+  refreshMs = CATALOGUE_SAFETY_REFRESH_MS,
 ) {
   if (!list.length) return undefined;
   const configs = new Map<string, UpstreamConfig>(list.map((u) => [u.name, u]));
@@ -52,19 +61,45 @@ export async function startWorkerUpstreams(
       mine.set(name, e.queue);
     }
   };
+  // One read at a time; a change told meanwhile is read once more after it.
+  let reading: Promise<void> | undefined;
+  let again = false;
+  const reload = (): void => {
+    if (reading) {
+      again = true;
+      return;
+    }
+    reading = load()
+      .catch((error: Error) => {
+        logger.warn('upstream catalogue read failed', { error: error.message });
+      })
+      .finally(() => {
+        reading = undefined;
+        if (again) {
+          again = false;
+          reload();
+        }
+      });
+  };
   await load();
-  const timer = setInterval(() => {
-    load().catch((error: Error) =>
-      logger.warn('upstream catalogue read failed', { error: error.message }),
-    );
-  }, CATALOGUE_REFRESH_MS);
+  const timer = setInterval(reload, refreshMs);
   timer.unref();
+  let off: (() => void) | undefined;
   return {
+    /** Re-reads the catalogue whenever a gateway's listing changed it (and once now, for a
+     * change made between the first read and the LISTEN). */
+    listen(events: TaskEvents) {
+      off = events.on(CATALOGUE_CHANNEL, reload);
+      reload();
+    },
     configs,
     guards,
     queues: list.map((u) => upstreamQueue(u.name)),
     /** The queue of an upstream task tool this worker serves (undefined: not one of them). */
     queueOf: (tool: string) => mine.get(tool),
-    stop: () => clearInterval(timer),
+    stop: () => {
+      clearInterval(timer);
+      off?.();
+    },
   };
 }

@@ -2,6 +2,12 @@ import type { Pool } from 'pg';
 import { withTransaction } from '@mtg/db';
 import type { RefusedTool } from './refused-tool.ts';
 
+/**
+ * Notified (on commit) when a listing changed what app.upstream_tools holds, `{ upstream }`:
+ * workers re-read the catalogue then instead of polling it.
+ */
+export const CATALOGUE_CHANNEL = 'mtg_upstream_catalogue';
+
 /** Refusals kept per upstream for the console (every one is logged and counted). */
 export const MAX_REFUSALS_KEPT = 200;
 
@@ -115,6 +121,8 @@ export async function replaceCatalogue(
        ON CONFLICT (upstream) DO UPDATE SET last_success_at = now()`,
       [upstream],
     );
+    if (changed)
+      await c.query('SELECT pg_notify($1, $2)', [CATALOGUE_CHANNEL, JSON.stringify({ upstream })]);
     return { changed, refused };
   });
 }
