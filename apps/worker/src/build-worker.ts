@@ -199,13 +199,15 @@ export async function buildWorker(
     exchange: (request) => inSpan('token.exchange', {}, () => exchanger.exchange(request)),
   };
   const peers = createWorkerPeers({ self: config.workerId, pool });
+  // The announcement answers the live workers too: one statement every 5 s.
   const announce = async () => {
-    await announceWorker(pool, {
-      id: config.workerId,
-      queues,
-      registryFingerprint: registry.fingerprint,
-    });
-    await peers.refresh();
+    peers.know(
+      await announceWorker(pool, {
+        id: config.workerId,
+        queues,
+        registryFingerprint: registry.fingerprint,
+      }),
+    );
   };
   const loop = createWorkerLoop({
     boss,

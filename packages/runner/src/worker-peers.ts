@@ -12,8 +12,10 @@ import { liveWorkers } from '@mtg/tasks';
 export interface WorkerPeers {
   /** The worker that should fetch for `key` on `queue`, skipping `skip`; this one if alone. */
   preferred(queue: string, key: string, skip?: string): string;
-  /** Re-reads the live workers (called with each announcement). */
+  /** Re-reads the live workers. */
   refresh(): Promise<void>;
+  /** Takes the live workers as read elsewhere (each announcement answers them: announceWorker). */
+  know(workers: ReadonlyArray<{ id: string; queues: readonly string[] }>): void;
 }
 
 export function createWorkerPeers(o: {
@@ -22,6 +24,13 @@ export function createWorkerPeers(o: {
   pool?: Pool;
 }): WorkerPeers {
   let byQueue = new Map<string, string[]>();
+  const know: WorkerPeers['know'] = (workers) => {
+    const next = new Map<string, string[]>();
+    for (const row of workers) {
+      for (const q of row.queues) next.set(q, [...(next.get(q) ?? []), row.id]);
+    }
+    byQueue = next;
+  };
   return {
     preferred(queue, key, skip) {
       const ids = new Set(byQueue.get(queue) ?? []);
@@ -40,11 +49,8 @@ export function createWorkerPeers(o: {
     },
     async refresh() {
       if (!o.pool) return;
-      const next = new Map<string, string[]>();
-      for (const row of await liveWorkers(o.pool)) {
-        for (const q of row.queues) next.set(q, [...(next.get(q) ?? []), row.id]);
-      }
-      byQueue = next;
+      know(await liveWorkers(o.pool));
     },
+    know,
   };
 }

@@ -364,3 +364,27 @@ test('stopped while its tick asks for the leader lock, it does not lead, and hol
   await next.tick();
   expect(next.leading()).toBe(true);
 });
+
+test('an announcement answers the live workers in the same statement: itself, the others seen lately, none aged out', async () => {
+  const queues = ['tool.peers.000000000000'];
+  await announceWorker(pool, { id: 'peer-live', queues, registryFingerprint: 'f' });
+  await announceWorker(pool, { id: 'peer-gone', queues, registryFingerprint: 'f' });
+  const owner = createPool({ connectionString: db.url });
+  cleanups.push(() => owner.end());
+  await owner.query(
+    `UPDATE app.workers SET seen_at = now() - interval '1 hour' WHERE id = 'peer-gone'`,
+  );
+  const first = await announceWorker(pool, { id: 'peer-new', queues, registryFingerprint: 'f' });
+  const ids = (rows: Array<{ id: string }>) =>
+    rows.map((r) => r.id).filter((id) => /^peer-/.test(id));
+  // Its own row the first time too (from RETURNING: the read sees the table as before).
+  expect(ids(first).sort()).toEqual(['peer-live', 'peer-new']);
+  expect(first.find((r) => r.id === 'peer-new')?.queues).toEqual(queues);
+  // And a worker that knows them prefers among them alone.
+  const peers = createWorkerPeers({ self: 'peer-new' });
+  peers.know(first);
+  const chosen = new Set(
+    Array.from({ length: 40 }, (_, i) => peers.preferred(queues[0]!, `task-${i}`)),
+  );
+  expect([...chosen].sort()).toEqual(['peer-live', 'peer-new']);
+});

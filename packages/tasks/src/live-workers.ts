@@ -6,16 +6,29 @@ export const WORKER_SEEN_WITHIN_MS = 15_000;
 /**
  * app.workers: which live worker serves which queues. Each worker upserts its row at start
  * and every few seconds, and deletes it on a graceful stop; a killed worker's row ages out.
+ * Answers the live workers as of the announcement (this one included), read in the same
+ * statement: an idle worker's announcement and its peer list are one wake-up of its session,
+ * not two.
  */
 export async function announceWorker(
   pool: Pool,
   worker: { id: string; queues: string[]; registryFingerprint: string },
-): Promise<void> {
-  await pool.query(
-    `INSERT INTO app.workers (id, queues, registry_fingerprint) VALUES ($1, $2, $3)
-     ON CONFLICT (id) DO UPDATE SET queues = $2, registry_fingerprint = $3, seen_at = now()`,
-    [worker.id, worker.queues, worker.registryFingerprint],
+  seenWithinMs = WORKER_SEEN_WITHIN_MS,
+): Promise<Array<{ id: string; queues: string[] }>> {
+  // The SELECT sees the table as the statement began (this worker's previous row, if any):
+  // the announced row comes from RETURNING instead.
+  const r = await pool.query<{ id: string; queues: string[] }>(
+    `WITH announced AS (
+       INSERT INTO app.workers (id, queues, registry_fingerprint) VALUES ($1, $2, $3)
+       ON CONFLICT (id) DO UPDATE SET queues = $2, registry_fingerprint = $3, seen_at = now()
+       RETURNING id, queues)
+     SELECT id, queues FROM announced
+     UNION ALL
+     SELECT id, queues FROM app.workers
+      WHERE id <> $1 AND seen_at > now() - $4 * interval '1 millisecond'`,
+    [worker.id, worker.queues, worker.registryFingerprint, seenWithinMs],
   );
+  return r.rows;
 }
 
 /** The live workers and the queues each serves (for the workers' own wake-up agreement). */
