@@ -1,5 +1,4 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,6 +26,9 @@ import { generateDevSecrets } from '@mtg/dev-secrets';
 import { loadUpstreams, upstreamQueue } from '@mtg/upstreams';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { testClock, type TestClock } from './test-clock.ts';
+import { freePort } from './free-port.ts';
+
+export { freePort };
 
 export interface Stack {
   db: TestDatabase;
@@ -80,14 +82,6 @@ export interface IdpUserAnswer {
           error?: string;
         }>;
       };
-}
-
-export async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 export function listen(app: http.RequestListener, port: number): Promise<http.Server> {
@@ -152,20 +146,37 @@ export async function startTestDownstream(o: {
  * a gateway and `workers` workers, over a fresh migrated database. Only the processes are
  * collapsed; every hop is real HTTP and real PostgreSQL.
  */
-export async function startStack(
-  options: {
-    workers?: number;
-    env?: Record<string, string>;
-    /** What every process of the stack logs to (default: silent unless TEST_LOGS is set). */
-    logger?: Logger;
-    /** Told the IdP's issuer before the gateway starts (servers that verify its tokens). */
-    onIssuer?: (issuer: string) => void;
-  } = {},
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  // What has started so far, undone if a later part fails to start: a stack half started
+  // would keep servers and pools open, and jest would never exit.
+  const undo: Array<() => Promise<unknown>> = [];
+  try {
+    return await buildStack(options, undo);
+  } catch (err) {
+    for (const step of undo.reverse()) await step().catch(() => {});
+    throw err;
+  }
+}
+
+interface StackOptions {
+  workers?: number;
+  env?: Record<string, string>;
+  /** What every process of the stack logs to (default: silent unless TEST_LOGS is set). */
+  logger?: Logger;
+  /** Told the IdP's issuer before the gateway starts (servers that verify its tokens). */
+  onIssuer?: (issuer: string) => void;
+}
+
+async function buildStack(
+  options: StackOptions,
+  undo: Array<() => Promise<unknown>>,
 ): Promise<Stack> {
   const logger = options.logger ?? createLogger('test', { silent: !process.env.TEST_LOGS });
   const db = await createTestDatabase();
+  undo.push(() => db.drop());
   const secrets = generateDevSecrets();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'mtg-stack-'));
+  undo.push(() => rm(dataDir, { recursive: true, force: true }));
   const gatewayPort = await freePort();
   const downstreamPort = await freePort();
   // GATEWAY_TLS_CERT/KEY in `env` make the gateway serve HTTPS: its canonical URL (the
@@ -225,6 +236,7 @@ export async function startStack(
     },
     logger,
   });
+  undo.push(() => idp.close());
   const issuer = idp.idp.issuer;
   options.onIssuer?.(issuer);
 
@@ -235,6 +247,7 @@ export async function startStack(
     port: downstreamPort,
     logger,
   });
+  undo.push(() => downstream.close());
 
   const env: Record<string, string> = {
     // Each process its own login (db.logins); db.url, the owner's, goes to none of them.
@@ -253,7 +266,9 @@ export async function startStack(
     registry,
     clock,
   });
+  undo.push(() => gateway.close());
   let gatewayServer = await listenGateway(gateway, gatewayPort);
+  undo.push(() => closeServer(gatewayServer));
 
   const workers: Worker[] = [];
   const addWorker = async (extra: Record<string, string> = {}) => {
@@ -276,6 +291,7 @@ export async function startStack(
       clock,
     });
     await w.start();
+    undo.push(() => w.stop());
     workers.push(w);
     return w;
   };

@@ -5,8 +5,6 @@
 // caller owns the database (it is never started here).
 import { fork, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +13,9 @@ import type { LauncherConfig } from '../../../apps/cli/src/launcher/config.ts';
 import type { DatabaseUrls } from '../../../apps/cli/src/launcher/database-logins.ts';
 import { generateDevSecrets, type DevSecrets } from '@mtg/dev-secrets';
 import { devUserToken } from '../../../apps/cli/src/lib/dev-user-token.ts';
+import { freePort } from '../../../test/support/free-port.ts';
+
+export { freePort };
 
 export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -38,14 +39,6 @@ export interface Proc {
   /** SIGTERM, SIGKILL after graceMs; resolves with its exit. */
   stop(graceMs?: number): Promise<ProcExit>;
   logFile: string;
-}
-
-export async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 const live = new Set<Proc>();
