@@ -1,5 +1,6 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { freePort } from './free-port.ts';
 import { frontendReader, readyStatusReader } from './pg-wire.ts';
 
 /**
@@ -51,7 +52,9 @@ interface CommitCut {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
-  let port = 0;
+  // Outside the ephemeral range: `up()` after `down()` listens on it again, and a port from
+  // that range could meanwhile be any outgoing connection's (free-port.ts).
+  let port = await freePort();
   let holed = false;
   // Relays that pass nothing while the partition lasts: each resumes at heal().
   const held = new Set<() => void>();
