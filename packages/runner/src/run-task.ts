@@ -62,11 +62,12 @@ export interface RunDeps {
 
 /**
  * The job a run came from. A completion completes it in the statement that ends the task
- * (`completion()` is pg-boss's own UPDATE, not run) and sets `completed`, so the worker loop
- * does not complete it again; every other ending leaves that to the loop.
+ * (`completion()` is pg-boss's own UPDATE, not run; undefined when this pg-boss does not
+ * build one) and sets `completed`, so the worker loop does not complete it again; every other
+ * ending leaves that to the loop.
  */
 export interface JobEnd {
-  completion(): Promise<JobCompletion>;
+  completion(): Promise<JobCompletion | undefined>;
   completed: boolean;
 }
 

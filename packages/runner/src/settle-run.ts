@@ -53,14 +53,9 @@ export async function finish(
       progress,
     );
   }
-  // pg-boss's completion of the job rides on the ending; should it not build, the loop
-  // completes the job after (as for every other ending).
-  const job = await deps.job?.completion().catch((error: Error) => {
-    deps.logger.warn('job completion not built; the job is completed after the ending', {
-      error: error.message,
-    });
-    return undefined;
-  });
+  // pg-boss's completion of the job rides on the ending; without it the loop completes the
+  // job after (as for every other ending).
+  const job = await deps.job?.completion();
   const settled = await completeTask(ends(deps), {
     taskId: h.task.id,
     lease: h.lease,

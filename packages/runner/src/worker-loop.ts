@@ -130,6 +130,22 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     }
   };
 
+  // pg-boss's completion of a job, to ride on a completion's statement. Should this pg-boss
+  // not build one, the loop completes every job after its ending: said once, not per task.
+  let completionBuilds = true;
+  const completionOf = async (job: Job<TaskJobData>) => {
+    if (!completionBuilds) return undefined;
+    try {
+      return await jobCompletion(o.boss, job);
+    } catch (error) {
+      completionBuilds = false;
+      o.logger.warn('job completion not built; jobs are completed after their ending', {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return undefined;
+    }
+  };
+
   const start = (job: Job<TaskJobData>) => {
     const taskId = job.data?.taskId;
     if (typeof taskId !== 'string') {
@@ -145,7 +161,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       (HEARTBEAT_SECONDS * 1000) / 3,
     );
     heartbeat.unref();
-    const jobEnd: JobEnd = { completion: () => jobCompletion(o.boss, job), completed: false };
+    const jobEnd: JobEnd = { completion: () => completionOf(job), completed: false };
     const done = (async () => {
       try {
         const result = await runInJobTrace(

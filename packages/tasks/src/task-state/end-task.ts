@@ -159,8 +159,9 @@ export async function completeTask(
   ];
   let statement = COMPLETE;
   if (c.job) {
-    statement = completeWithJob.get(c.job.text) ?? prepared(completeText(c.job.text));
-    completeWithJob.set(c.job.text, statement);
+    const known = completeWithJob.get(c.job.text);
+    statement = known ?? prepared(completeText(c.job.text));
+    if (!known) completeWithJob.set(c.job.text, statement);
     values.push(...c.job.values);
   }
   const r = await runPrepared<TaskRow>(deps.pool, statement, values);
