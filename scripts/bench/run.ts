@@ -5,7 +5,7 @@
 // Environment: BENCH_RUNS (3), BENCH_DURATION_S (8), BENCH_CONNECTIONS (50),
 // BENCH_SAMPLES (30, latency samples; task batches are 10× that), BENCH_ONLY (comma list of:
 // tasks, cost, overhead, curve, starts, polls, memory, footprint, pickup, cancel, revocation,
-// failover, scaling, audit, upstream, backlog, volume; `overhead` under load needs `tasks` in
+// failover, scaling, idle, audit, upstream, backlog, volume; `overhead` under load needs `tasks` in
 // the same run), BENCH_BACKLOG_TASKS (100000), BENCH_VOLUME_TASKS (1000000),
 // BENCH_VOLUME_EVENTS_PER_TASK (10), BENCH_CHROMIUM (/usr/bin/chromium, for the curve's chart),
 // BENCH_LOG_LEVEL (info), BENCH_OUT (BENCHMARKS.md; "-" to only print), BENCH_CAVEAT (a line
@@ -21,6 +21,7 @@ import { benchFootprint } from './benches/footprint.ts';
 import { benchCancel, benchFailover, benchPickup, benchRevocation } from './benches/latency.ts';
 import { benchMemory, benchPolls, benchStarts, NO_CAPS } from './benches/throughput.ts';
 import { benchCost, benchOverhead, benchTasks, benchWorkerScaling } from './benches/tasks.ts';
+import { benchIdleWorkers } from './benches/idle.ts';
 import {
   createContext,
   type BenchContext,
@@ -46,6 +47,7 @@ const BENCHES: Array<[string, (ctx: BenchContext) => Promise<void>]> = [
   ['revocation', benchRevocation],
   ['failover', benchFailover],
   ['scaling', benchWorkerScaling],
+  ['idle', benchIdleWorkers],
   ['audit', benchAudit],
   ['upstream', benchUpstream],
   ['backlog', benchBacklog],

@@ -2,7 +2,7 @@
 // headline), where each completed task's CPU goes (per process and per phase), start →
 // completed overhead over the tool's own step time, and the database's cost by worker count.
 import type { BenchContext } from '../lib/context.ts';
-import { cpuMeter, stackBackends, type CpuReport, type PidSource } from '../lib/cpu.ts';
+import { cpuMeter, type CpuReport } from '../lib/cpu.ts';
 import { runLoadProcess } from '../lib/load-client.ts';
 import { startTask } from '../lib/mcp.ts';
 import { fmt, median, sleep } from '../lib/stats.ts';
@@ -30,7 +30,7 @@ import { NO_CAPS, stackGroups } from './throughput.ts';
 /** The headline tool: bulk_update_records of 1,000 records = 2 steps (batches of 500). */
 const STEP_MS = 100;
 const STEPS = 2;
-const WORKERS_ENV = { DEMO_STEP_MS: String(STEP_MS) };
+export const WORKERS_ENV = { DEMO_STEP_MS: String(STEP_MS) };
 const START_CONNECTIONS = 20;
 const POLL_CONNECTIONS = 50;
 const GROUPS = ['gateway', 'workers', 'idp', 'downstream', 'postgres'] as const;
@@ -597,7 +597,7 @@ async function scalingBatch(ctx: BenchContext, workers: number, n: number, slots
  * PostgreSQL CPU per task by worker count: the same batch (started with the workers
  * frozen) run by 1, 2, 4 and 8 worker processes with the same slots in all, the counts
  * alternated over BENCH_RUNS rounds and the median of each kept (one batch a count moved by
- * a tenth between runs); then an idle stack with 1 and with 8 idle workers.
+ * a tenth between runs). An idle stack's cost is measured apart (idle.ts).
  */
 export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
   const n = Math.max(60, ctx.options.samples * 5);
@@ -643,35 +643,5 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
     samples: 'the medians of the four rows above',
   });
 
-  // An idle stack: what waiting workers cost the database. Twice each, alternating, keeping
-  // the lower: the batches above leave the database with work of its own for a while
-  // (autovacuum of the tables they filled), which lands on whichever window it falls in.
-  const idle: Record<number, { all: number; backends: number }> = {};
-  const own: PidSource = () => stackBackends(ctx, { background: false });
-  for (const workers of [1, 8, 1, 8]) {
-    await ctx.topology({ gateways: 1, workers, gatewayEnv: NO_CAPS, workerEnv: WORKERS_ENV });
-    await sleep(2000);
-    const meter = cpuMeter({ postgres: stackGroups(ctx).postgres!, backends: own });
-    await sleep(10_000);
-    const cpu = meter.stop();
-    const seen = { all: cpu.ms.postgres ?? 0, backends: cpu.ms.backends ?? 0 };
-    const before = idle[workers];
-    idle[workers] = before && before.backends <= seen.backends ? before : seen;
-    ctx.log(
-      `idle, ${workers} workers: PostgreSQL ${cpu.ms.postgres} ms in 10 s (the bench database's backends ${cpu.ms.backends} ms)`,
-    );
-  }
-  const extra = (idle[8]!.backends - idle[1]!.backends) / 7;
-  ctx.rows.push({
-    section: 'Scaling',
-    goalId: 'idle-workers',
-    measure: 'PostgreSQL CPU of an idle stack over 10 s: 1 idle worker vs 8 idle workers',
-    result: `${fmt(idle[1]!.backends)} ms vs ${fmt(idle[8]!.backends)} ms in the bench database's backends (with the server's shared background processes: ${fmt(idle[1]!.all)} vs ${fmt(idle[8]!.all)} ms); ${fmt(extra, 1)} ms per extra idle worker`,
-    goal: 'goal ≤ 10 ms per idle worker per 10 s (1/1000 of a core)',
-    met: extra <= 10,
-    samples:
-      '10 s each, 2 s after the workers were ready; 1, 8, 1, 8 workers, the lower of each kept',
-    note: 'an idle worker announces itself every 5 s and waits for the maintenance leader lock in PostgreSQL, one statement every 10 s; only the leader runs maintenance and pg-boss supervision',
-  });
   await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
 }

@@ -5,7 +5,7 @@ import os from 'node:os';
 
 const TICK_MS = 10; // CLK_TCK is 100 on Linux x86-64
 
-function cpuMsOf(pid: number): number | undefined {
+export function cpuMsOf(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command (which may contain spaces) in parentheses.
