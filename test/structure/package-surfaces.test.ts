@@ -346,6 +346,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'HEARTBEAT_SECONDS',
       'RESULT_GONE',
       'STATUS_READ_AUDITS',
+      'SUPERVISE_SECONDS',
       'TASK_ID',
       'aboutTask',
       'announceWorker',

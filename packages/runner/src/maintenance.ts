@@ -10,6 +10,7 @@ import {
   purgeExpired,
   reapExpiredLeases,
   signalDeadline,
+  SUPERVISE_SECONDS,
   type OnTaskEnded,
 } from '@mtg/tasks';
 
@@ -20,8 +21,11 @@ export const MAINTENANCE_LEADER_LOCK = 7310042010;
  * How long a follower's wait for the leader lock lasts before it is asked again. It bounds
  * how long the backend of a follower that stopped or died goes on waiting (its client is
  * gone; it notices when the wait ends), and so how long that backend keeps a connection slot.
+ * Each wait wakes its backend twice (its deadlock check after `deadlock_timeout`, 1 s by
+ * default, and its end), about 2.5 ms of CPU on a 2-core virtual machine: every 10 s, that was
+ * a quarter of an idle follower's cost to the database.
  */
-export const LEADER_WAIT_MS = 10_000;
+export const LEADER_WAIT_MS = 30_000;
 
 /**
  * Waits for the leader lock, up to `$2` ms (`lock_timeout` for this statement alone: a local
@@ -54,8 +58,8 @@ const waitedOut = (error: unknown) => {
  *   notification, a worker that was full) or a retry come due (pg-boss notifies none) — are
  *   notified again, to every worker with room, which is what lets the workers do without a
  *   tight poll;
- * - pg-boss supervision (job expiry, lapsed heartbeats, its own retention), every
- *   superviseEveryMs;
+ * - pg-boss supervision (job expiry, lapsed heartbeats, its own retention, the cached queue
+ *   counts), every superviseEveryMs (SUPERVISE_SECONDS);
  * - retention purge: ended tasks past their retention, and expired results, are deleted.
  * Every part is idempotent: two leaders for a moment (a lock lost with its connection) are
  * harmless.
@@ -68,7 +72,7 @@ export function createMaintenance(o: {
   purgeEveryMs: number;
   /** How long a started follower's wait for the leader lock lasts (default LEADER_WAIT_MS). */
   leaderWaitMs?: number;
-  /** How often the leader runs a pg-boss supervise pass (default 2 s). */
+  /** How often the leader runs a pg-boss supervise pass (default SUPERVISE_SECONDS). */
   superviseEveryMs?: number;
   /** Told about each task the deadline sweep ends. */
   onTaskEnded?: OnTaskEnded;
@@ -231,7 +235,10 @@ export function createMaintenance(o: {
       await reapLeases();
       await sweepDeadlines();
       await reannounce();
-      if (!supervising && now() - lastSupervise >= (o.superviseEveryMs ?? 2000)) {
+      if (
+        !supervising &&
+        now() - lastSupervise >= (o.superviseEveryMs ?? SUPERVISE_SECONDS * 1000)
+      ) {
         lastSupervise = now();
         // Its own lane: a slow pg-boss pass (a reindex, a vacuum check) never delays the
         // lease reaper or the deadline sweep.

@@ -8,6 +8,7 @@ import {
   createBoss,
   createTaskEvents,
   installQueue,
+  SUPERVISE_SECONDS,
   type TaskEvents,
 } from '@mtg/tasks';
 import {
@@ -17,6 +18,7 @@ import {
   type RunDeps,
 } from '../src/index.ts';
 import { pollUntil } from '../../../test/support/poll.ts';
+import { testClock } from '../../../test/support/test-clock.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/database.ts';
 
 // What an idle worker costs the database: one created task wakes one worker (not every
@@ -387,4 +389,36 @@ test('an announcement answers the live workers in the same statement: itself, th
     Array.from({ length: 40 }, (_, i) => peers.preferred(queues[0]!, `task-${i}`)),
   );
   expect([...chosen].sort()).toEqual(['peer-live', 'peer-new']);
+});
+
+test("the leader runs pg-boss's supervision once per SUPERVISE_SECONDS, however often it ticks", async () => {
+  const boss = createBoss(pool, { supervise: false });
+  boss.on('error', () => {});
+  await boss.start();
+  cleanups.push(() => boss.stop({ graceful: false, close: false }));
+  let passes = 0;
+  const counting = new Proxy(boss, {
+    get(target, prop, receiver) {
+      if (prop === 'supervise') return async () => void passes++;
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const clock = testClock();
+  const leader = createMaintenance({
+    pool,
+    boss: counting,
+    logger: silent,
+    tickMs: 3_600_000,
+    purgeEveryMs: 3_600_000,
+    clock,
+  });
+  cleanups.push(async () => leader.stop());
+  // A tick each second for three passes' worth of time.
+  for (let second = 0; second < 3 * SUPERVISE_SECONDS; second++) {
+    await leader.tick();
+    clock.advance(1000);
+  }
+  expect(leader.leading()).toBe(true);
+  expect(passes).toBe(3);
 });

@@ -15,6 +15,7 @@ export {
   missingQueues,
   unclaimedQueues,
   HEARTBEAT_SECONDS,
+  SUPERVISE_SECONDS,
   jobCompletion,
   type FetchedJob,
   type JobCompletion,

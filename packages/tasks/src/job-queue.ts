@@ -52,6 +52,16 @@ export interface JobInsert {
 // the real bound on how long work may go on.
 export const JOB_OPTIONS = { retryLimit: 50, retryDelay: 1, retryBackoff: false } as const;
 export const HEARTBEAT_SECONDS = 10;
+/**
+ * How often pg-boss's supervision runs (in workers: the maintenance leader's call), and with
+ * it its queue monitor: job expiry, lapsed heartbeats and the cached queue counts
+ * (`mtg_queue_depth`). A worker that dies while it holds a lease is found by the lease reaper
+ * within the lease; pg-boss's heartbeat is only the backstop for one that died between
+ * fetching a job and claiming its lease, found within HEARTBEAT_SECONDS + this. Every 2 s (with
+ * a monitor each second) it was most of an idle stack's database work: about 15 statements
+ * a pass, its queue-count aggregate the dearest.
+ */
+export const SUPERVISE_SECONDS = 10;
 
 /** A pg-boss instance over our pool (so its queries run under the process's role). */
 export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss {
@@ -66,8 +76,8 @@ export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss 
     // supervises however many workers run (packages/runner/src/maintenance.ts).
     supervise: options.supervise,
     // How often a supervise pass may expire jobs and fail lapsed heartbeats (timer or call).
-    superviseIntervalSeconds: 2,
-    monitorIntervalSeconds: 1,
+    superviseIntervalSeconds: SUPERVISE_SECONDS,
+    monitorIntervalSeconds: SUPERVISE_SECONDS,
   });
 }
 
