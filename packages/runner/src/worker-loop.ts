@@ -17,8 +17,9 @@ export interface WorkerLoopOptions {
   /** Tasks this process runs at once. */
   concurrency: number;
   /**
-   * Safety poll of every served queue. Pickup does not depend on it: notifications wake the
-   * chosen worker, and the maintenance leader re-announces work nobody picked up.
+   * Safety poll of every served queue, every pollMs on average (each wait drawn from 0.75–1.25
+   * of it). Pickup does not depend on it: notifications wake the chosen worker, and the
+   * maintenance leader re-announces work nobody picked up.
    */
   pollMs: number;
   logger: Logger;
@@ -199,6 +200,21 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     running.set(taskId, { stop, drain, done });
   };
 
+  // Each wait drawn anew: a fixed period started with the worker's 5 s announcement fired
+  // with it every time, and two statements at once need a second pooled session (a backend
+  // started and kept for it); workers started together would poll together too.
+  const schedulePoll = () => {
+    poller = setTimeout(
+      () => {
+        if (stopped) return;
+        void kick(served);
+        schedulePoll();
+      },
+      o.pollMs * (0.75 + Math.random() * 0.5),
+    );
+    poller.unref();
+  };
+
   return {
     running: () => running.size,
     async start() {
@@ -210,8 +226,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           entry.stop.abort(new StopRun(stopReasonOf(payload)));
         }),
       );
-      poller = setInterval(() => void kick(served), o.pollMs);
-      poller.unref();
+      schedulePoll();
       await kick(served);
     },
     /**
@@ -221,7 +236,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
      */
     async stop(graceMs: number) {
       stopped = true;
-      clearInterval(poller);
+      clearTimeout(poller);
       for (const off of offs) off();
       for (const r of running.values()) r.drain.abort();
       const all = Promise.allSettled([...running.values()].map((r) => r.done));

@@ -80,3 +80,54 @@ test("a notification for another pool's queue fetches nothing; one for its own q
     await notifier.end();
   }
 });
+
+test('the safety poll waits 0.75–1.25 of pollMs, drawn anew each time, not a fixed period', async () => {
+  const pool = createPool({ connectionString: db.logins.worker, role: ROLES.worker });
+  const boss = createBoss(pool, { supervise: false });
+  boss.on('error', () => {});
+  await boss.start();
+  const polls: number[] = [];
+  const timed = new Proxy(boss, {
+    get(target, prop, receiver) {
+      if (prop === 'fetch') {
+        return (name: string, options: unknown) => {
+          polls.push(performance.now());
+          return target.fetch(name, options as never);
+        };
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const events = await createTaskEvents(db.logins.worker, [CHANNELS.created, CHANNELS.control]);
+  const POLL_MS = 100;
+  const loop = createWorkerLoop({
+    boss: timed,
+    events,
+    queues: [MINE],
+    concurrency: 4,
+    pollMs: POLL_MS,
+    logger: createLogger('test', { silent: true }),
+    run: {} as RunDeps, // the queue stays empty: nothing runs
+  });
+  try {
+    await loop.start();
+    await pollUntil(
+      async () => polls.length,
+      (n) => n >= 14,
+      30_000,
+      20,
+      'fourteen fetches (the start-up one and thirteen polls)',
+    );
+  } finally {
+    await loop.stop(0);
+    await events.close();
+    await boss.stop({ graceful: false, close: false });
+    await pool.end();
+  }
+  const gaps = polls.slice(1, 14).map((t, i) => t - polls[i]!);
+  // Never sooner than three quarters of the period (a late timer only makes a gap longer).
+  for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(0.75 * POLL_MS - 2);
+  // Twelve draws from 75–125 ms span tens of milliseconds; a fixed period spans its lateness.
+  expect(Math.max(...gaps.slice(1)) - Math.min(...gaps.slice(1))).toBeGreaterThanOrEqual(15);
+});
