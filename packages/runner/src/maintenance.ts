@@ -5,13 +5,12 @@ import type { Logger } from '@mtg/log';
 import {
   CHANNELS,
   expireTask,
-  unclaimedQueues,
-  lateTasks,
+  maintenanceSweep,
   purgeExpired,
-  reapExpiredLeases,
   signalDeadline,
   SUPERVISE_SECONDS,
   type OnTaskEnded,
+  type Sweep,
 } from '@mtg/tasks';
 
 /** The session advisory lock whose holder is the maintenance leader (any stable number). */
@@ -192,8 +191,8 @@ export function createMaintenance(o: {
       .catch((error: Error) => client.release(error));
   };
 
-  const reannounce = async () => {
-    for (const queue of await unclaimedQueues(o.pool)) {
+  const reannounce = async (unclaimed: string[]) => {
+    for (const queue of unclaimed) {
       // `again`: every worker with room looks, not one chosen worker (which may be the one
       // that died): rare, since only work nobody fetched is announced again.
       await o.pool.query('SELECT pg_notify($1, $2)', [
@@ -203,16 +202,16 @@ export function createMaintenance(o: {
     }
   };
 
-  const reapLeases = async () => {
-    for (const t of await reapExpiredLeases(o.pool)) {
+  const reapLeases = async (reaped: Sweep['reaped']) => {
+    for (const t of reaped) {
       if (t.job_id)
         await o.boss.fail(t.job_queue, t.job_id, { reason: 'lease expired' }).catch(() => {});
       o.logger.info('reaped expired lease', { taskId: t.id });
     }
   };
 
-  const sweepDeadlines = async () => {
-    for (const t of await lateTasks(o.pool)) {
+  const sweepDeadlines = async (late: Sweep['late']) => {
+    for (const t of late) {
       if (t.live) {
         await signalDeadline(o.pool, t.id);
         continue;
@@ -232,9 +231,10 @@ export function createMaintenance(o: {
     busy = true;
     try {
       if (!(await lead())) return;
-      await reapLeases();
-      await sweepDeadlines();
-      await reannounce();
+      const sweep = await maintenanceSweep(o.pool);
+      await reapLeases(sweep.reaped);
+      await sweepDeadlines(sweep.late);
+      await reannounce(sweep.unclaimed);
       if (
         !supervising &&
         now() - lastSupervise >= (o.superviseEveryMs ?? SUPERVISE_SECONDS * 1000)

@@ -13,7 +13,6 @@ export {
   createJobQueue,
   installQueue,
   missingQueues,
-  unclaimedQueues,
   HEARTBEAT_SECONDS,
   SUPERVISE_SECONDS,
   jobCompletion,
@@ -30,7 +29,6 @@ export {
   expireTask,
   failTask,
   journalStep,
-  lateTasks,
   markInputRequired,
   noteWaitingForWorker,
   parkForApproval,
@@ -38,7 +36,6 @@ export {
   type PendingInput,
   pauseTask,
   purgeExpired,
-  reapExpiredLeases,
   recordStatusMessage,
   releaseLease,
   readBoundary,
@@ -105,3 +102,4 @@ export {
 } from './live-workers.ts';
 export { createDenialFold, type DenialFold } from './fold-denials.ts';
 export { progressTokenOf, type ProgressToken } from './progress-token.ts';
+export { maintenanceSweep, type Sweep } from './maintenance-sweep.ts';

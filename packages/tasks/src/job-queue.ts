@@ -1,7 +1,6 @@
 import { PgBoss } from 'pg-boss';
 import { queryMaybePrepared, type Pool, type Queryable } from '@mtg/db';
 import { traceCarrier } from '@mtg/telemetry';
-import { WORKER_SEEN_WITHIN_MS } from './live-workers.ts';
 /** The narrow face of pg-boss the verbs and workers use. */
 export interface JobQueue {
   /** Enqueues the task's job on its tool's queue in the caller's transaction (gone on ROLLBACK). */
@@ -206,17 +205,13 @@ export async function installQueue(
  * due (pg-boss sends no notification for it). The maintenance leader notifies them again.
  * One probe per served queue, which stops at its first such job (pg-boss's index on (name,
  * state, blocked, start_after)): a backlog of queued jobs costs it no more than one job does.
+ * `$1`: how lately a worker must have been seen (WORKER_SEEN_WITHIN_MS). Run by
+ * maintenanceSweep.
  */
-export async function unclaimedQueues(db: Queryable): Promise<string[]> {
-  const r = await db.query<{ name: string }>(
-    `SELECT q.name
-       FROM (SELECT DISTINCT unnest(w.queues) AS name FROM app.workers w
-              WHERE w.seen_at > now() - $1 * interval '1 millisecond') q
-      WHERE EXISTS (SELECT 1 FROM pgboss.job j
-                     WHERE j.name = q.name AND j.state IN ('created', 'retry') AND NOT j.blocked
-                       AND j.start_after <= now()
-                       AND (j.state = 'retry' OR j.created_on <= now() - interval '1 second'))`,
-    [WORKER_SEEN_WITHIN_MS],
-  );
-  return r.rows.map((row) => row.name);
-}
+export const UNCLAIMED_QUEUES = `SELECT q.name
+  FROM (SELECT DISTINCT unnest(w.queues) AS name FROM app.workers w
+         WHERE w.seen_at > now() - $1 * interval '1 millisecond') q
+  WHERE EXISTS (SELECT 1 FROM pgboss.job j
+                 WHERE j.name = q.name AND j.state IN ('created', 'retry') AND NOT j.blocked
+                   AND j.start_after <= now()
+                   AND (j.state = 'retry' OR j.created_on <= now() - interval '1 second'))`;

@@ -33,7 +33,6 @@ export {
 } from './claim-task.ts';
 export {
   releaseLease,
-  reapExpiredLeases,
   readBoundary,
   renewLease,
   type Boundary,
@@ -57,5 +56,5 @@ export { markInputRequired } from './await-input.ts';
 export { parkForInput, pendingInput, recordAnswer, type PendingInput } from './ask-input.ts';
 export { parkForApproval, recordDecision, type DecisionOutcome } from './await-approval.ts';
 export { flagPrincipalTasks, requestCancel } from './request-cancel.ts';
-export { lateTasks, purgeExpired, signalDeadline, type LateTask } from './purge-tasks.ts';
+export { purgeExpired, signalDeadline, type LateTask } from './purge-tasks.ts';
 export type { OnTaskEnded, Settlement } from './settle-task.ts';

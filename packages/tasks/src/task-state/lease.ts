@@ -1,5 +1,4 @@
 import { prepared, runPrepared, type Queryable } from '@mtg/db';
-import type { TaskRow } from '../task-row.ts';
 import { ACTIVE, fenced } from './predicates.ts';
 
 /** A worker's claim on a task: the epoch fences off every earlier holder. */
@@ -123,15 +122,10 @@ export async function releaseLease(db: Queryable, taskId: string, lease: Lease):
 /**
  * The lease of a task whose worker died; the caller fails its job so pg-boss retries it. The
  * lapsed expiry stays: until the next claim it is what says the worker was lost
- * (WORKER_LOST), where a lease given back (releaseLease) or ended has none.
+ * (WORKER_LOST), where a lease given back (releaseLease) or ended has none. Reads the leased
+ * active tasks only (index tasks_leased, migration 210), however many wait. Run by
+ * maintenanceSweep.
  */
-export async function reapExpiredLeases(
-  db: Queryable,
-): Promise<Array<Pick<TaskRow, 'id' | 'job_id' | 'job_queue'>>> {
-  const r = await db.query<Pick<TaskRow, 'id' | 'job_id' | 'job_queue'>>(REAP_EXPIRED_LEASES);
-  return r.rows;
-}
-/** Reads the leased active tasks only (index tasks_leased, migration 210), however many wait. */
 export const REAP_EXPIRED_LEASES = `UPDATE app.tasks SET lease_owner = NULL, updated_at = now()
   WHERE ${ACTIVE} AND lease_owner IS NOT NULL
     AND lease_expires_at < now() - interval '500 milliseconds'

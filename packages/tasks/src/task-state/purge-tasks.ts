@@ -11,20 +11,15 @@ export interface LateTask {
   waiting: string | null;
 }
 
-/** Up to 100 active tasks past their deadline (the sweep stops or expires each). */
-export async function lateTasks(db: Queryable): Promise<LateTask[]> {
-  const r = await db.query<LateTask>(
-    `SELECT id, ${LIVE_LEASE} AS live,
-            CASE WHEN status_message LIKE 'waiting for a worker%' THEN status_message
-                 WHEN started_at IS NULL AND NOT EXISTS (
-                   SELECT 1 FROM app.workers w WHERE job_queue = ANY (w.queues)
-                      AND w.seen_at > now() - interval '15 seconds')
-                 THEN 'waiting for a worker that runs ' || tool END AS waiting
-       FROM app.tasks
-      WHERE ${ACTIVE} AND deadline <= now() LIMIT 100`,
-  );
-  return r.rows;
-}
+/** Up to 100 active tasks past their deadline (the sweep stops or expires each; maintenanceSweep). */
+export const LATE_TASKS = `SELECT id, ${LIVE_LEASE} AS live,
+    CASE WHEN status_message LIKE 'waiting for a worker%' THEN status_message
+         WHEN started_at IS NULL AND NOT EXISTS (
+           SELECT 1 FROM app.workers w WHERE job_queue = ANY (w.queues)
+              AND w.seen_at > now() - interval '15 seconds')
+         THEN 'waiting for a worker that runs ' || tool END AS waiting
+  FROM app.tasks
+  WHERE ${ACTIVE} AND deadline <= now() LIMIT 100`;
 
 /** Tells the worker running a late task to stop it (it settles the task itself). */
 export async function signalDeadline(db: Queryable, taskId: string): Promise<void> {

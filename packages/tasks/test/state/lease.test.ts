@@ -1,11 +1,6 @@
 import { REAP_EXPIRED_LEASES } from '../../src/task-state/lease.ts';
-import {
-  claimTask,
-  reapExpiredLeases,
-  releaseLease,
-  renewLease,
-  type Lease,
-} from '../../src/task-state/index.ts';
+import { maintenanceSweep } from '../../src/maintenance-sweep.ts';
+import { claimTask, releaseLease, renewLease, type Lease } from '../../src/task-state/index.ts';
 import {
   expireLease,
   insertTask,
@@ -61,7 +56,7 @@ test('the reaper frees a lapsed lease, leaves a live one, and the next claim tak
   await claimed(lapsed, 'dead-worker');
   await claimed(live, 'live-worker');
   await expireLease(s.admin, lapsed);
-  const reaped = await reapExpiredLeases(s.worker);
+  const { reaped } = await maintenanceSweep(s.worker);
   expect(reaped.map((r) => r.id)).toContain(lapsed);
   expect(reaped.map((r) => r.id)).not.toContain(live);
   expect(await taskRow(s.admin, lapsed)).toMatchObject({ lease_owner: null, lease_epoch: 1 });
