@@ -1,5 +1,5 @@
 import type { BenchContext } from '../lib/context.ts';
-import { cpuMeter, cpuMsOf, stackBackends, type PidSource } from '../lib/cpu.ts';
+import { cpuMeter, threadCpuMsOf, stackBackends, type PidSource } from '../lib/cpu.ts';
 import { fmt, median, sleep } from '../lib/stats.ts';
 import { WORKERS_ENV } from './tasks.ts';
 import { NO_CAPS, stackGroups } from './throughput.ts';
@@ -25,8 +25,11 @@ export async function benchIdleWorkers(ctx: BenchContext): Promise<void> {
     for (const workers of [1, 8]) {
       await ctx.topology({ gateways: 1, workers, gatewayEnv: NO_CAPS, workerEnv: WORKERS_ENV });
       await sleep(settleMs);
-      const before = new Map(own().map((pid) => [pid, cpuMsOf(pid) ?? 0]));
-      const meter = cpuMeter({ postgres: stackGroups(ctx).postgres!, backends: own });
+      const before = new Map(own().map((pid) => [pid, threadCpuMsOf(pid) ?? 0]));
+      const meter = cpuMeter(
+        { postgres: stackGroups(ctx).postgres!, backends: own },
+        { precise: true },
+      );
       await sleep(WINDOW_MS);
       const cpu = meter.stop();
       seen[workers] = cpu.ms.backends ?? 0;
@@ -63,7 +66,7 @@ async function bySession(ctx: BenchContext, before: Map<number, number>): Promis
   const groups = new Map<string, { ms: number; sessions: number; born: number; bornMs: number }>();
   for (const { pid, name } of rows) {
     if (ctx.ownBackends.has(pid)) continue;
-    const now = cpuMsOf(pid);
+    const now = threadCpuMsOf(pid);
     if (now === undefined) continue;
     const start = before.get(pid);
     const ms = now - (start ?? 0);

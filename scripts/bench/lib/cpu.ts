@@ -5,19 +5,8 @@ import os from 'node:os';
 
 const TICK_MS = 10; // CLK_TCK is 100 on Linux x86-64
 
-/**
- * A process's CPU time so far, in ms: the scheduler's own count in nanoseconds
- * (/proc/<pid>/schedstat, its first field), else utime + stime from /proc/<pid>/stat, which
- * come in 10 ms ticks. Ticks do for a busy process; a backend that works a few milliseconds
- * in a window read 0 or 10 in them, which over eight such backends was most of a figure.
- */
+/** A process's CPU time so far (all its threads), in ms: utime + stime, in 10 ms ticks. */
 export function cpuMsOf(pid: number): number | undefined {
-  try {
-    const ns = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-    if (Number.isFinite(ns)) return ns / 1e6;
-  } catch {
-    // no schedstat (or exited): the ticks, below
-  }
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command (which may contain spaces) in parentheses.
@@ -25,6 +14,22 @@ export function cpuMsOf(pid: number): number | undefined {
     return (Number(fields[11]) + Number(fields[12])) * TICK_MS; // utime + stime
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * A single-threaded process's CPU time so far (a PostgreSQL backend), in ms: the scheduler's
+ * own count in nanoseconds (/proc/<pid>/schedstat, its first field; it counts the main
+ * thread only, so not for Node). Ticks do for a busy process; a backend that works a few
+ * milliseconds in a window reads 0 or 10 in them, which over eight such backends was most of
+ * the idle row's figure.
+ */
+export function threadCpuMsOf(pid: number): number | undefined {
+  try {
+    const ns = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+    return Number.isFinite(ns) ? ns / 1e6 : cpuMsOf(pid);
+  } catch {
+    return cpuMsOf(pid);
   }
 }
 
@@ -103,13 +108,15 @@ export interface CpuReport {
 }
 
 /** Starts measuring the CPU time of each group of processes; stop() reports the differences. */
-export function cpuMeter(groups: Record<string, PidSource>) {
+/** `precise`: the groups are single-threaded processes, read with threadCpuMsOf. */
+export function cpuMeter(groups: Record<string, PidSource>, options: { precise?: boolean } = {}) {
+  const cpuOf = options.precise ? threadCpuMsOf : cpuMsOf;
   const snapshot = () => {
     const s = new Map<string, Map<number, number>>();
     for (const [name, pids] of Object.entries(groups)) {
       const m = new Map<number, number>();
       for (const pid of pids()) {
-        const ms = cpuMsOf(pid);
+        const ms = cpuOf(pid);
         if (ms !== undefined) m.set(pid, ms);
       }
       s.set(name, m);
