@@ -2,6 +2,7 @@ import { createPool, ROLES } from '@mtg/db';
 import { createLogger } from '@mtg/log';
 import { CHANNELS, createBoss, createTaskEvents, installQueue } from '@mtg/tasks';
 import { createWorkerLoop, type RunDeps } from '../src/index.ts';
+import { bossWith } from './boss-with.ts';
 import { pollUntil } from '../../../test/support/poll.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/database.ts';
 
@@ -26,17 +27,9 @@ test("a notification for another pool's queue fetches nothing; one for its own q
   await boss.start();
   const fetched: string[] = [];
   // The real pg-boss, with its fetches counted.
-  const counting = new Proxy(boss, {
-    get(target, prop, receiver) {
-      if (prop === 'fetch') {
-        return (name: string, options: unknown) => {
-          fetched.push(name);
-          return target.fetch(name, options as never);
-        };
-      }
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const counting = bossWith(boss, 'fetch', (name: string, options: unknown) => {
+    fetched.push(name);
+    return boss.fetch(name, options as never);
   });
   const events = await createTaskEvents(db.logins.worker, [CHANNELS.created, CHANNELS.control]);
   const loop = createWorkerLoop({
@@ -87,17 +80,9 @@ test('the safety poll waits 0.75–1.25 of pollMs, drawn anew each time, not a f
   boss.on('error', () => {});
   await boss.start();
   const polls: number[] = [];
-  const timed = new Proxy(boss, {
-    get(target, prop, receiver) {
-      if (prop === 'fetch') {
-        return (name: string, options: unknown) => {
-          polls.push(performance.now());
-          return target.fetch(name, options as never);
-        };
-      }
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const timed = bossWith(boss, 'fetch', (name: string, options: unknown) => {
+    polls.push(performance.now());
+    return boss.fetch(name, options as never);
   });
   const events = await createTaskEvents(db.logins.worker, [CHANNELS.created, CHANNELS.control]);
   const POLL_MS = 100;

@@ -18,6 +18,7 @@ import {
   type RunDeps,
 } from '../src/index.ts';
 import { pollUntil } from '../../../test/support/poll.ts';
+import { bossWith } from './boss-with.ts';
 import { testClock } from '../../../test/support/test-clock.ts';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/database.ts';
 
@@ -397,13 +398,7 @@ test("the leader runs pg-boss's supervision once per SUPERVISE_SECONDS, however 
   await boss.start();
   cleanups.push(() => boss.stop({ graceful: false, close: false }));
   let passes = 0;
-  const counting = new Proxy(boss, {
-    get(target, prop, receiver) {
-      if (prop === 'supervise') return async () => void passes++;
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  const counting = bossWith(boss, 'supervise', async () => void passes++);
   const clock = testClock();
   const leader = createMaintenance({
     pool,

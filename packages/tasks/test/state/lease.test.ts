@@ -82,3 +82,47 @@ test('the reaper reads the leased tasks only, however many active tasks wait for
   );
   expect(plan).toContain('"Index Name":"tasks_leased"');
 });
+
+// The leader's tick in one statement (maintenanceSweep): the reaper's write and the deadline
+// read see the same snapshot, and each part answers what it did on its own.
+const pastDeadline = (id: string) =>
+  s.admin.query(`UPDATE app.tasks SET deadline = now() - interval '1 second' WHERE id = $1`, [id]);
+
+test('one sweep reaps lapsed leases and reads late tasks: a late task whose lease it reaps is not live', async () => {
+  const lapsed = await insertTask(s.admin);
+  const lateLapsed = await insertTask(s.admin);
+  const lateLive = await insertTask(s.admin);
+  const onTime = await insertTask(s.admin);
+  await claimed(lapsed, 'dead-worker');
+  await claimed(lateLapsed, 'dead-worker');
+  await claimed(lateLive, 'live-worker');
+  await claimed(onTime, 'live-worker');
+  await expireLease(s.admin, lapsed);
+  await expireLease(s.admin, lateLapsed);
+  await pastDeadline(lateLapsed);
+  await pastDeadline(lateLive);
+
+  const sweep = await maintenanceSweep(s.worker);
+
+  const [job] = (
+    await s.admin.query('SELECT job_id, job_queue FROM app.tasks WHERE id = $1', [lapsed])
+  ).rows;
+  expect(sweep.reaped).toEqual(
+    expect.arrayContaining([{ id: lapsed, ...job }, expect.objectContaining({ id: lateLapsed })]),
+  );
+  expect(sweep.reaped.map((r) => r.id)).not.toContain(lateLive);
+  expect(await taskRow(s.admin, lapsed)).toMatchObject({ lease_owner: null });
+  expect(sweep.late).toEqual(
+    expect.arrayContaining([
+      { id: lateLapsed, live: false, waiting: null },
+      { id: lateLive, live: true, waiting: null },
+    ]),
+  );
+  expect(sweep.late.map((t) => t.id)).not.toContain(onTime);
+  expect(sweep.late.map((t) => t.id)).not.toContain(lapsed);
+  expect(Array.isArray(sweep.unclaimed)).toBe(true);
+
+  // Nothing left to reap: the next sweep reaps none of them again.
+  const again = await maintenanceSweep(s.worker);
+  expect(again.reaped.map((r) => r.id)).not.toContain(lapsed);
+});
