@@ -23,10 +23,8 @@ export interface Sweep {
 const SWEEP = prepared(`WITH reaped AS (${REAP_EXPIRED_LEASES}),
   late AS (${LATE_TASKS}),
   unclaimed AS (${UNCLAIMED_QUEUES})
-SELECT (SELECT coalesce(json_agg(json_build_object(
-          'id', id, 'job_id', job_id, 'job_queue', job_queue)), '[]') FROM reaped) AS reaped,
-       (SELECT coalesce(json_agg(json_build_object(
-          'id', id, 'live', live, 'waiting', waiting)), '[]') FROM late) AS late,
+SELECT (SELECT coalesce(json_agg(r), '[]') FROM reaped r) AS reaped,
+       (SELECT coalesce(json_agg(l), '[]') FROM late l) AS late,
        (SELECT coalesce(json_agg(name), '[]') FROM unclaimed) AS unclaimed`);
 
 /** One round trip for a maintenance tick's reads (and the reaper's write). */

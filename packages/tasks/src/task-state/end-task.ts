@@ -97,6 +97,15 @@ const COMPLETE_PARAMS = 18;
 const COMPLETE = prepared(completeText());
 /** COMPLETE with a job's completion, one per pg-boss statement text (one per queue). */
 const completeWithJob = new Map<string, PreparedStatement>();
+/** The completion that also runs this job completion (one statement per pg-boss text). */
+function completingJob(jobText: string): PreparedStatement {
+  let statement = completeWithJob.get(jobText);
+  if (!statement) {
+    statement = prepared(completeText(jobText));
+    completeWithJob.set(jobText, statement);
+  }
+  return statement;
+}
 
 /** A tool result as the worker stores it. */
 export interface FinishedResult {
@@ -157,13 +166,8 @@ export async function completeTask(
     c.finished.deleteOnRead,
     ...event,
   ];
-  let statement = COMPLETE;
-  if (c.job) {
-    const known = completeWithJob.get(c.job.text);
-    statement = known ?? prepared(completeText(c.job.text));
-    if (!known) completeWithJob.set(c.job.text, statement);
-    values.push(...c.job.values);
-  }
+  if (c.job) values.push(...c.job.values);
+  const statement = c.job ? completingJob(c.job.text) : COMPLETE;
   const r = await runPrepared<TaskRow>(deps.pool, statement, values);
   const ended = r.rows[0];
   if (ended) deps.onTaskEnded?.(ended);
