@@ -15,7 +15,10 @@ import {
 // the owner's revocation; the next step's boundary, which usually follows at once, reuses it),
 // the tool's progress report still waiting to be written if there is one, and the step's
 // audit event, appended last (the chain lock is held from there to the statement's commit).
-// Nothing is appended or written when the step was not journaled.
+// Nothing is appended or written when the step was not journaled. The append reads the
+// progress write's count, so that write (and the task row's lock it takes) comes first: a
+// data-modifying CTE no one reads runs after the rest, which would take the row after the
+// chain, the reverse of a cancel request's order, and deadlock with it.
 const JOURNAL = prepared(
   `WITH held AS (
      SELECT id, lease_epoch, lease_owner, ${BOUNDARY_COLUMNS} FROM app.tasks
@@ -27,8 +30,10 @@ const JOURNAL = prepared(
    progressed AS (
      UPDATE app.tasks SET progress = $10::jsonb, status_message = COALESCE($11, status_message),
             updated_at = now()
-      WHERE id = $1 AND $10::jsonb IS NOT NULL AND EXISTS (SELECT 1 FROM journaled))
-   SELECT b_cancel, b_by, b_late, b_revoked, ${appendEventSql('$8', '$9')} AS seq FROM held
+      WHERE id = $1 AND $10::jsonb IS NOT NULL AND EXISTS (SELECT 1 FROM journaled)
+      RETURNING id)
+   SELECT b_cancel, b_by, b_late, b_revoked, ${appendEventSql('$8', '$9')} AS seq
+     FROM held CROSS JOIN (SELECT count(*) FROM progressed) p
     WHERE EXISTS (SELECT 1 FROM journaled)`,
 );
 

@@ -1,4 +1,5 @@
 import { claimTask, journalStep, type Lease } from '../../src/task-state/index.ts';
+import { pollUntil } from '../../../../test/support/poll.ts';
 import {
   eventTypes,
   expireLease,
@@ -92,4 +93,54 @@ test('an ended task journals nothing', async () => {
   ]);
   expect(await journal(id, lease, 'fetch', 'late')).toMatchObject({ mine: false });
   expect(await steps(id)).toEqual([]);
+});
+
+test("a step journaled with its progress while a cancel holds the task row: the step waits for the row before it takes the tenant's chain, so the two never deadlock", async () => {
+  const id = await insertTask(s.admin);
+  const lease = await claimed(id, 'w1');
+  // requestCancel's order, taken apart: the task row first, the tenant's chain lock last.
+  const cancel = await s.admin.connect();
+  try {
+    await cancel.query('BEGIN');
+    await cancel.query(`SELECT 1 FROM app.tasks WHERE id = $1 FOR NO KEY UPDATE`, [id]);
+    const step = journalStep(
+      s.worker,
+      id,
+      lease,
+      { name: 'fetch', seq: 1, output: 1, startedAt: new Date() },
+      () => ({
+        type: 'task.step_completed',
+        taskId: id,
+        tenant: 'acme',
+        subject: 'alice',
+        client: 'agent',
+        tool: 'slow_tool',
+        data: { step: 'fetch' },
+      }),
+      { current: 1, total: 2, message: 'one of two' },
+    );
+    await pollUntil(
+      async () =>
+        (
+          await s.admin.query(
+            `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%task_steps%'`,
+          )
+        ).rowCount,
+      (n) => n === 1,
+      10_000,
+      20,
+    );
+    // Were the step holding the chain (its append taken before its progress write), this
+    // would wait on it while the step waits on the row: a deadlock, one of the two refused.
+    await cancel.query(`SELECT 1 FROM audit.chains WHERE tenant = 'acme' FOR UPDATE`);
+    await cancel.query('COMMIT');
+    expect(await step).toMatchObject({ mine: true });
+  } finally {
+    cancel.release();
+  }
+  expect(await eventTypes(s.admin, id)).toEqual(['task.started', 'task.step_completed']);
+  const row = await s.admin.query('SELECT progress, status_message FROM app.tasks WHERE id = $1', [
+    id,
+  ]);
+  expect(row.rows[0]).toEqual({ progress: { current: 1, total: 2 }, status_message: 'one of two' });
 });
