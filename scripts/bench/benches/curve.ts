@@ -31,6 +31,8 @@ interface Point {
   firstStepP99: number;
   /** The p50 split of the overhead: created → claimed, inside the steps, the rest. */
   pickup: number;
+  /** created → claimed, split: the start's statement, commit → fetch, fetch → claim. */
+  pickupParts: { start: number; toFetch: number; toClaim: number };
   inSteps: number;
   rest: number;
   failed: number;
@@ -75,6 +77,7 @@ async function window(ctx: BenchContext, tag: string, seconds: number, rate?: nu
   const split = await overheads(ctx, ids);
   return {
     pickup: split.pickup,
+    pickupParts: split.pickupParts,
     inSteps: split.inSteps,
     rest: split.rest,
     achieved: done.length / seconds_,
@@ -122,6 +125,7 @@ export async function benchCurve(ctx: BenchContext): Promise<void> {
   await ctx.reset();
   for (const [i, level] of LEVELS.entries()) {
     const pts = byLevel[i]!;
+    const part = (f: (p: Point) => number) => fmt(median(pts.map(f)), 1);
     const p50 = median(pts.map((p) => p.p50));
     const p99 = median(pts.map((p) => p.p99));
     const goal = level <= 0.8;
@@ -149,7 +153,7 @@ export async function benchCurve(ctx: BenchContext): Promise<void> {
       baseline: `maximum: ${spread(max, 1)} completed/s (20 closed-loop connections)`,
       ...(goal ? { goal: 'goal p50 ≤ 50 ms and p99 ≤ 250 ms', met: p50 <= 50 && p99 <= 250 } : {}),
       samples: `median (min–max) of ${runs} × ${durationS} s, open loop, up to ${CONNECTIONS} in flight${failed ? `, ${failed} failed` : ''}`,
-      note: `p50 split (medians of the runs): ${fmt(median(pts.map((p) => p.pickup)), 1)} ms created → claimed, ${fmt(median(pts.map((p) => p.inSteps)), 1)} ms inside the steps beyond their ${STEP_MS} ms sleeps (exchange, downstream call), ${fmt(median(pts.map((p) => p.rest)), 1)} ms between steps and after the last (journal, settle)`,
+      note: `p50 split (medians of the runs): ${fmt(median(pts.map((p) => p.pickup)), 1)} ms created → claimed (${part((p) => p.pickupParts.start)} ms the start's own statement, ${part((p) => p.pickupParts.toFetch)} ms its commit → NOTIFY → the worker's fetch, ${part((p) => p.pickupParts.toClaim)} ms that fetch → the claim), ${fmt(median(pts.map((p) => p.inSteps)), 1)} ms inside the steps beyond their ${STEP_MS} ms sleeps (exchange, downstream call), ${fmt(median(pts.map((p) => p.rest)), 1)} ms between steps and after the last (journal, settle)`,
     });
   }
   const points = (f: (p: Point) => number) =>

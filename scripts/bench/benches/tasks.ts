@@ -81,27 +81,48 @@ const startScenario = (
   wire,
 });
 
-/** Start → completed minus the tool's own step time, for the tasks given. */
 /**
  * Start → completed overhead of the completed tasks of `ids` (p50, and its p50 split:
- * created → claimed, inside the steps beyond their sleeps, the rest).
+ * created → claimed, inside the steps beyond their sleeps, the rest). Created → claimed is
+ * split again: the start's own statement (created_at is its transaction's start, the
+ * task.created event its append, after the tenant's chain lock), its commit → NOTIFY → the
+ * worker's pg-boss fetch (the job's started_on), and that fetch → the claim's transaction.
  */
 export async function overheads(ctx: BenchContext, ids: string[]) {
-  const rows = await ctx.sql<{ total_ms: number; pickup_ms: number; steps_ms: number }>(
+  const rows = await ctx.sql<{
+    total_ms: number;
+    pickup_ms: number;
+    steps_ms: number;
+    start_ms: number;
+    to_fetch_ms: number;
+    to_claim_ms: number;
+  }>(
     `SELECT extract(epoch FROM t.ended_at - t.created_at) * 1000 AS total_ms,
             extract(epoch FROM t.started_at - t.created_at) * 1000 AS pickup_ms,
             (SELECT sum((e.body::jsonb -> 'data' ->> 'durationMs')::float) FROM audit.events e
-              WHERE e.task_id = t.id AND e.type = 'task.step_completed') AS steps_ms
-       FROM app.tasks t WHERE t.id = ANY($1) AND t.status = 'completed'`,
+              WHERE e.task_id = t.id AND e.type = 'task.step_completed') AS steps_ms,
+            extract(epoch FROM c.occurred_at - t.created_at) * 1000 AS start_ms,
+            extract(epoch FROM j.started_on - c.occurred_at) * 1000 AS to_fetch_ms,
+            extract(epoch FROM t.started_at - j.started_on) * 1000 AS to_claim_ms
+       FROM app.tasks t
+       JOIN audit.events c ON c.task_id = t.id AND c.type = 'task.created'
+       LEFT JOIN pgboss.job j ON j.id = t.job_id
+      WHERE t.id = ANY($1) AND t.status = 'completed'`,
     [ids],
   );
   const own = STEP_MS * STEPS;
+  const p50 = (f: (r: (typeof rows)[number]) => number) => median(rows.map(f));
   return {
     n: rows.length,
-    p50: median(rows.map((r) => Number(r.total_ms) - own)),
-    pickup: median(rows.map((r) => Number(r.pickup_ms))),
-    inSteps: median(rows.map((r) => Number(r.steps_ms) - own)),
-    rest: median(rows.map((r) => Number(r.total_ms) - Number(r.pickup_ms) - Number(r.steps_ms))),
+    p50: p50((r) => Number(r.total_ms) - own),
+    pickup: p50((r) => Number(r.pickup_ms)),
+    pickupParts: {
+      start: p50((r) => Number(r.start_ms)),
+      toFetch: p50((r) => Number(r.to_fetch_ms)),
+      toClaim: p50((r) => Number(r.to_claim_ms)),
+    },
+    inSteps: p50((r) => Number(r.steps_ms) - own),
+    rest: p50((r) => Number(r.total_ms) - Number(r.pickup_ms) - Number(r.steps_ms)),
   };
 }
 
