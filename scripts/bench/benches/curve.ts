@@ -19,6 +19,11 @@ const STEPS = 2;
 const LEVELS = [0.2, 0.4, 0.6, 0.8, 1.0];
 /** In flight at most: enough that the offered rate, not the connections, sets the pace. */
 const CONNECTIONS = 100;
+/**
+ * The maximum counts completions from this far into its window on: before it, the window's
+ * first tasks are still in their steps and nothing can have completed.
+ */
+const SETTLE_S = 1;
 
 export const CURVE_IMAGE = 'docs/benchmarks/latency-curve.png';
 
@@ -56,6 +61,7 @@ async function window(ctx: BenchContext, tag: string, seconds: number, rate?: nu
     scenario: scenario(ctx, tag),
   });
   const to = await dbNow(ctx);
+  const settled = new Date(from.getTime() + SETTLE_S * 1000);
   const ids = (
     await ctx.sql<{ id: string }>(
       `SELECT id FROM app.tasks WHERE created_at > $1 AND created_at <= $2`,
@@ -72,6 +78,11 @@ async function window(ctx: BenchContext, tag: string, seconds: number, rate?: nu
   );
   const done = rows.filter((r) => r.done);
   const seconds_ = (to.getTime() - from.getTime()) / 1000;
+  const [c] = await ctx.sql<{ n: number }>(
+    `SELECT count(*)::int AS n FROM app.tasks
+      WHERE id = ANY($1) AND status = 'completed' AND ended_at > $2 AND ended_at <= $3`,
+    [ids, settled, to],
+  );
   const overhead = done.map((r) => Number(r.total_ms) - STEP_MS * STEPS);
   const first = done.map((r) => Number(r.first_ms));
   const split = await overheads(ctx, ids);
@@ -81,6 +92,7 @@ async function window(ctx: BenchContext, tag: string, seconds: number, rate?: nu
     inSteps: split.inSteps,
     rest: split.rest,
     achieved: done.length / seconds_,
+    completing: c!.n / (seconds_ - SETTLE_S),
     p50: percentile(overhead, 50),
     p99: percentile(overhead, 99),
     firstStepP50: percentile(first, 50),
@@ -102,12 +114,20 @@ export async function benchCurve(ctx: BenchContext): Promise<void> {
   });
   await ctx.reset();
   await window(ctx, `curve-warm-${Date.now()}`, Math.min(3, durationS));
-  // The maximum: what 20 closed-loop connections get through, completions included.
+  // The maximum: the rate at which the stack completes tasks while 20 closed-loop connections
+  // start them as fast as they are answered. Not the rate they start them at: a start costs a
+  // fraction of a run, so those connections start tasks faster than the workers complete them,
+  // and a rate offered at that pace only grows a backlog.
   const max: number[] = [];
+  const startedAtMax: number[] = [];
   for (let r = 0; r < runs; r++) {
     await ctx.reset();
-    max.push((await window(ctx, `curve-max-${r}-${Date.now()}`, durationS)).achieved);
-    ctx.log(`curve: maximum run ${r + 1}: ${fmt(max.at(-1), 1)} completed/s`);
+    const w = await window(ctx, `curve-max-${r}-${Date.now()}`, durationS);
+    max.push(w.completing);
+    startedAtMax.push(w.achieved);
+    ctx.log(
+      `curve: maximum run ${r + 1}: ${fmt(w.completing, 1)} completed/s while ${fmt(w.achieved, 1)}/s were started`,
+    );
   }
   const maxRate = median(max);
   const byLevel: Point[][] = LEVELS.map(() => []);
@@ -150,7 +170,7 @@ export async function benchCurve(ctx: BenchContext): Promise<void> {
         pts.map((p) => p.achieved),
         1,
       )} completed/s`,
-      baseline: `maximum: ${spread(max, 1)} completed/s (20 closed-loop connections)`,
+      baseline: `maximum: ${spread(max, 1)} completed/s (completions per second from ${SETTLE_S} s into a window of 20 closed-loop connections starting tasks, which started ${spread(startedAtMax, 1)}/s)`,
       ...(goal ? { goal: 'goal p50 ≤ 50 ms and p99 ≤ 250 ms', met: p50 <= 50 && p99 <= 250 } : {}),
       samples: `median (min–max) of ${runs} × ${durationS} s, open loop, up to ${CONNECTIONS} in flight${failed ? `, ${failed} failed` : ''}`,
       note: `p50 split (medians of the runs): ${fmt(median(pts.map((p) => p.pickup)), 1)} ms created → claimed (${part((p) => p.pickupParts.start)} ms the start's own statement, ${part((p) => p.pickupParts.toFetch)} ms its commit → NOTIFY → the worker's fetch, ${part((p) => p.pickupParts.toClaim)} ms that fetch → the claim), ${fmt(median(pts.map((p) => p.inSteps)), 1)} ms inside the steps beyond their ${STEP_MS} ms sleeps (exchange, downstream call), ${fmt(median(pts.map((p) => p.rest)), 1)} ms between steps and after the last (journal, settle)`,
