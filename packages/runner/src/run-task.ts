@@ -1,7 +1,13 @@
 import type { Clock } from '@mtg/clock';
 import type { Pool } from 'pg';
 import type { Logger } from '@mtg/log';
-import { claimTask, type JobCompletion, type OnTaskEnded, type TaskRow } from '@mtg/tasks';
+import {
+  claimTask,
+  type ClaimOutcome,
+  type JobCompletion,
+  type OnTaskEnded,
+  type TaskRow,
+} from '@mtg/tasks';
 import { isToolError, type TargetClient, type UpstreamTaskClient } from '@mtg/tool-kit';
 import { toolErrorResult, type LongToolDefinition } from '@mtg/tools';
 import { leaveUnservable, servedFingerprints } from './check-servable.ts';
@@ -71,6 +77,13 @@ export interface JobEnd {
   completed: boolean;
 }
 
+/** A claim taken before the run: with the task's job, in the statement that fetched it. */
+export interface PreClaim {
+  claim: ClaimOutcome & { kind: 'claimed' };
+  /** performance.now() when that statement was sent (the lease holds from then). */
+  sentAt: number;
+}
+
 /** What the worker loop does with the job afterwards. */
 export type RunResult =
   | 'settled' // terminal now: complete the job
@@ -95,16 +108,20 @@ export async function runTask(
   deps: RunDeps,
   taskId: string,
   stop: AbortSignal,
+  /** The claim the worker took with the task's job (claimNextJob), and when it sent it. */
+  claimed?: PreClaim,
 ): Promise<RunResult> {
   // One statement checks the tool is ours at the task's schema, takes the lease and reads
-  // the journal.
-  const claimSentAt = performance.now();
-  const claim = await claimTask(deps.pool, {
-    taskId,
-    workerId: deps.workerId,
-    leaseMs: deps.leaseMs,
-    served: servedFingerprints(deps.tools),
-  });
+  // the journal (or the fetch of the task's job did).
+  const claimSentAt = claimed?.sentAt ?? performance.now();
+  const claim =
+    claimed?.claim ??
+    (await claimTask(deps.pool, {
+      taskId,
+      workerId: deps.workerId,
+      leaseMs: deps.leaseMs,
+      served: servedFingerprints(deps.tools),
+    }));
   if (claim.kind === 'unservable') return leaveUnservable(deps, taskId, claim);
   if (claim.kind !== 'claimed') return claim.kind;
   const { lease, task, journal } = claim;

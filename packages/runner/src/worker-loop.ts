@@ -1,8 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Job, PgBoss } from 'pg-boss';
 import type { Logger } from '@mtg/log';
-import { CHANNELS, HEARTBEAT_SECONDS, jobCompletion, type TaskEvents } from '@mtg/tasks';
-import { runTask, type JobEnd, type RunDeps, type RunResult } from './run-task.ts';
+import {
+  CHANNELS,
+  claimNextJob,
+  HEARTBEAT_SECONDS,
+  jobCompletion,
+  jobFetch,
+  type JobFetch,
+  type TaskEvents,
+  UnbuiltStatement,
+} from '@mtg/tasks';
+import { servedFingerprints } from './check-servable.ts';
+import { runTask, type JobEnd, type PreClaim, type RunDeps, type RunResult } from './run-task.ts';
 import { receiveJobs, runInJobTrace } from '@mtg/telemetry';
 import { createJobCompletions } from './job-completions.ts';
 import { StopRun } from './stop.ts';
@@ -83,11 +93,25 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           pending.delete(queue);
           missed.delete(queue);
           const batchSize = Math.min(free(), wanted);
+          const claims = new Map<string, PreClaim>();
           // A span only for a fetch that brought jobs (receive-jobs.ts), not for every empty look.
-          const jobs = await receiveJobs(queue, () =>
-            o.boss.fetch<TaskJobData>(queue, { batchSize }),
-          );
-          for (const job of jobs) start(job);
+          const jobs = await receiveJobs(queue, async () => {
+            // One job: fetched and its task claimed in one statement, when this pg-boss allows.
+            const fetch = batchSize === 1 ? await fetchOf(queue) : undefined;
+            if (!fetch) return o.boss.fetch<TaskJobData>(queue, { batchSize });
+            const sentAt = performance.now();
+            const got = await claimNextJob<TaskJobData>(o.run.pool, {
+              queue,
+              fetch,
+              workerId: o.run.workerId,
+              leaseMs: o.run.leaseMs,
+              served: servedFingerprints(o.run.tools),
+            });
+            if (!got) return [];
+            if (got.claim) claims.set(got.job.id, { claim: got.claim, sentAt });
+            return [got.job as Job<TaskJobData>];
+          });
+          for (const job of jobs) start(job, claims.get(job.id));
           // A full batch of what was free may have left more behind: look again.
           if (jobs.length === batchSize && batchSize < wanted) {
             pending.set(queue, (pending.get(queue) ?? 0) + wanted - batchSize);
@@ -131,6 +155,29 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     }
   };
 
+  // pg-boss's fetch of one job of a queue, to claim the job's task in the same statement.
+  // Should this pg-boss not build one, the loop fetches with pg-boss and claims after: said
+  // once, not per fetch.
+  let fetchBuilds = true;
+  const fetches = new Map<string, JobFetch>();
+  const fetchOf = async (queue: string): Promise<JobFetch | undefined> => {
+    if (!fetchBuilds) return undefined;
+    let fetch = fetches.get(queue);
+    if (fetch) return fetch;
+    try {
+      fetch = await jobFetch(o.boss, queue);
+    } catch (error) {
+      if (!(error instanceof UnbuiltStatement)) throw error;
+      fetchBuilds = false;
+      o.logger.warn('job fetch not built; jobs are fetched, then their tasks claimed', {
+        error: error.message,
+      });
+      return undefined;
+    }
+    fetches.set(queue, fetch);
+    return fetch;
+  };
+
   // pg-boss's completion of a job, to ride on a completion's statement. Should this pg-boss
   // not build one, the loop completes every job after its ending: said once, not per task.
   let completionBuilds = true;
@@ -147,7 +194,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     }
   };
 
-  const start = (job: Job<TaskJobData>) => {
+  const start = (job: Job<TaskJobData>, claimed?: PreClaim) => {
     const taskId = job.data?.taskId;
     if (typeof taskId !== 'string') {
       void o.boss.fail(job.name, job, { error: 'job without taskId' });
@@ -169,7 +216,8 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           job.data,
           'task.run',
           { 'mtg.task.id': taskId, 'messaging.destination.name': job.name },
-          () => runTask({ ...o.run, drain: drain.signal, job: jobEnd }, taskId, stop.signal),
+          () =>
+            runTask({ ...o.run, drain: drain.signal, job: jobEnd }, taskId, stop.signal, claimed),
         );
         o.logger.info('task run ended', { taskId, result });
         o.onRunEnded?.(taskId, result);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { createPool, ROLES } from '@mtg/db';
@@ -49,7 +50,12 @@ afterAll(async () => {
 });
 
 /** The real pg-boss, with the fetches of each worker counted (and how many jobs each asked). */
-async function countingBoss(fetched: string[], who: string, asked: number[] = []): Promise<PgBoss> {
+async function countingBoss(
+  fetched: string[],
+  who: string,
+  asked: number[] = [],
+  paths: string[] = [],
+): Promise<PgBoss> {
   const boss = createBoss(pool, { supervise: false });
   boss.on('error', () => {});
   await boss.start();
@@ -57,10 +63,48 @@ async function countingBoss(fetched: string[], who: string, asked: number[] = []
   return new Proxy(boss, {
     get(target, prop, receiver) {
       if (prop === 'fetch') {
-        return (name: string, options: { batchSize: number }) => {
-          fetched.push(who);
-          asked.push(options.batchSize);
+        return (name: string, options: { batchSize: number; db?: unknown }) => {
+          // With `db`, pg-boss only builds its fetch for the worker's own (jobFetch).
+          if (!options.db) {
+            fetched.push(who);
+            asked.push(options.batchSize);
+            paths.push('pg-boss');
+          }
           return target.fetch(name, options as never);
+        };
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
+ * The worker's pool: its fetches of one job with their claim (claimNextJob) counted like
+ * pg-boss's, and run on the real pool; any other statement (a run's) runs there too, or,
+ * with `stuck`, never answers.
+ */
+function countingPool(
+  fetched: string[],
+  who: string,
+  asked: number[],
+  paths: string[],
+  stuck = false,
+): Pool {
+  const never = () => new Promise(() => {});
+  return new Proxy(pool, {
+    get(target, prop, receiver) {
+      if (prop === 'connect' && stuck) return never;
+      if (prop === 'query') {
+        return (q: { text?: string }, ...rest: unknown[]) => {
+          const fetching = typeof q === 'object' && q.text?.includes('fetched AS (');
+          if (fetching) {
+            fetched.push(who);
+            asked.push(1);
+            paths.push('with its claim');
+          }
+          if (stuck && !fetching) return never();
+          return target.query(q as never, ...(rest as []));
         };
       }
       const value = Reflect.get(target, prop, receiver);
@@ -72,14 +116,25 @@ async function countingBoss(fetched: string[], who: string, asked: number[] = []
 async function startWorker(
   id: string,
   fetched: string[],
-  o: { concurrency?: number; run?: RunDeps; asked?: number[] } = {},
+  o: {
+    concurrency?: number;
+    stuck?: boolean;
+    asked?: number[];
+    /** How each fetch went: 'pg-boss' (a fetch alone) or 'with its claim' (claimNextJob). */
+    paths?: string[];
+    /** Wraps the worker's pg-boss (after counting). */
+    boss?: (boss: PgBoss) => PgBoss;
+  } = {},
 ) {
+  const asked = o.asked ?? [];
+  const paths = o.paths ?? [];
+  const counted = await countingBoss(fetched, id, asked, paths);
   await announceWorker(pool, { id, queues: [QUEUE], registryFingerprint: 'f' });
   const events: TaskEvents = await createTaskEvents(db.logins.worker, [CHANNELS.created]);
   cleanups.push(() => events.close());
   const peers = createWorkerPeers({ self: id, pool });
   const loop = createWorkerLoop({
-    boss: await countingBoss(fetched, id, o.asked),
+    boss: o.boss ? o.boss(counted) : counted,
     events,
     queues: [QUEUE],
     concurrency: o.concurrency ?? 4,
@@ -90,7 +145,12 @@ async function startWorker(
     forward: async (payload) => {
       await pool.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify(payload)]);
     },
-    run: o.run ?? ({} as RunDeps), // nothing is queued: nothing runs
+    run: {
+      pool: countingPool(fetched, id, asked, paths, o.stuck),
+      tools: new Map(),
+      workerId: id,
+      leaseMs: 60_000,
+    } as unknown as RunDeps,
   });
   await loop.start();
   return { loop, peers };
@@ -140,13 +200,9 @@ test('a full worker passes the notification on, once, to the next worker', async
   await boss.start();
   cleanups.push(() => boss.stop({ graceful: false, close: false }));
   await boss.send(QUEUE, { taskId: 'occupies-the-full-worker' });
-  // A run that never returns (its database never answers): the worker stays full.
-  const never = () => new Promise(() => {});
-  const stuck = { query: never, connect: never } as unknown as Pool;
-  const full = await startWorker('worker-full', fetched, {
-    concurrency: 1,
-    run: { pool: stuck, tools: new Map() } as unknown as RunDeps,
-  });
+  // A run that never returns (its database never answers once the job is fetched): the
+  // worker stays full.
+  const full = await startWorker('worker-full', fetched, { concurrency: 1, stuck: true });
   await pollUntil(
     async () => full.loop.running(),
     (n) => n === 1,
@@ -179,6 +235,64 @@ test('a full worker passes the notification on, once, to the next worker', async
   await new Promise((r) => setTimeout(r, 300));
   expect(new Set(fetched)).toEqual(new Set(['worker-idle']));
   expect(total()).toBe(forFull.length);
+});
+
+test('a woken worker fetches with its claim; with a pg-boss whose fetch it cannot embed, with pg-boss alone for good; a passing error changes nothing', async () => {
+  // The fetch pg-boss builds for the worker to embed (called with `db`), made to fail.
+  const building =
+    (fail: () => Error | string | undefined) =>
+    (boss: PgBoss): PgBoss =>
+      bossWith(boss, 'fetch', (async (
+        name: string,
+        options: { db?: { executeSql: (t: string) => Promise<unknown> } },
+      ) => {
+        const failure = options.db ? fail() : undefined;
+        if (failure instanceof Error) throw failure;
+        if (failure) {
+          await options.db!.executeSql(failure);
+          return [];
+        }
+        return boss.fetch(name, options as never);
+      }) as never);
+  const wake = async (who: { peers: { refresh(): Promise<void> } }, paths: string[], n: number) => {
+    await who.peers.refresh();
+    await notify({ taskId: `t-${randomUUID()}`, queue: QUEUE });
+    await pollUntil(
+      async () => paths.length,
+      (l) => l >= n,
+      10_000,
+      10,
+      'the fetch',
+    );
+  };
+
+  const passing: string[] = [];
+  let down = true;
+  const a = await startWorker('worker-passing', [], {
+    paths: passing,
+    boss: building(() => (down ? new Error('connection refused') : undefined)),
+  });
+  cleanups.push(() => a.loop.stop(0));
+  passing.length = 0;
+  await notify({ taskId: 'while-down', queue: QUEUE });
+  await new Promise((r) => setTimeout(r, 300));
+  expect(passing).toEqual([]); // the fetch failed with the database; nothing was fetched
+  down = false;
+  await wake(a, passing, 1);
+  expect(passing).toEqual(['with its claim']);
+  await a.loop.stop(0);
+  await notifier.query('DELETE FROM app.workers'); // gone: the next notification is b's alone
+
+  const other: string[] = [];
+  const b = await startWorker('worker-other-shape', [], {
+    paths: other,
+    boss: building(() => 'SELECT id FROM pgboss.job'),
+  });
+  cleanups.push(() => b.loop.stop(0));
+  other.length = 0;
+  await wake(b, other, 1);
+  await wake(b, other, 2);
+  expect(other).toEqual(['pg-boss', 'pg-boss']);
 });
 
 test('one worker leads maintenance; when it stops, another takes over at its next tick', async () => {

@@ -16,7 +16,10 @@ export {
   HEARTBEAT_SECONDS,
   SUPERVISE_SECONDS,
   jobCompletion,
+  jobFetch,
+  UnbuiltStatement,
   type FetchedJob,
+  type JobFetch,
   type JobCompletion,
   type JobQueue,
 } from './job-queue.ts';
@@ -24,6 +27,7 @@ export { ADMIN_SCOPE } from './cancel-task.ts';
 export {
   aboutTask,
   cancelTaskNow,
+  claimNextJob,
   claimTask,
   completeTask,
   expireTask,
@@ -46,6 +50,7 @@ export {
   type PendingProgress,
   type CancelledBy,
   type ClaimOutcome,
+  type ClaimedJob,
   type ClaimedDelegation,
   type Lease,
   type OnTaskEnded,

@@ -151,6 +151,58 @@ export async function jobCompletion(
   return { text: update, values: call.values };
 }
 
+/**
+ * pg-boss's fetch of the next job of `queue`, one at a time, not run: the CTEs of its `WITH`
+ * (which choose and lock the job) and the `UPDATE` that activates it, for a statement that
+ * fetches a job and claims its task at once (claim-task.ts, claimNextJob). Its parameters are
+ * `$1` … `$n` with `values`. Should a pg-boss release fetch a job any other way (more than one
+ * statement, no `WITH` before one `UPDATE … RETURNING` of the job's id, name and data),
+ * this throws and the worker fetches with pg-boss and claims after, as before.
+ */
+export async function jobFetch(boss: Pick<PgBoss, 'fetch'>, queue: string): Promise<JobFetch> {
+  const calls: Array<{ text: string; values: unknown[] }> = [];
+  await boss.fetch(queue, {
+    batchSize: 1,
+    db: {
+      executeSql: async (text: string, values?: unknown[]) => {
+        calls.push({ text, values: values ?? [] });
+        return { rows: [] };
+      },
+    },
+  });
+  const [call] = calls;
+  const shape = call?.text.match(FETCH_SHAPE);
+  if (calls.length !== 1 || !shape || /;/.test(call!.text) || !FETCH_RETURNS.test(shape[2]!))
+    throw new UnbuiltStatement(
+      'pg-boss no longer fetches a job as one UPDATE after its WITH: a worker cannot claim the task with its fetch',
+    );
+  return { ctes: shape[1]!, update: shape[2]!, values: call!.values };
+}
+
+/**
+ * pg-boss builds a statement of another shape than this code embeds: the caller goes the way
+ * that needs no embedding, for good (any other error, such as the database being out of reach
+ * while pg-boss reads its queue, is passing).
+ */
+export class UnbuiltStatement extends Error {
+  readonly code = 'unbuilt_statement';
+}
+
+/** pg-boss's fetch of one job, taken apart (jobFetch). */
+export interface JobFetch {
+  /** The CTEs of its WITH, without the keyword. */
+  ctes: string;
+  /** The UPDATE that activates the job, with its RETURNING. */
+  update: string;
+  values: unknown[];
+}
+
+// What pg-boss 12 sends to fetch jobs: CTEs that choose and lock them, then the UPDATE that
+// activates them (the only UPDATE at the start of a line), returning the job.
+const FETCH_SHAPE =
+  /^\s*WITH\s+([\s\S]*\))\s*\n\s*(UPDATE\s+[\w.]+\s+j\s+SET\b[\s\S]*\bRETURNING\b[\s\S]*?)\s*$/;
+const FETCH_RETURNS = /\bRETURNING\s+j\.id,\s*name,\s*data,\s*retry_count as "retryCount"/;
+
 /** Queues of `queues` that do not exist yet (the gateway and worker refuse to start then). */
 export async function missingQueues(boss: PgBoss, queues: Iterable<string>): Promise<string[]> {
   const missing: string[] = [];

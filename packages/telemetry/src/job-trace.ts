@@ -63,3 +63,21 @@ export function currentTraceIds(): { traceId: string; spanId: string } | undefin
   if (!sc || !trace.isSpanContextValid(sc)) return undefined;
   return { traceId: sc.traceId, spanId: sc.spanId };
 }
+
+/**
+ * Whether a job's trace context continues its trace in this process (tracing on: a
+ * propagator reads `traceparent`), as runInJobTrace would: then a run's events carry the
+ * job's trace id.
+ */
+export function jobTracesContinue(): boolean {
+  const probe = propagation.extract(ROOT_CONTEXT, {
+    traceparent: `00-${'1'.repeat(32)}-${'1'.repeat(16)}-01`,
+  });
+  const sc = trace.getSpanContext(probe);
+  return sc !== undefined && trace.isSpanContextValid(sc);
+}
+
+/** Runs `fn` outside any span (what it writes carries no trace id). */
+export function outsideSpans<T>(fn: () => T): T {
+  return context.with(trace.deleteSpan(context.active()), fn);
+}

@@ -26,10 +26,12 @@ export {
   type ToolPlacement,
 } from './create-task.ts';
 export {
+  claimNextJob,
   claimTask,
   noteWaitingForWorker,
   type ClaimOutcome,
   type ClaimedDelegation,
+  type ClaimedJob,
 } from './claim-task.ts';
 export {
   releaseLease,

@@ -1,11 +1,15 @@
+import { propagation } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { canonicalJson } from '@mtg/audit';
-import { claimTask } from '../../src/task-state/index.ts';
+import { jobFetch } from '../../src/job-queue.ts';
+import { claimNextJob, claimTask } from '../../src/task-state/index.ts';
 import {
   eventTypes,
   expireLease,
   insertSealedDelegation,
   insertTask,
   openStateDatabase,
+  QUEUE,
   taskRow,
   type StateDatabase,
 } from './state-database.ts';
@@ -126,3 +130,103 @@ test('the claim reads the sealed delegation with the lease, and how long it has 
   const d = await claimTask(s.worker, { taskId: without, workerId: 'w1', leaseMs: 60_000 });
   expect(d).toMatchObject({ kind: 'claimed', delegation: null });
 });
+
+describe('claimNextJob: pg-boss fetch and claim in one statement', () => {
+  const claimNext = async (workerId: string) =>
+    claimNextJob<{ taskId: string }>(s.worker, {
+      queue: QUEUE,
+      fetch: await jobFetch(s.queue.boss, QUEUE),
+      workerId,
+      leaseMs: 60_000,
+    });
+  const job = async (id: string) =>
+    (
+      await s.admin.query<{ state: string; same_instant: boolean }>(
+        `SELECT j.state, j.started_on = t.started_at AS same_instant
+           FROM pgboss.job j JOIN app.tasks t ON t.job_id = j.id WHERE t.id = $1`,
+        [id],
+      )
+    ).rows[0];
+
+  test('the next job is activated and its task claimed by the same transaction, its event written', async () => {
+    const id = await insertTask(s.admin);
+    const jobId = (await taskJobId(id))!;
+    await s.queue.boss.send(QUEUE, { taskId: id }, { id: jobId });
+    const got = await claimNext('w1');
+    expect(got?.job).toMatchObject({ id: jobId, name: QUEUE, data: { taskId: id }, retryCount: 0 });
+    expect(got?.claim).toMatchObject({ kind: 'claimed', lease: { owner: 'w1', epoch: 1 } });
+    expect(got?.claim?.task.id).toBe(id);
+    // One transaction: the job's start and the task's are the same now().
+    expect(await job(id)).toEqual({ state: 'active', same_instant: true });
+    expect(await eventTypes(s.admin, id)).toEqual(['task.started']);
+    expect(await claimNext('w1')).toBeUndefined();
+  });
+
+  test('a job whose task is held elsewhere is fetched without a claim; nothing else is written', async () => {
+    const id = await insertTask(s.admin);
+    await claimTask(s.worker, { taskId: id, workerId: 'w1', leaseMs: 60_000 });
+    await s.queue.boss.send(QUEUE, { taskId: id }, { id: (await taskJobId(id))! });
+    const got = await claimNext('w2');
+    expect(got?.job.data).toEqual({ taskId: id });
+    expect(got?.claim).toBeUndefined();
+    expect(await taskRow(s.admin, id)).toMatchObject({ lease_owner: 'w1', lease_epoch: 1 });
+    expect(await eventTypes(s.admin, id)).toEqual(['task.started']);
+    expect((await job(id))?.state).toBe('active');
+  });
+
+  test("with tracing on, the claim's event carries the job's trace id, as if written in the run's span; a job without a valid one, none", async () => {
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    try {
+      const traceId = 'ab'.repeat(16);
+      const cases = [
+        { traceparent: `00-${traceId}-${'cd'.repeat(8)}-01`, expected: traceId },
+        { traceparent: `00-${'0'.repeat(32)}-${'cd'.repeat(8)}-01`, expected: undefined },
+        { traceparent: 'not-a-trace', expected: undefined },
+        { traceparent: undefined, expected: undefined },
+      ];
+      for (const c of cases) {
+        const id = await insertTask(s.admin);
+        await s.queue.boss.send(
+          QUEUE,
+          { taskId: id, ...(c.traceparent ? { traceparent: c.traceparent } : {}) },
+          { id: (await taskJobId(id))! },
+        );
+        expect((await claimNext('w1'))?.claim?.task.id).toBe(id);
+        const { rows } = await s.admin.query<{ body: string }>(
+          `SELECT body FROM audit.events WHERE task_id = $1 AND type = 'task.started'`,
+          [id],
+        );
+        expect(JSON.parse(rows[0]!.body).traceId).toBe(c.expected);
+      }
+    } finally {
+      propagation.disable();
+    }
+  });
+
+  test('a pg-boss that fetches another way is refused, not guessed at', async () => {
+    const fetchWith = (text: string) => ({
+      fetch: async (_name: string, o: { db: { executeSql: (t: string) => Promise<unknown> } }) => {
+        await o.db.executeSql(text);
+        return [];
+      },
+    });
+    await expect(jobFetch(fetchWith('SELECT id FROM pgboss.job') as never, QUEUE)).rejects.toThrow(
+      /cannot claim the task with its fetch/,
+    );
+    await expect(
+      jobFetch(
+        fetchWith(
+          'WITH next AS (SELECT 1)\n UPDATE pgboss.job j SET state = 1 FROM next RETURNING j.id',
+        ) as never,
+        QUEUE,
+      ),
+    ).rejects.toThrow(/cannot claim the task with its fetch/);
+  });
+});
+
+async function taskJobId(id: string): Promise<string | undefined> {
+  const r = await s.admin.query<{ job_id: string }>('SELECT job_id FROM app.tasks WHERE id = $1', [
+    id,
+  ]);
+  return r.rows[0]?.job_id;
+}
