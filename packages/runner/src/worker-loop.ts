@@ -96,20 +96,34 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           const claims = new Map<string, PreClaim>();
           // A span only for a fetch that brought jobs (receive-jobs.ts), not for every empty look.
           const jobs = await receiveJobs(queue, async () => {
-            // One job: fetched and its task claimed in one statement, when this pg-boss allows.
-            const fetch = batchSize === 1 ? await fetchOf(queue) : undefined;
+            // Announced jobs: each fetched and its task claimed in one statement, when this
+            // pg-boss allows (at once, on as many sessions). A look with no count (the safety
+            // poll, the leader's re-announcement, a queue missed while full) is one fetch of
+            // a batch, however much room there is: most find nothing.
+            const fetch = Number.isFinite(wanted) ? await fetchOf(queue) : undefined;
             if (!fetch) return o.boss.fetch<TaskJobData>(queue, { batchSize });
-            const sentAt = performance.now();
-            const got = await claimNextJob<TaskJobData>(o.run.pool, {
-              queue,
-              fetch,
-              workerId: o.run.workerId,
-              leaseMs: o.run.leaseMs,
-              served: servedFingerprints(o.run.tools),
-            });
-            if (!got) return [];
-            if (got.claim) claims.set(got.job.id, { claim: got.claim, sentAt });
-            return [got.job as Job<TaskJobData>];
+            const claimOne = async () => {
+              const sentAt = performance.now();
+              const got = await claimNextJob<TaskJobData>(o.run.pool, {
+                queue,
+                fetch,
+                workerId: o.run.workerId,
+                leaseMs: o.run.leaseMs,
+                served: servedFingerprints(o.run.tools),
+              });
+              if (got?.claim) claims.set(got.job.id, { claim: got.claim, sentAt });
+              return got?.job as Job<TaskJobData> | undefined;
+            };
+            const settled = await Promise.allSettled(Array.from({ length: batchSize }, claimOne));
+            // What one statement took is run even when another failed (it holds a lease now).
+            const failed = settled.find((r) => r.status === 'rejected');
+            if (failed) {
+              o.logger.warn('job fetch failed', {
+                error:
+                  failed.reason instanceof Error ? failed.reason.message : String(failed.reason),
+              });
+            }
+            return settled.flatMap((r) => (r.status === 'fulfilled' && r.value ? [r.value] : []));
           });
           for (const job of jobs) start(job, claims.get(job.id));
           // A full batch of what was free may have left more behind: look again.

@@ -90,6 +90,8 @@ function countingPool(
   asked: number[],
   paths: string[],
   stuck = false,
+  /** How long each fetch with its claim takes at least (announcements pile up meanwhile). */
+  slowMs = 0,
 ): Pool {
   const never = () => new Promise(() => {});
   return new Proxy(pool, {
@@ -104,6 +106,11 @@ function countingPool(
             paths.push('with its claim');
           }
           if (stuck && !fetching) return never();
+          if (fetching && slowMs > 0) {
+            return new Promise((r) => setTimeout(r, slowMs)).then(() =>
+              target.query(q as never, ...(rest as [])),
+            );
+          }
           return target.query(q as never, ...(rest as []));
         };
       }
@@ -119,6 +126,7 @@ async function startWorker(
   o: {
     concurrency?: number;
     stuck?: boolean;
+    slowMs?: number;
     asked?: number[];
     /** How each fetch went: 'pg-boss' (a fetch alone) or 'with its claim' (claimNextJob). */
     paths?: string[];
@@ -146,7 +154,7 @@ async function startWorker(
       await pool.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify(payload)]);
     },
     run: {
-      pool: countingPool(fetched, id, asked, paths, o.stuck),
+      pool: countingPool(fetched, id, asked, paths, o.stuck, o.slowMs),
       tools: new Map(),
       workerId: id,
       leaseMs: 60_000,
@@ -270,9 +278,12 @@ test('a woken worker fetches with its claim; with a pg-boss whose fetch it canno
   let down = true;
   const a = await startWorker('worker-passing', [], {
     paths: passing,
+    slowMs: 200,
     boss: building(() => (down ? new Error('connection refused') : undefined)),
   });
   cleanups.push(() => a.loop.stop(0));
+  // Its first look, with no count of jobs announced: one pg-boss fetch of a batch.
+  expect(passing).toEqual(['pg-boss']);
   passing.length = 0;
   await notify({ taskId: 'while-down', queue: QUEUE });
   await new Promise((r) => setTimeout(r, 300));
@@ -280,6 +291,18 @@ test('a woken worker fetches with its claim; with a pg-boss whose fetch it canno
   down = false;
   await wake(a, passing, 1);
   expect(passing).toEqual(['with its claim']);
+  // Announcements that pile up during a fetch (each takes 200 ms here): each job is still
+  // fetched with its claim, not in a batch.
+  for (let i = 0; i < 3; i++) await notify({ taskId: `t-${randomUUID()}`, queue: QUEUE });
+  await pollUntil(
+    async () => passing.length,
+    (l) => l >= 4,
+    10_000,
+    10,
+    'three more fetches',
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  expect(passing).toEqual(Array(4).fill('with its claim'));
   await a.loop.stop(0);
   await notifier.query('DELETE FROM app.workers'); // gone: the next notification is b's alone
 

@@ -97,7 +97,8 @@ function servedJson(served: ReadonlyMap<string, string>): string {
 }
 
 /**
- * The claim's CTEs `claimed` and `appended`: the lease of task `taskId` (an SQL expression),
+ * The claim's CTEs `claimed`, `appended` and `taken` (what the claim returns): the lease of
+ * task `taskId` (an SQL expression),
  * the journal read with it, and the claim's audit event appended last (the chain lock is held
  * from there to the statement's commit). Parameters: $2 the worker, $3 the lease in ms, $4 the
  * served tools (or null), $5–$7 the event (claimEvent).
@@ -259,8 +260,10 @@ function claimNextJobStatement(fetch: JobFetch, traced: boolean) {
 /**
  * pg-boss's fetch of the next job of `queue` and the claim of that job's task, in one
  * statement: a worker woken for a task needs no round trip, and no commit, between the two.
- * The job is locked first (pg-boss's SKIP LOCKED), then the task's row, then the tenant's
- * chain: the order of every other claim and ending. Undefined: no job was waiting. A job with
+ * The job is locked first (pg-boss's SKIP LOCKED: no other fetch waits for it), then the task's
+ * row, then the tenant's chain. Nothing that holds a task's row waits for a job that is not
+ * yet active (a completion completes its own, active job), so the order closes no cycle with
+ * a claim, a cancel or an ending. Undefined: no job was waiting. A job with
  * no claim: its task could not be claimed here (held, ended, or not this worker's tool); the
  * caller runs it as any fetched job, and its claim says why.
  */
