@@ -102,6 +102,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
             // a batch, however much room there is: most find nothing.
             const fetch = Number.isFinite(wanted) ? await fetchOf(queue) : undefined;
             if (!fetch) return o.boss.fetch<TaskJobData>(queue, { batchSize });
+            const served = servedFingerprints(o.run.tools);
             const claimOne = async () => {
               const sentAt = performance.now();
               const got = await claimNextJob<TaskJobData>(o.run.pool, {
@@ -109,7 +110,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
                 fetch,
                 workerId: o.run.workerId,
                 leaseMs: o.run.leaseMs,
-                served: servedFingerprints(o.run.tools),
+                served,
               });
               if (got?.claim) claims.set(got.job.id, { claim: got.claim, sentAt });
               return got?.job as Job<TaskJobData> | undefined;
@@ -194,16 +195,20 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
 
   // pg-boss's completion of a job, to ride on a completion's statement. Should this pg-boss
   // not build one, the loop completes every job after its ending: said once, not per task.
+  // Another error while it builds (pg-boss reads its queue from the database) costs only
+  // this job's ride: the loop completes it after.
   let completionBuilds = true;
   const completionOf = async (job: Job<TaskJobData>) => {
     if (!completionBuilds) return undefined;
     try {
       return await jobCompletion(o.boss, job);
     } catch (error) {
-      completionBuilds = false;
-      o.logger.warn('job completion not built; jobs are completed after their ending', {
-        error: error instanceof Error ? error.message : String(error),
-      });
+      if (error instanceof UnbuiltStatement) {
+        completionBuilds = false;
+        o.logger.warn('job completion not built; jobs are completed after their ending', {
+          error: error.message,
+        });
+      }
       return undefined;
     }
   };

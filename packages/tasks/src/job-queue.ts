@@ -14,6 +14,15 @@ export interface JobQueue {
   boss: PgBoss;
 }
 
+/**
+ * pg-boss builds a statement (a job's insert, fetch or completion) of another shape than this
+ * code embeds in its own: the caller goes the way that needs no embedding. Any other error
+ * while pg-boss builds one (the database out of reach while it reads its queue) is passing.
+ */
+export class UnbuiltStatement extends Error {
+  readonly code = 'unbuilt_statement';
+}
+
 /** What pg-boss needs of a fetched job to complete it (fenced to the attempt it was fetched at). */
 export interface FetchedJob {
   name: string;
@@ -114,7 +123,7 @@ export function createJobQueue(boss: PgBoss): JobQueue {
         typeof value !== 'string' ||
         (call!.text.match(/\$\d+/g) ?? []).some((n) => n !== '$1')
       )
-        throw new Error(
+        throw new UnbuiltStatement(
           'pg-boss no longer inserts a job as one statement of one parameter: the start cannot insert it beside its task',
         );
       return { text: call!.text, value };
@@ -145,7 +154,7 @@ export async function jobCompletion(
   const update = call?.text.match(COMPLETION_SHAPE)?.[1];
   // One UPDATE whose WHERE ends it, with nothing after that could change what it matches.
   if (calls.length !== 1 || !update || /\b(RETURNING|FROM|WITH)\b/.test(update))
-    throw new Error(
+    throw new UnbuiltStatement(
       'pg-boss no longer completes a job as one UPDATE inside its WITH: a completion cannot complete its job',
     );
   return { text: update, values: call.values };
@@ -177,15 +186,6 @@ export async function jobFetch(boss: Pick<PgBoss, 'fetch'>, queue: string): Prom
       'pg-boss no longer fetches a job as one UPDATE after its WITH: a worker cannot claim the task with its fetch',
     );
   return { ctes: shape[1]!, update: shape[2]!, values: call!.values };
-}
-
-/**
- * pg-boss builds a statement of another shape than this code embeds: the caller goes the way
- * that needs no embedding, for good (any other error, such as the database being out of reach
- * while pg-boss reads its queue, is passing).
- */
-export class UnbuiltStatement extends Error {
-  readonly code = 'unbuilt_statement';
 }
 
 /** pg-boss's fetch of one job, taken apart (jobFetch). */

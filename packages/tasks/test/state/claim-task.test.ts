@@ -1,7 +1,7 @@
 import { propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { canonicalJson } from '@mtg/audit';
-import { jobFetch } from '../../src/job-queue.ts';
+import { jobCompletion, jobFetch, UnbuiltStatement } from '../../src/job-queue.ts';
 import { claimNextJob, claimTask } from '../../src/task-state/index.ts';
 import {
   eventTypes,
@@ -221,6 +221,22 @@ describe('claimNextJob: pg-boss fetch and claim in one statement', () => {
         QUEUE,
       ),
     ).rejects.toThrow(/cannot claim the task with its fetch/);
+    // The same refusal, of the same class, as a completion of another shape: the worker tells
+    // it from a passing error by that class alone.
+    await expect(
+      jobFetch(fetchWith('SELECT id FROM pgboss.job') as never, QUEUE),
+    ).rejects.toBeInstanceOf(UnbuiltStatement);
+    const completeWith = {
+      complete: async (
+        _name: string,
+        _id: unknown,
+        _data: unknown,
+        o: { db: { executeSql: (t: string) => Promise<unknown> } },
+      ) => o.db.executeSql('UPDATE pgboss.job SET state = 1'),
+    };
+    await expect(
+      jobCompletion(completeWith as never, { name: QUEUE, id: 'j', retryCount: 0 }),
+    ).rejects.toBeInstanceOf(UnbuiltStatement);
   });
 });
 
