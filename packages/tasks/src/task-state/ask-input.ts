@@ -8,7 +8,7 @@ import type { FormSchema, InputResponse } from '../input-schema.ts';
 import type { JobQueue } from '../job-queue.ts';
 import type { TaskRow, VerbTaskRow } from '../task-row.ts';
 import { aboutTask } from './about-task.ts';
-import { fenced } from './predicates.ts';
+import { fenced, NOT_ENDED } from './predicates.ts';
 import type { Lease } from './lease.ts';
 
 /** A question a parked task waits on, as the wires show it. */
@@ -47,7 +47,7 @@ export async function parkForInput(
     const moved = await c.query(
       `UPDATE app.tasks SET status = 'input_required', lease_owner = NULL, lease_expires_at = NULL,
               status_message = $4, updated_at = now()
-        WHERE id = $1 AND ${fenced('$2', '$3')} AND status IN ('working', 'input_required')
+        WHERE id = $1 AND ${fenced('$2', '$3')} AND ${NOT_ENDED}
           AND NOT needs_live_user`,
       [p.task.id, p.lease.owner, p.lease.epoch, p.message.slice(0, 500)],
     );

@@ -6,7 +6,7 @@ import type { SealedCredential } from '@mtg/identity';
 import type { JobFetch } from '../job-queue.ts';
 import { TASK_SELECT, type TaskRow } from '../task-row.ts';
 import { ABOUT_FILLED, aboutFilledValues } from './about-task.ts';
-import { ACTIVE } from './predicates.ts';
+import { ACTIVE, NOT_ENDED } from './predicates.ts';
 import {
   BOUNDARY_COLUMNS,
   boundaryOf,
@@ -109,7 +109,7 @@ const claimCtes = (taskId: string, body = claimBody('$6', '$7')) => `claimed AS 
             attempts = attempts + 1, started_at = COALESCE(started_at, now()),
             status_message = CASE WHEN status_message = 'queued' THEN 'started' ELSE status_message END,
             updated_at = now()
-      WHERE id = ${taskId} AND ${ACTIVE}
+      WHERE id = ${taskId} AND ${NOT_ENDED}
         AND (lease_owner IS NULL OR lease_expires_at < now())
         AND ($4::jsonb IS NULL OR ($4::jsonb ? tool AND
              (tool_fingerprint IS NULL OR tool_fingerprint = $4::jsonb ->> tool)))

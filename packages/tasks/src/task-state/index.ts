@@ -15,9 +15,9 @@
  *                └ expire (deadline, nobody holds it) ─▶ failed
  *   ended + ttl ──purge──▶ gone
  *
- * Predicates (predicates.ts): ACTIVE, LIVE_LEASE, fenced(), RETAINED, OWNER_MATCH.
+ * Predicates (predicates.ts): ACTIVE, NOT_ENDED, LIVE_LEASE, fenced(), RETAINED, OWNER_MATCH.
  */
-export { ACTIVE, LIVE_LEASE, OWNER_MATCH, RETAINED, fenced } from './predicates.ts';
+export { ACTIVE, LIVE_LEASE, NOT_ENDED, OWNER_MATCH, RETAINED, fenced } from './predicates.ts';
 export {
   createTask,
   type StartInput,

@@ -1,6 +1,6 @@
 import { appendEventSql, auditAppendArgs, type AuditEvent } from '@mtg/audit';
 import { prepared, runPrepared, type Queryable } from '@mtg/db';
-import { ACTIVE, fenced } from './predicates.ts';
+import { fenced, NOT_ENDED } from './predicates.ts';
 import {
   BOUNDARY_COLUMNS,
   boundaryOf,
@@ -22,7 +22,7 @@ import {
 const JOURNAL = prepared(
   `WITH held AS (
      SELECT id, lease_epoch, lease_owner, ${BOUNDARY_COLUMNS} FROM app.tasks
-      WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}),
+      WHERE id = $1 AND ${fenced('$2', '$3')} AND ${NOT_ENDED}),
    journaled AS (
      INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
      SELECT id, $4, $5, $6, lease_epoch, lease_owner, $7 FROM held

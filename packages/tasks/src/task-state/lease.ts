@@ -1,5 +1,5 @@
 import { prepared, runPrepared, type Queryable } from '@mtg/db';
-import { ACTIVE, fenced } from './predicates.ts';
+import { ACTIVE, fenced, NOT_ENDED } from './predicates.ts';
 
 /** A worker's claim on a task: the epoch fences off every earlier holder. */
 export interface Lease {
@@ -69,7 +69,7 @@ const RENEW = prepared(
           progress = COALESCE($5::jsonb, progress),
           status_message = COALESCE($6, status_message),
           updated_at = CASE WHEN $5::jsonb IS NULL THEN updated_at ELSE now() END
-    WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}
+    WHERE id = $1 AND ${fenced('$2', '$3')} AND ${NOT_ENDED}
     RETURNING ${BOUNDARY_COLUMNS}`,
 );
 
@@ -97,7 +97,7 @@ export async function renewLease(
 
 const READ_BOUNDARY = prepared(
   `SELECT ${BOUNDARY_COLUMNS} FROM app.tasks
-    WHERE id = $1 AND ${fenced('$2', '$3')} AND ${ACTIVE}`,
+    WHERE id = $1 AND ${fenced('$2', '$3')} AND ${NOT_ENDED}`,
 );
 
 /**

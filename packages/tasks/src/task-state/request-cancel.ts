@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import { appendAuditInTransaction, type AuditEvent } from '@mtg/audit';
 import { withTransaction, type Queryable } from '@mtg/db';
 import { CHANNELS } from '../channels.ts';
-import { ACTIVE } from './predicates.ts';
+import { ACTIVE, NOT_ENDED } from './predicates.ts';
 import type { CancelledBy } from './end-task.ts';
 
 /**
@@ -31,7 +31,7 @@ export async function requestCancel(
       `UPDATE app.tasks t SET cancel_requested_at = COALESCE(t.cancel_requested_at, now()),
               cancel_requested_by = COALESCE(t.cancel_requested_by, $2), updated_at = now()
          FROM (SELECT id, cancel_requested_by FROM app.tasks WHERE id = $1 FOR NO KEY UPDATE) prior
-        WHERE t.id = prior.id AND ${ACTIVE}
+        WHERE t.id = prior.id AND ${NOT_ENDED}
         RETURNING prior.cancel_requested_by AS before`,
       [taskId, JSON.stringify(by)],
     );

@@ -1,7 +1,7 @@
 import { prepared, runPrepared, type Queryable } from '@mtg/db';
 import { CHANNELS } from '../channels.ts';
 import { TASK_SELECT, type TaskRow, type TaskStatus } from '../task-row.ts';
-import { ACTIVE, fenced } from './predicates.ts';
+import { fenced, NOT_ENDED } from './predicates.ts';
 import { progressJson, type Lease, type PendingProgress } from './lease.ts';
 
 export interface Settlement {
@@ -74,7 +74,7 @@ export const SETTLED = `settled AS (
                             THEN now() + dedupe_window_ms * interval '1 millisecond' END,
         lease_owner = NULL, lease_expires_at = NULL,
         lease_epoch = CASE WHEN $6 THEN lease_epoch ELSE lease_epoch + 1 END
-      WHERE id = $1 AND ${ACTIVE}
+      WHERE id = $1 AND ${NOT_ENDED}
         AND (NOT $6 OR (${fenced('$7', '$8')}))
       RETURNING ${TASK_SELECT}),
    ended_delegation AS (
