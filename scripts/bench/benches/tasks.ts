@@ -491,7 +491,9 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
       (withStatements
         ? "pg_stat_statements is loaded on this server: the measured 2-step batch's statements " +
           '(start, run and result read) are split below, by elapsed time inside PostgreSQL ' +
-          '(execution and planning, which includes lock and I/O waits, so it is not CPU).'
+          '(execution and planning, which includes lock and I/O waits, so it is not CPU), with ' +
+          'the shared buffers each call touched (a lookup by key touches a handful; hundreds say ' +
+          'its plan scans).'
         : 'PostgreSQL time by statement family (pg_stat_statements) is not available: the server ' +
           'does not load it (shared_preload_libraries is empty, and loading it needs a server ' +
           'restart a bench must not do to a shared server), so PostgreSQL is attributed per phase ' +

@@ -7,6 +7,11 @@ export interface StatementRow {
   callsPerTask: number;
   msPerTask: number;
   planMsPerTask: number;
+  /**
+   * Shared buffers each call touched (hit or read): a lookup by key touches a handful, so
+   * hundreds say the plan scans (an index over many rows, a table), whatever its time.
+   */
+  buffersPerCall: number;
 }
 
 export async function statementsAvailable(ctx: BenchContext): Promise<boolean> {
@@ -28,9 +33,16 @@ export async function statementSplit(
   tasks: number,
   limit = 30,
 ): Promise<StatementRow[]> {
-  const rows = await ctx.sql<{ query: string; calls: string; exec: number; plan: number }>(
+  const rows = await ctx.sql<{
+    query: string;
+    calls: string;
+    exec: number;
+    plan: number;
+    buffers: string;
+  }>(
     `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls,
-            total_exec_time AS exec, total_plan_time AS plan
+            total_exec_time AS exec, total_plan_time AS plan,
+            shared_blks_hit + shared_blks_read AS buffers
        FROM pg_stat_statements
       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
         AND query NOT ILIKE '%pg_stat_statements%'
@@ -43,6 +55,7 @@ export async function statementSplit(
     callsPerTask: Number(r.calls) / n,
     msPerTask: (r.exec + r.plan) / n,
     planMsPerTask: r.plan / n,
+    buffersPerCall: Number(r.buffers) / Math.max(1, Number(r.calls)),
   }));
 }
 
@@ -51,11 +64,11 @@ export function statementTable(rows: StatementRow[], width = 110): string[] {
   const cut = (q: string) =>
     (q.length > width ? `${q.slice(0, width)}…` : q).replace(/\|/g, '\\|').replace(/`/g, "'");
   return [
-    '| statement | calls per task | ms per task (plan) |',
-    '|---|---|---|',
+    '| statement | calls per task | ms per task (plan) | buffers per call |',
+    '|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| \`${cut(r.query)}\` | ${r.callsPerTask.toFixed(2)} | ${r.msPerTask.toFixed(2)} (${r.planMsPerTask.toFixed(2)}) |`,
+        `| \`${cut(r.query)}\` | ${r.callsPerTask.toFixed(2)} | ${r.msPerTask.toFixed(2)} (${r.planMsPerTask.toFixed(2)}) | ${r.buffersPerCall.toFixed(0)} |`,
     ),
   ];
 }
