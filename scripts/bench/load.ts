@@ -4,6 +4,8 @@
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { body2026, headers2026 } from './lib/mcp.ts';
+import { runPaced } from './lib/paced-load.ts';
+import { percentile } from './lib/stats.ts';
 
 export type Scenario =
   /**
@@ -35,8 +37,9 @@ export interface LoadSpec {
   /** Stop after this many requests in all instead (durationS then only bounds the wait). */
   amount?: number;
   /**
-   * Offered requests per second over all URLs (open loop, up to `connections` in flight);
-   * unset: every connection sends its next request as soon as the last is answered.
+   * Offered requests per second over all URLs: open loop, evenly spaced, up to `connections`
+   * in flight, each request's latency counted from when it was due (lib/paced-load.ts).
+   * Unset: every connection sends its next request as soon as the last is answered.
    */
   rate?: number;
   scenario: Scenario;
@@ -173,7 +176,6 @@ async function runOne(spec: LoadSpec, url: string, connections: number, offset: 
     url,
     connections,
     ...(spec.amount !== undefined ? { amount: spec.amount } : { duration: spec.durationS }),
-    ...(spec.rate ? { overallRate: Math.max(1, Math.round(spec.rate / spec.urls.length)) } : {}),
     timeout: 30,
     requests: [
       {
@@ -188,6 +190,7 @@ async function runOne(spec: LoadSpec, url: string, connections: number, offset: 
 }
 
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  if (spec.rate) return runPacedLoad(spec, spec.rate);
   const per = Math.max(1, Math.floor(spec.connections / spec.urls.length));
   const runs = await Promise.all(spec.urls.map((u, i) => runOne(spec, u, per, i * 1_000_000_000)));
   const total = runs.reduce((s, r) => s + r.result.requests.total, 0);
@@ -214,6 +217,39 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     timeouts: runs.reduce((s, r) => s + r.result.timeouts, 0),
     rpcErrors: runs.reduce((s, r) => s + r.rpcErrors, 0),
     statusCounts,
+    cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
+  };
+}
+
+async function runPacedLoad(spec: LoadSpec, rate: number): Promise<LoadResult> {
+  const targets = spec.urls.map((url, i) => {
+    const r = requestFor(spec, url, i * 1_000_000_000);
+    const setup = r.setupRequest as (
+      req: autocannon.Request,
+      context: object,
+    ) => autocannon.Request;
+    return { url, build: (req: autocannon.Request) => setup({ ...req, method: r.method }, {}) };
+  });
+  const r = await runPaced({
+    targets,
+    rate,
+    connections: spec.connections,
+    durationS: spec.durationS,
+    ...(spec.amount !== undefined ? { amount: spec.amount } : {}),
+  });
+  return {
+    requests: r.requests,
+    durationS: r.durationS,
+    perSecond: r.requests / r.durationS,
+    p50: percentile(r.latenciesMs, 50),
+    p90: percentile(r.latenciesMs, 90),
+    p99: percentile(r.latenciesMs, 99),
+    max: Math.max(0, ...r.latenciesMs),
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    rpcErrors: r.rpcErrors,
+    statusCounts: r.statusCounts,
     cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
   };
 }
