@@ -25,6 +25,12 @@ export interface TaskTargets {
   ): TargetClient;
   /** A new stage begins: each target's next call gets a fresh credential. */
   beginStage(): void;
+  /**
+   * Right after beginStage: starts now the exchanges this stage's calls are expected to
+   * need, so the tool's work before its first call hides them; settles when they are done
+   * (never rejects). Undefined: nothing to start.
+   */
+  prefetch?(): Promise<void> | undefined;
 }
 
 /** The upstreams of one run: a client per upstream name, and stage boundaries for tokens. */
@@ -148,7 +154,9 @@ export async function runTask(
       held.tool.execute(made.context, task.arguments as never),
     );
     // The end: the last step's journal read the boundary a moment ago (or it is read again);
-    // a progress report still pending rides on the ending's statement.
+    // a progress report still pending rides on the ending's statement. An exchange a stage
+    // started for a call that never came lands its audit event before the ending's.
+    await run.quiesce();
     await run.check(false, true);
     const result = held.tool.returnsToolResult
       ? asToolResult(structured, held.tool.name)

@@ -66,6 +66,9 @@ export function createTaskContext(
     }
     targets.beginStage();
     upstreams?.beginStage();
+    // Tracked: nothing of the run may still be running when it ends or parks.
+    const exchanges = targets.prefetch?.();
+    if (exchanges) void run.track(exchanges);
     const stepStarted = (deps.clock ?? systemClock)();
     const stepT0 = performance.now();
     let output;

@@ -159,6 +159,15 @@ export function createTaskCredentials(
     return current.token;
   };
 
+  const token = (): Promise<string> => {
+    const nearExpiry = current && current.expiresAt - now() < 30_000;
+    if (current && !stale && !nearExpiry) return Promise.resolve(current.token);
+    inflight ??= refresh().finally(() => {
+      inflight = undefined;
+    });
+    return inflight;
+  };
+
   return {
     /** A new stage begins: its first downstream call gets a fresh credential. */
     beginStage() {
@@ -172,13 +181,17 @@ export function createTaskCredentials(
       if (inflight) return;
       stale = true;
     },
-    token(): Promise<string> {
-      const nearExpiry = current && current.expiresAt - now() < 30_000;
-      if (current && !stale && !nearExpiry) return Promise.resolve(current.token);
-      inflight ??= refresh().finally(() => {
-        inflight = undefined;
-      });
-      return inflight;
+    token,
+    /**
+     * Starts the exchange the next call would make, now (a stage begins and its first call
+     * will need it): the tool's own work before that call hides the exchange. Resolves when
+     * it is done, whatever its outcome; a failure is the next call's, which exchanges again.
+     */
+    prefetch(): Promise<void> {
+      return token().then(
+        () => {},
+        () => {},
+      );
     },
   };
 }
