@@ -31,8 +31,9 @@ export function renderReport(r: {
       `${o.connections} connections; ${o.samples} samples per latency measurement; log level ${o.logLevel}` +
       (o.only ? `; only: ${[...o.only].join(', ')}` : ''),
     `- Whole run: ${Math.round(r.totalS)} s`,
-    '- Everything on one machine: the load generator (autocannon, its own process), the gateway,',
-    '  workers, dev IdP, demo downstream and PostgreSQL share the same 2 cores. Configure with',
+    '- Everything on one machine: the load generator (its own process: autocannon, or a paced',
+    '  client for an offered rate), the gateway, workers, dev IdP, demo downstream and PostgreSQL',
+    '  share the same 2 cores. Configure with',
     '  BENCH_RUNS, BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_SAMPLES, BENCH_ONLY (see run.ts).',
     ...(r.caveat ? [`- ${r.caveat}`] : []),
     '',
