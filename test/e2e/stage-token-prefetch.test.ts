@@ -1,7 +1,6 @@
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
-import { jobToolsWire } from '../support/wires.ts';
-import { pollUntil } from '../support/poll.ts';
+import { jobToolsWire, runToEnd } from '../support/wires.ts';
 
 // A stage exchanges for the targets its tool's runs called before as it begins, so the
 // tool's own work before its first call (here a 1.5 s sleep) hides the exchange. The first
@@ -21,19 +20,13 @@ let runs = 0;
 
 /** Runs one 1-step task to its end; how long after task.started its exchange was recorded. */
 async function exchangeDelayOf(user: string): Promise<number> {
-  const wire = jobToolsWire(stack.mcpUrl);
   const token = await stack.token(user, 'acme');
-  const id = await wire.start(token, 'bulk_update_records', {
+  const { id, answer } = await runToEnd(jobToolsWire(stack.mcpUrl), token, 'bulk_update_records', {
     collection: `prefetch-${user}-${++runs}`, // identical arguments would be deduplicated
     count: 500, // one batch: one stage that sleeps, then writes downstream
     patch: { k: 1 },
   });
-  const done = await pollUntil(
-    () => wire.get(token, id),
-    (a) => a.ok && a.value.status !== 'working',
-    30_000,
-  );
-  expect(done).toMatchObject({ ok: true, value: { status: 'completed' } });
+  expect(answer).toMatchObject({ ok: true, value: { status: 'completed' } });
   const writes = await stack.writes(id);
   expect(writes).toHaveLength(1);
   expect(writes[0]).toMatchObject({ sub: user, act: { sub: 'mcp-worker' } });

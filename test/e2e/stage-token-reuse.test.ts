@@ -1,26 +1,19 @@
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
-import { jobToolsWire } from '../support/wires.ts';
-import { pollUntil } from '../support/poll.ts';
+import { jobToolsWire, runToEnd } from '../support/wires.ts';
 
 // A downstream token is reused across stages while it is young (STAGE_TOKEN_REUSE_SECONDS,
 // 60 by default): one exchange, one task.identity_refreshed, for a task whose stages follow
 // each other; with 0, every stage exchanges again. Either way every write is the user's, by
 // the worker, and revocation is read at every boundary (revocation.test.ts).
 async function refreshesOf(stack: Stack, user: string) {
-  const wire = jobToolsWire(stack.mcpUrl);
   const token = await stack.token(user, 'acme');
-  const id = await wire.start(token, 'bulk_update_records', {
+  const { id, answer } = await runToEnd(jobToolsWire(stack.mcpUrl), token, 'bulk_update_records', {
     collection: `reuse-${user}`,
     count: 1500, // three batches of 500: three stages, each writing downstream
     patch: { k: 1 },
   });
-  const done = await pollUntil(
-    () => wire.get(token, id),
-    (a) => a.ok && a.value.status !== 'working',
-    30_000,
-  );
-  expect(done).toMatchObject({ ok: true, value: { status: 'completed' } });
+  expect(answer).toMatchObject({ ok: true, value: { status: 'completed' } });
   const writes = await stack.writes(id);
   expect(writes).toHaveLength(3);
   expect(writes.every((w) => w.sub === user && (w.act as any)?.sub === 'mcp-worker')).toBe(true);

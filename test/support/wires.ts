@@ -1,3 +1,4 @@
+import { pollUntil } from './poll.ts';
 import {
   CallToolResultSchema,
   CancelTaskResultSchema,
@@ -19,6 +20,23 @@ export interface Wire {
   cancel(token: string, taskId: string): Promise<Answer>;
   /** Task ids the caller can list (the 2026 extension has no list: undefined). */
   list(token: string): Promise<string[] | undefined>;
+}
+
+/** Starts a task on `wire` and polls it until it is no longer working: its id, last answer. */
+export async function runToEnd(
+  wire: Wire,
+  token: string,
+  tool: string,
+  args: Record<string, unknown>,
+  timeoutMs = 30_000,
+): Promise<{ id: string; answer: Answer }> {
+  const id = await wire.start(token, tool, args);
+  const answer = await pollUntil(
+    () => wire.get(token, id),
+    (a) => a.ok && (a.value as { status?: string }).status !== 'working',
+    timeoutMs,
+  );
+  return { id, answer };
 }
 
 async function v1<T>(
