@@ -46,3 +46,45 @@ test('a task announced to an idle worker is fetched and claimed by one statement
     ids.map((id) => ({ id, state: 'completed', one_statement: true, claims: 1 })),
   );
 });
+
+describe('a worker full when its tasks were announced', () => {
+  let full: Stack;
+  beforeAll(async () => {
+    // One slot: while a task runs, the ones started after it are announced to a full worker.
+    full = await startStack({ workers: 1, env: { DEMO_STEP_MS: '300', WORKER_CONCURRENCY: '1' } });
+  });
+  afterAll(async () => {
+    await full?.close();
+  });
+
+  test('claims each of them when a run ends, each in one statement, as if announced then', async () => {
+    const t = await full.token('fiona', 'acme');
+    const w = jobToolsWire(full.mcpUrl);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      ids.push(
+        await w.start(t, 'bulk_update_records', {
+          collection: `full-${i}`,
+          count: 10,
+          patch: { a: 1 },
+        }),
+      );
+    }
+    for (const id of ids) {
+      await pollUntil(
+        async () => ((await w.get(t, id)) as { value?: { status?: string } }).value?.status,
+        (s) => s === 'completed',
+        20_000,
+        50,
+      );
+    }
+    const rows = await sql(
+      full.db.url,
+      `SELECT t.id, j.started_on = t.started_at AS one_statement
+         FROM app.tasks t JOIN pgboss.job j ON j.id = t.job_id
+        WHERE t.id = ANY($1) ORDER BY t.created_at`,
+      [ids],
+    );
+    expect(rows).toEqual(ids.map((id) => ({ id, one_statement: true })));
+  });
+});

@@ -68,8 +68,11 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
   let again = false;
   /** Queues to fetch from, with at most how many jobs (a notification announces one). */
   const pending = new Map<string, number>();
-  /** Queues announced while this worker was full: it looks there when a run ends. */
-  const missed = new Set<string>();
+  /**
+   * Queues announced while this worker was full, with how many jobs (Infinity: a look with
+   * no count was left over): it looks there when a run ends, as the announcements would have.
+   */
+  const missed = new Map<string, number>();
   let stopped = false;
   let poller: NodeJS.Timeout | undefined;
   const offs: Array<() => void> = [];
@@ -88,8 +91,9 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     try {
       do {
         again = false;
-        for (const [queue, wanted] of [...pending]) {
+        for (const [queue, announced] of [...pending]) {
           if (free() <= 0) break;
+          const wanted = announced + (missed.get(queue) ?? 0);
           pending.delete(queue);
           missed.delete(queue);
           const batchSize = Math.min(free(), wanted);
@@ -97,9 +101,10 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           // A span only for a fetch that brought jobs (receive-jobs.ts), not for every empty look.
           const jobs = await receiveJobs(queue, async () => {
             // Announced jobs: each fetched and its task claimed in one statement, when this
-            // pg-boss allows (at once, on as many sessions). A look with no count (the safety
-            // poll, the leader's re-announcement, a queue missed while full) is one fetch of
-            // a batch, however much room there is: most find nothing.
+            // pg-boss allows (at once, on as many sessions), those announced while this worker
+            // was full included (up to its room when a run ends). A look with no count (the
+            // safety poll, the leader's re-announcement) is one fetch of a batch, however much
+            // room there is: most find nothing.
             const fetch = Number.isFinite(wanted) ? await fetchOf(queue) : undefined;
             if (!fetch) return o.boss.fetch<TaskJobData>(queue, { batchSize });
             const served = servedFingerprints(o.run.tools);
@@ -136,7 +141,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       } while (again && !stopped && free() > 0);
       if (free() <= 0) {
         // Full: what is left is looked at when a run ends (and by the safety poll).
-        for (const queue of pending.keys()) missed.add(queue);
+        for (const [queue, n] of pending) missed.set(queue, (missed.get(queue) ?? 0) + n);
         pending.clear();
       }
     } catch (error) {
@@ -162,7 +167,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       if (chosen) void kick([queue], 1);
       return;
     }
-    missed.add(queue);
+    missed.set(queue, (missed.get(queue) ?? 0) + 1);
     if (chosen && !skip && o.forward) {
       o.forward({ ...payload, skip: self }).catch((error: Error) =>
         o.logger.warn('notification forward failed', { error: error.message }),
@@ -261,7 +266,9 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       } finally {
         clearInterval(heartbeat);
         running.delete(taskId);
-        void kick([...missed]);
+        const looks = [...missed];
+        missed.clear();
+        for (const [queue, n] of looks) void kick([queue], n);
       }
     })();
     running.set(taskId, { stop, drain, done });
