@@ -68,11 +68,8 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
   let again = false;
   /** Queues to fetch from, with at most how many jobs (a notification announces one). */
   const pending = new Map<string, number>();
-  /**
-   * Queues announced while this worker was full, with how many jobs (Infinity: a look with
-   * no count was left over): it looks there when a run ends, as the announcements would have.
-   */
-  const missed = new Map<string, number>();
+  /** Queues announced while this worker was full: it looks there when a run ends. */
+  const missed = new Set<string>();
   let stopped = false;
   let poller: NodeJS.Timeout | undefined;
   const offs: Array<() => void> = [];
@@ -91,9 +88,8 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     try {
       do {
         again = false;
-        for (const [queue, announced] of [...pending]) {
+        for (const [queue, wanted] of [...pending]) {
           if (free() <= 0) break;
-          const wanted = announced + (missed.get(queue) ?? 0);
           pending.delete(queue);
           missed.delete(queue);
           const batchSize = Math.min(free(), wanted);
@@ -101,11 +97,12 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
           // A span only for a fetch that brought jobs (receive-jobs.ts), not for every empty look.
           const jobs = await receiveJobs(queue, async () => {
             // Announced jobs: each fetched and its task claimed in one statement, when this
-            // pg-boss allows (at once, on as many sessions), those announced while this worker
-            // was full included (up to its room when a run ends). A look with no count (the
-            // safety poll, the leader's re-announcement) is one fetch of a batch, however much
-            // room there is: most find nothing.
-            const fetch = Number.isFinite(wanted) ? await fetchOf(queue) : undefined;
+            // pg-boss allows (at once, on as many sessions). So is any look with room for one
+            // job (a full worker's when a run ends): one statement, found or not. A look with no
+            // count and more room (the safety poll, the leader's re-announcement) is one fetch
+            // of a batch, however much room there is: most find nothing.
+            const fetch =
+              Number.isFinite(wanted) || batchSize === 1 ? await fetchOf(queue) : undefined;
             if (!fetch) return o.boss.fetch<TaskJobData>(queue, { batchSize });
             const served = servedFingerprints(o.run.tools);
             const claimOne = async () => {
@@ -141,7 +138,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       } while (again && !stopped && free() > 0);
       if (free() <= 0) {
         // Full: what is left is looked at when a run ends (and by the safety poll).
-        for (const [queue, n] of pending) missed.set(queue, (missed.get(queue) ?? 0) + n);
+        for (const queue of pending.keys()) missed.add(queue);
         pending.clear();
       }
     } catch (error) {
@@ -167,7 +164,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       if (chosen) void kick([queue], 1);
       return;
     }
-    missed.set(queue, (missed.get(queue) ?? 0) + 1);
+    missed.add(queue);
     if (chosen && !skip && o.forward) {
       o.forward({ ...payload, skip: self }).catch((error: Error) =>
         o.logger.warn('notification forward failed', { error: error.message }),
@@ -266,9 +263,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
       } finally {
         clearInterval(heartbeat);
         running.delete(taskId);
-        const looks = [...missed];
-        missed.clear();
-        for (const [queue, n] of looks) void kick([queue], n);
+        void kick([...missed]);
       }
     })();
     running.set(taskId, { stop, drain, done });
