@@ -3,10 +3,10 @@ import { startStack, type Stack } from '../support/stack.ts';
 import { jobToolsWire, runToEnd } from '../support/wires.ts';
 
 // A stage exchanges for the targets its tool's runs called before as it begins, so the
-// tool's own work before its first call (here a 1.5 s sleep) hides the exchange. The first
+// tool's own work before its first call (here a 3 s sleep) hides the exchange. The first
 // run of a tool on a worker has no such history: it exchanges at its first call. Either way
 // one exchange, one task.identity_refreshed, and every write is the user's, by the worker.
-const STEP_MS = 1500;
+const STEP_MS = 3000;
 
 let stack: Stack;
 beforeAll(async () => {
