@@ -4,6 +4,7 @@ import {
   clientCredentialsToken,
   createCredentialCipher,
   createTokenExchanger,
+  httpFetch,
 } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import {
@@ -377,7 +378,7 @@ function workerObservability(
   });
   const exchanges = createExchangeMetrics(registry);
   const targetCalls = createTargetCallMetrics(registry);
-  const fetchFor = (target: string) => instrumentFetch(fetch, targetCalls, target);
+  const fetchFor = (target: string) => instrumentFetch(httpFetch, targetCalls, target);
   registerClusterGauges(registry, {
     db: pool,
     queueDepth: async () => {

@@ -47,6 +47,7 @@ export {
 } from './protected-resource-metadata.ts';
 export { extractBearer, type ExtractBearerResult } from './extract-bearer.ts';
 export { clientCredentialsToken } from './client-credentials-token.ts';
+export { httpFetch } from './http-fetch.ts';
 export {
   createCredentialCipher,
   type CredentialCipher,

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
+import { httpFetch } from './http-fetch.ts';
 
 /**
  * How long discovered metadata is used before it is looked up again: an IdP that moves its
@@ -55,7 +56,10 @@ export function oauthClientConfiguration(options: {
       options.clientId,
       options.clientSecret,
       oidc.ClientSecretBasic(),
-      options.issuer.startsWith('http://') ? { execute: [oidc.allowInsecureRequests] } : {},
+      {
+        [oidc.customFetch]: httpFetch,
+        ...(options.issuer.startsWith('http://') ? { execute: [oidc.allowInsecureRequests] } : {}),
+      },
     );
   const first = (): Discovered => {
     const now = performance.now();

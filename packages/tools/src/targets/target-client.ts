@@ -1,3 +1,4 @@
+import { httpFetch } from '@mtg/identity';
 import type { Json, TargetClient } from '@mtg/tool-kit';
 import { DownstreamUnreachable, type DownstreamResilience } from '../downstream-resilience.ts';
 
@@ -53,7 +54,7 @@ export interface TargetClientOptions {
  * writes is safe because every write carries its Idempotency-Key.
  */
 export function createTargetClient(options: TargetClientOptions): TargetClient {
-  const f = options.fetch ?? fetch;
+  const f = options.fetch ?? httpFetch;
   const base = new URL(options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
   const attempt = async (
     method: string,
