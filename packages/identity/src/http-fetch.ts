@@ -91,7 +91,7 @@ async function send(
       hops + 1,
     );
   }
-  let content: Uint8Array | null = null;
+  let content: Uint8Array;
   try {
     content = new Uint8Array(await answer.body.arrayBuffer());
   } catch (error) {
@@ -115,8 +115,8 @@ function headerRecord(init: RequestInit['headers']): Record<string, string> {
   if (!init) return out;
   if (init instanceof Headers || Array.isArray(init)) {
     for (const [name, value] of init) {
-      const key = name!.toLowerCase();
-      out[key] = out[key] === undefined ? value! : `${out[key]}, ${value!}`;
+      const key = name.toLowerCase();
+      out[key] = out[key] === undefined ? value : `${out[key]}, ${value}`;
     }
     return out;
   }

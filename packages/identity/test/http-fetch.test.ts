@@ -187,10 +187,10 @@ describe('httpFetch answers as the global fetch does', () => {
   test('while the global fetch is replaced (tracing, a test), calls go through it', async () => {
     const original = globalThis.fetch;
     const through: string[] = [];
-    globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
+    globalThis.fetch = (input: string | URL | Request, init?: RequestInit) => {
       through.push(String(input));
       return original(input, init);
-    }) as typeof fetch;
+    };
     try {
       const r = await httpFetch(`${base}/echo`);
       expect(r.status).toBe(200);
