@@ -211,6 +211,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'exchangeParameters',
       'extractBearer',
       'hasScopes',
+      'httpFetch',
       'mapClaims',
       'metadataUrlsFor',
       'protectedResourceMetadata',
