@@ -12,13 +12,14 @@ import { request } from 'undici';
  *
  * What it does not take (a `Request` as input, a stream, form or blob body) goes to the
  * global fetch, and so does every call while the global fetch is not the one this process
- * started with: tracing wraps it (each call a client span carrying `traceparent`), and a test
- * may stand in for it.
+ * started with (tracing wraps it, each call a client span carrying `traceparent`; a test may
+ * stand in for it) or while Node's proxy support is on.
  */
 export const httpFetch: typeof fetch = (input, init) => {
   const body = init?.body;
   if (
     globalThis.fetch !== startingFetch ||
+    envProxy ||
     input instanceof Request ||
     !(
       body === undefined ||
@@ -33,6 +34,13 @@ export const httpFetch: typeof fetch = (input, init) => {
 };
 
 const startingFetch = globalThis.fetch;
+/**
+ * Node's own proxy support (`NODE_USE_ENV_PROXY=1` or `--use-env-proxy`: HTTP_PROXY,
+ * HTTPS_PROXY, NO_PROXY) applies to the global fetch only: with it on, every call goes there.
+ */
+const envProxy =
+  /^(1|true)$/i.test(process.env.NODE_USE_ENV_PROXY ?? '') ||
+  process.execArgv.includes('--use-env-proxy');
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Statuses whose response has no body (a `Response` with one would be refused). */

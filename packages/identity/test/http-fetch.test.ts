@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { httpFetch } from '../src/index.ts';
 
 // A loopback server that answers what each path asks for, and records what it was sent.
@@ -182,6 +184,20 @@ describe('httpFetch answers as the global fetch does', () => {
     expect(last().headers['sec-fetch-mode']).toBe('cors');
     await (await httpFetch(`${base}/echo`)).text();
     expect(last().headers['sec-fetch-mode']).toBeUndefined();
+  });
+
+  test("with Node's proxy support on, calls go through the global fetch (which proxies)", async () => {
+    const source = fileURLToPath(new URL('../src/http-fetch.ts', import.meta.url));
+    const code = `import(${JSON.stringify(source)}).then((m) => m.httpFetch(${JSON.stringify(`${base}/echo`)})).then((r) => r.text()).then(() => {}, (e) => { console.error(e); process.exit(1); })`;
+    const exit = await new Promise<number | null>((resolve) => {
+      const child = spawn(process.execPath, ['-e', code], {
+        env: { ...process.env, NODE_USE_ENV_PROXY: '1' },
+        stdio: 'inherit',
+      });
+      child.on('close', resolve);
+    });
+    expect(exit).toBe(0);
+    expect(last().headers['sec-fetch-mode']).toBe('cors');
   });
 
   test('while the global fetch is replaced (tracing, a test), calls go through it', async () => {
