@@ -45,6 +45,8 @@ const envProxy =
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Statuses whose response has no body (a `Response` with one would be refused). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+/** What the calls say they are (the global fetch sends `node`). */
+const USER_AGENT = 'mcp-task-gateway';
 /** As fetch: a chain of more redirects than this is a network error. */
 const MAX_REDIRECTS = 20;
 
@@ -58,6 +60,8 @@ async function send(
   signal?.throwIfAborted();
   const method = (init.method ?? 'GET').toUpperCase();
   const headers = headerRecord(init.headers);
+  // The global fetch says `node`; some firewalls in front of an IdP refuse a request with none.
+  headers['user-agent'] ??= USER_AGENT;
   let payload: string | Uint8Array | undefined;
   if (body instanceof URLSearchParams) {
     payload = body.toString();

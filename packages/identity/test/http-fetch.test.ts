@@ -184,6 +184,10 @@ describe('httpFetch answers as the global fetch does', () => {
     expect(last().headers['sec-fetch-mode']).toBe('cors');
     await (await httpFetch(`${base}/echo`)).text();
     expect(last().headers['sec-fetch-mode']).toBeUndefined();
+    // It names itself, as the global fetch does (`node`): some firewalls refuse no name.
+    expect(last().headers['user-agent']).toBe('mcp-task-gateway');
+    await (await httpFetch(`${base}/echo`, { headers: { 'User-Agent': 'agent/1' } })).text();
+    expect(last().headers['user-agent']).toBe('agent/1');
   });
 
   test("with Node's proxy support on, calls go through the global fetch (which proxies)", async () => {
