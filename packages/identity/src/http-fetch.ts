@@ -30,7 +30,7 @@ export const httpFetch: typeof fetch = (input, init) => {
     )
   )
     return globalThis.fetch(input, init);
-  return send(new URL(input), init ?? {}, body, 0);
+  return send(input instanceof URL ? input : new URL(input), init ?? {}, body, 0);
 };
 
 const startingFetch = globalThis.fetch;
@@ -93,7 +93,7 @@ async function send(
     // credentials do not follow the request to another origin.
     const asGet =
       answer.statusCode === 303 ? method !== 'HEAD' : answer.statusCode <= 302 && method === 'POST';
-    const nextHeaders = headerRecord(init.headers);
+    const nextHeaders = { ...headers };
     if (next.origin !== url.origin) delete nextHeaders.authorization;
     if (asGet) delete nextHeaders['content-type'];
     return send(
