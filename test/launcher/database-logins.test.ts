@@ -163,7 +163,10 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
       // machine the downstream (started first) may hold none when the stack is ready: each
       // service with a pool is asked to use it while we look, until all four have been seen.
       const seen = new Map<string, boolean>();
-      const expected = ['console', 'downstream', 'gateway', 'worker'].map((s) => `mtg_login_${s}`);
+      // The checkpoint signer holds one session for its life: it is seen once it has started.
+      const expected = ['checkpoints', 'console', 'downstream', 'gateway', 'worker'].map(
+        (s) => `mtg_login_${s}`,
+      );
       await pollUntil(
         async () => {
           await fetch(`http://127.0.0.1:${env.DOWNSTREAM_PORT}/_writes?taskId=none`);
@@ -185,18 +188,34 @@ test('npm start: every session of the stack logs in as mtg_login_<service>, none
         .map(([usename, rolsuper]) => ({ usename, rolsuper }))
         .sort((x, y) => x.usename.localeCompare(y.usename));
       expect(rows).toEqual([
+        // The checkpoint signer (audit checkpoint --every) in mtg_audit_signer, not the owner.
+        { usename: 'mtg_login_checkpoints', rolsuper: false },
         // The console reads the audit views through a login of its own (member of mtg_console).
         { usename: 'mtg_login_console', rolsuper: false },
         { usename: 'mtg_login_downstream', rolsuper: false },
         { usename: 'mtg_login_gateway', rolsuper: false },
         { usename: 'mtg_login_worker', rolsuper: false },
       ]);
-      const memberships = await superuser.query<{ groups: string[] }>(
-        `SELECT array_agg(g.rolname::text ORDER BY g.rolname) AS groups FROM pg_auth_members m
+      const memberships = await superuser.query<{ login: string; groups: string[] }>(
+        `SELECT u.rolname AS login, array_agg(g.rolname::text ORDER BY g.rolname) AS groups
+           FROM pg_auth_members m
            JOIN pg_roles g ON g.oid = m.roleid JOIN pg_roles u ON u.oid = m.member
-          WHERE u.rolname = 'mtg_login_console'`,
+          WHERE u.rolname IN ('mtg_login_console', 'mtg_login_checkpoints')
+          GROUP BY u.rolname ORDER BY u.rolname`,
       );
-      expect(memberships.rows[0]!.groups).toEqual(['mtg_console']);
+      expect(memberships.rows).toEqual([
+        { login: 'mtg_login_checkpoints', groups: ['mtg_audit_signer'] },
+        { login: 'mtg_login_console', groups: ['mtg_console'] },
+      ]);
+      // …and it signs under that login: the first checkpoint is stored.
+      await pollUntil(
+        async () =>
+          Number((await superuser.query('SELECT count(*) AS n FROM audit.checkpoints')).rows[0].n),
+        (n) => n > 0,
+        30_000,
+        200,
+        'the first checkpoint',
+      );
       const secrets = JSON.parse(await readFile(path.join(dataDir, 'dev-secrets.json'), 'utf8'));
       // Password authentication: the stored password is the one that works, and no other.
       const as = (password: string) =>

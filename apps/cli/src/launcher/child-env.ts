@@ -50,7 +50,7 @@ export function childEnv(
     config: LauncherConfig;
     /** Each database process's own login (database-logins.ts); never the owner's URL. */
     databaseUrls: DatabaseUrls;
-    /** The console's login (console-login.ts), a member of mtg_console only. */
+    /** The console's login (derived-logins.ts), a member of mtg_console only. */
     consoleDatabaseUrl?: string;
     secrets: DevSecrets;
     /** Resolved DATA_DIR, so every process agrees on it (the IdP keeps its keys there). */

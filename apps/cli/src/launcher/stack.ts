@@ -7,7 +7,7 @@ import { checkDatabase } from './check-database.ts';
 import { ChildFailedError, describeExit, startChild, type Child } from './child.ts';
 import { childEnv, stackUrls, type Service } from './child-env.ts';
 import type { LauncherConfig } from './config.ts';
-import { provisionConsoleLogin } from './console-login.ts';
+import { provisionDerivedLogins, type DerivedLogin } from './derived-logins.ts';
 import {
   provisionDatabaseLogins,
   STACK_LOGIN_PREFIX,
@@ -85,7 +85,7 @@ export function createStack(options: StackOptions) {
   let databaseUrl = '';
   let databaseUrls: DatabaseUrls | undefined;
   let upstreamsFile: string | undefined;
-  let consoleDatabaseUrl: string | undefined;
+  let derivedUrls: Record<DerivedLogin, string> | undefined;
   let stopping: Promise<number> | undefined;
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((resolve) => (resolveDone = resolve));
@@ -110,7 +110,7 @@ export function createStack(options: StackOptions) {
       ...(upstreamsFile ? { base: { ...process.env, UPSTREAMS_FILE: upstreamsFile } } : {}),
       config,
       databaseUrls: databaseUrls!,
-      ...(consoleDatabaseUrl ? { consoleDatabaseUrl } : {}),
+      ...(derivedUrls ? { consoleDatabaseUrl: derivedUrls.console } : {}),
       secrets: options.secrets,
       dataDir: options.dataDir,
       workerId,
@@ -229,8 +229,8 @@ export function createStack(options: StackOptions) {
     databaseUrls = await step(
       provisionDatabaseLogins(databaseUrl, STACK_LOGIN_PREFIX, options.secrets.databasePasswords),
     );
-    consoleDatabaseUrl = await step(
-      provisionConsoleLogin(databaseUrl, STACK_LOGIN_PREFIX, options.secrets),
+    derivedUrls = await step(
+      provisionDerivedLogins(databaseUrl, STACK_LOGIN_PREFIX, options.secrets),
     );
 
     await step(launch('idp').ready);
@@ -241,7 +241,9 @@ export function createStack(options: StackOptions) {
     for (let n = 1; n <= config.WORKERS; n++) rest.push(launch('worker', n));
     const ready = await step(Promise.all(rest.map((c) => c.ready)));
     await step(launch('console').ready);
-    if (config.AUDIT_CHECKPOINT_EVERY > 0) signCheckpoints(config.AUDIT_CHECKPOINT_EVERY);
+    if (config.AUDIT_CHECKPOINT_EVERY > 0) {
+      signCheckpoints(config.AUDIT_CHECKPOINT_EVERY, derivedUrls.checkpoints);
+    }
     // A worker's ready message carries its metrics endpoint, when it serves one.
     const workerMetrics = rest.slice(1).flatMap((child, i) => {
       const url = ready[i + 1]?.url;
@@ -267,13 +269,17 @@ export function createStack(options: StackOptions) {
    * so the console shows a verified trail out of the box. Its exit is logged, never fatal: a
    * broken chain is the auditors' alarm, not a reason to stop the stack.
    */
-  function signCheckpoints(everySeconds: number): void {
+  function signCheckpoints(everySeconds: number, databaseUrl: string): void {
     const module = fileURLToPath(
       new URL(`../commands/audit-checkpoint${path.extname(import.meta.filename)}`, import.meta.url),
     );
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: options.dataDir };
-    if (config.DATABASE_URL) env.DATABASE_URL = config.DATABASE_URL;
-    else delete env.DATABASE_URL;
+    // Its own login (mtg_login_checkpoints, in mtg_audit_signer only), never the owner's URL.
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATA_DIR: options.dataDir,
+      DATABASE_URL: databaseUrl,
+    };
+    delete env.DATABASE_ROLE; // the command's default, mtg_audit_signer
     const child = startChild('checkpoints', module, env, {
       readyTimeoutMs,
       args: ['--every', String(everySeconds)],
