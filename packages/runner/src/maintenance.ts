@@ -13,8 +13,15 @@ import {
   type Sweep,
 } from '@mtg/tasks';
 
-/** The session advisory lock whose holder is the maintenance leader (any stable number). */
-export const MAINTENANCE_LEADER_LOCK = 7310042010;
+/**
+ * The view whose EXCLUSIVE lock makes its holder the maintenance leader (migration 220). The
+ * leader holds it in a transaction left open on a connection of its own; the others wait for
+ * it with `LOCK TABLE`. Neither holds PostgreSQL's cleanup horizon back: a LOCK takes no
+ * snapshot, and a transaction that has only taken a lock has no xid. (A wait in
+ * `SELECT pg_advisory_lock(…)`, as before, held a snapshot for the whole wait: with followers
+ * waiting in turn, no dead row version in the database could be pruned or vacuumed.)
+ */
+export const MAINTENANCE_LEADER_VIEW = 'app.maintenance_leader';
 
 /**
  * How long a follower's wait for the leader lock lasts before it is asked again. It bounds
@@ -27,23 +34,38 @@ export const MAINTENANCE_LEADER_LOCK = 7310042010;
 export const LEADER_WAIT_MS = 30_000;
 
 /**
- * Waits for the leader lock, up to `$2` ms (`lock_timeout` for this statement alone: a local
- * setting ends with the statement's own transaction; the CTE is read first, so the setting
- * is in place before the lock is asked for). A session lock: it outlives the statement.
+ * Takes the lead in one round trip, waiting up to `waitMs` (0: not at all). The transaction
+ * stays open while this session leads: `idle_in_transaction_session_timeout`, should the
+ * server set one, is off for it alone.
  */
-const WAIT_FOR_LEAD = `WITH bounded AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true))
-  SELECT pg_advisory_lock($1) FROM bounded`;
+const takeLead = (waitMs: number) =>
+  `BEGIN; SET LOCAL idle_in_transaction_session_timeout = 0; ` +
+  `SET LOCAL lock_timeout = ${Math.max(1, Math.round(waitMs))}; ` +
+  `LOCK TABLE ${MAINTENANCE_LEADER_VIEW} IN EXCLUSIVE MODE${waitMs > 0 ? '' : ' NOWAIT'}`;
 
-/** The wait ended without the lock: its bound (lock_timeout) or a statement_timeout. */
+/** The wait ended without the lock: its bound (lock_timeout), NOWAIT, or a statement_timeout. */
 const waitedOut = (error: unknown) => {
   const code = (error as { code?: unknown })?.code;
   return code === '55P03' || code === '57014';
 };
 
+/** Asks for the lead on `client`: true when it holds it; else its transaction is ended. */
+async function askLead(client: PoolClient, waitMs: number): Promise<boolean> {
+  try {
+    await client.query(takeLead(waitMs));
+    return true;
+  } catch (error) {
+    if (!waitedOut(error)) throw error; // the caller drops the connection
+    await client.query('ROLLBACK');
+    return false;
+  }
+}
+
 /**
- * Housekeeping, run by one worker at a time — the leader, which holds a session advisory lock
- * on a connection of its own. Once started, the others wait for that lock in PostgreSQL (one
- * statement, blocked up to LEADER_WAIT_MS, then asked again), so an idle follower costs the
+ * Housekeeping, run by one worker at a time — the leader, which holds the lock of
+ * MAINTENANCE_LEADER_VIEW on a connection of its own. Once started, the others wait for that
+ * lock in PostgreSQL (one round trip, blocked up to LEADER_WAIT_MS, then asked again), so an
+ * idle follower costs the
  * database one statement per wait, and a leader that dies frees the lock with its
  * connection, to be taken by a waiting follower at once. (They used to ask once a tick: on
  * this kind of machine a backend woken after a second idle costs about 1.5 ms of CPU, so ten
@@ -111,18 +133,20 @@ export function createMaintenance(o: {
     const client = await o.pool.connect();
     waiter = client;
     try {
+      // A first ask without waiting: it also loads the catalog entries the wait looks up, so
+      // the waits after it take no catalog snapshot either (one would hold the horizon back).
+      let wait = 0;
       while (!stopped) {
+        let led: boolean;
         try {
-          await client.query(WAIT_FOR_LEAD, [
-            MAINTENANCE_LEADER_LOCK,
-            String(o.leaderWaitMs ?? LEADER_WAIT_MS),
-          ]);
+          led = await askLead(client, wait);
         } catch (error) {
           if (waiter !== client) return; // stop() dropped it
-          if (waitedOut(error)) continue;
           throw error;
         }
         if (waiter !== client) return; // stop() dropped it: the lock went with the connection
+        wait = o.leaderWaitMs ?? LEADER_WAIT_MS;
+        if (!led) continue;
         waiter = undefined;
         becomeLeader(client);
         void tick();
@@ -159,17 +183,14 @@ export function createMaintenance(o: {
     // Not started (ticks called by hand): one try, no wait.
     const client = await o.pool.connect();
     try {
-      const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [
-        MAINTENANCE_LEADER_LOCK,
-      ]);
-      if (!r.rows[0]?.ok) {
+      if (!(await askLead(client, 0))) {
         client.release();
         return false;
       }
       // Stopped while the lock was asked for: a leader now would hold its connection past
       // stop(), and the pool's end() would wait for it for ever.
       if (stopped) {
-        await client.query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LEADER_LOCK]);
+        await client.query('ROLLBACK');
         client.release();
         return false;
       }
@@ -186,7 +207,7 @@ export function createMaintenance(o: {
     if (!client) return;
     if (broken) return client.release(true);
     client
-      .query('SELECT pg_advisory_unlock($1)', [MAINTENANCE_LEADER_LOCK])
+      .query('ROLLBACK') // ends the transaction that holds the lock
       .then(() => client.release())
       .catch((error: Error) => client.release(error));
   };

@@ -375,10 +375,10 @@ test('started followers wait for the lock in PostgreSQL: one leads as soon as th
   await second.tick();
   // The follower's one statement waits in PostgreSQL, and is asked again at its bound.
   const waiting = () =>
-    notifier.query<{ started: string }>(
-      `SELECT query_start::text AS started FROM pg_stat_activity
+    notifier.query<{ started: string; xmin: string | null }>(
+      `SELECT query_start::text AS started, backend_xmin::text AS xmin FROM pg_stat_activity
         WHERE application_name = 'follower' AND wait_event_type = 'Lock'
-          AND query LIKE '%pg_advisory_lock%'`,
+          AND query LIKE '%LOCK TABLE app.maintenance_leader%'`,
     );
   const before = await pollUntil(
     async () => (await waiting()).rows,
@@ -394,6 +394,14 @@ test('started followers wait for the lock in PostgreSQL: one leads as soon as th
     20,
     'the wait asked again after its bound',
   );
+  // Neither the waiting follower nor the leader (idle in the transaction that holds the lock)
+  // holds PostgreSQL's cleanup horizon back: no snapshot, no xid.
+  expect((await waiting()).rows.map((r) => r.xmin)).toEqual([null]);
+  const leaderSession = await notifier.query<{ xmin: string | null; xid: string | null }>(
+    `SELECT backend_xmin::text AS xmin, backend_xid::text AS xid FROM pg_stat_activity
+      WHERE state = 'idle in transaction' AND query LIKE '%LOCK TABLE app.maintenance_leader%'`,
+  );
+  expect(leaderSession.rows).toEqual([{ xmin: null, xid: null }]);
   expect(second.leading()).toBe(false);
   first.stop();
   await pollUntil(async () => second.leading(), Boolean, 5_000, 20, 'the follower leading');
@@ -422,7 +430,7 @@ test('a started follower stopped while it waits holds no connection', async () =
       (
         await notifier.query(
           `SELECT 1 FROM pg_stat_activity WHERE application_name = 'stopped-follower'
-              AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_lock%'`,
+              AND wait_event_type = 'Lock' AND query LIKE '%LOCK TABLE app.maintenance_leader%'`,
         )
       ).rowCount,
     (n) => n === 1,

@@ -597,11 +597,14 @@ async function scalingBatch(ctx: BenchContext, workers: number, n: number, slots
     throw error;
   }
   const ids = (await tasksSince(ctx, since)).map((t) => t.id);
+  const withStatements = await statementsAvailable(ctx);
+  if (withStatements) await resetStatements(ctx);
   const t0 = performance.now();
   const meter = cpuMeter(stackGroups(ctx));
   release();
   const open = await waitEnded(ctx, ids, 120_000);
   const cpu = meter.stop();
+  const statements = withStatements ? await statementSplit(ctx, ids.length, 12) : undefined;
   const s = (performance.now() - t0) / 1000;
   const counts = await runCounts(ctx, ids);
   const done = Math.max(1, counts.completed);
@@ -613,6 +616,7 @@ async function scalingBatch(ctx: BenchContext, workers: number, n: number, slots
     missing: ids.length - counts.completed,
     open,
     groups: perGroup(cpu, counts.completed),
+    statements,
   };
 }
 
@@ -653,6 +657,20 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
       note: `run phase only, the median batch: ${describe(mid.groups)}`,
     });
   }
+  // Where pg_stat_statements is loaded: the fewest and the most workers' statements side by
+  // side, the buffers each call touched included (a horizon held back shows there first).
+  const split = [COUNTS[0]!, COUNTS.at(-1)!].flatMap((workers) => {
+    const statements = batches.get(workers)!.at(-1)!.statements;
+    return statements
+      ? [
+          `PostgreSQL time by statement, ${workers} worker process${workers > 1 ? 'es' : ''} (the last round's batch, pg_stat_statements, top ${statements.length}):`,
+          '',
+          ...statementTable(statements),
+          '',
+        ]
+      : [];
+  });
+  if (split.length) ctx.blocks.push({ section: 'Scaling', lines: split });
   await ctx.reset();
   const mean = perTask.reduce((a, b) => a + b, 0) / perTask.length;
   const spread = Math.max(...perTask.map((v) => Math.abs(v / mean - 1)));
