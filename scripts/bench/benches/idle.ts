@@ -52,7 +52,7 @@ export async function benchIdleWorkers(ctx: BenchContext): Promise<void> {
     goal: 'goal ≤ 10 ms per idle worker per 10 s (1/1000 of a core)',
     met: extra <= 10,
     samples: `median (min–max) of ${rounds} rounds of 1 then 8 workers, 10 s each, ${fmt(settleMs / 1000, 1)} s after the workers were ready`,
-    note: "an idle worker announces itself every 5 s and waits for the maintenance leader lock in PostgreSQL, one statement every 30 s; only the leader runs maintenance and pg-boss supervision. Backend CPU from the scheduler's count (/proc/<pid>/schedstat)",
+    note: "an idle worker announces itself every 5 s and waits for the maintenance leader lock in PostgreSQL, one round trip every 30 s (no snapshot held); only the leader runs maintenance and pg-boss supervision. Backend CPU from the scheduler's count (/proc/<pid>/schedstat)",
   });
   await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
 }
