@@ -82,8 +82,14 @@ async function osUser(): Promise<{ uid: number; gid: number } | undefined> {
 function logTo(child: ChildProcess, file: string) {
   void import('node:fs').then(({ createWriteStream }) => {
     const out = createWriteStream(file, { flags: 'a' });
-    child.stdout?.pipe(out);
-    child.stderr?.pipe(out);
+    // Two sources into one file: neither may end it, or the other's last lines are a
+    // 'write after end' error that fails the suite after its tests passed. It ends when
+    // the child has closed both.
+    out.on('error', () => {});
+    child.stdout?.pipe(out, { end: false });
+    child.stderr?.pipe(out, { end: false });
+    if (child.exitCode !== null || child.signalCode !== null) out.end();
+    else child.once('close', () => out.end());
   });
 }
 
