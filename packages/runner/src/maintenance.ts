@@ -17,9 +17,9 @@ import {
  * The view whose EXCLUSIVE lock makes its holder the maintenance leader (migration 220). The
  * leader holds it in a transaction left open on a connection of its own; the others wait for
  * it with `LOCK TABLE`. Neither holds PostgreSQL's cleanup horizon back: a LOCK takes no
- * snapshot, and a transaction that has only taken a lock has no xid. (A wait in
- * `SELECT pg_advisory_lock(…)`, as before, held a snapshot for the whole wait: with followers
- * waiting in turn, no dead row version in the database could be pruned or vacuumed.)
+ * snapshot, and a transaction that has only taken a lock has no xid. (The earlier wait in
+ * `SELECT pg_advisory_lock(…)` held a snapshot for the whole wait: with followers waiting in
+ * turn, no dead row version in the database could be pruned or vacuumed.)
  */
 export const MAINTENANCE_LEADER_VIEW = 'app.maintenance_leader';
 
@@ -65,9 +65,8 @@ async function askLead(client: PoolClient, waitMs: number): Promise<boolean> {
  * Housekeeping, run by one worker at a time — the leader, which holds the lock of
  * MAINTENANCE_LEADER_VIEW on a connection of its own. Once started, the others wait for that
  * lock in PostgreSQL (one round trip, blocked up to LEADER_WAIT_MS, then asked again), so an
- * idle follower costs the
- * database one statement per wait, and a leader that dies frees the lock with its
- * connection, to be taken by a waiting follower at once. (They used to ask once a tick: on
+ * idle follower costs the database one round trip per wait, and a leader that dies frees the
+ * lock with its connection, to be taken by a waiting follower at once. (They used to ask once a tick: on
  * this kind of machine a backend woken after a second idle costs about 1.5 ms of CPU, so ten
  * asks were most of an idle worker's cost to the database.) The leader:
  * - lease reaper: a task whose lease expired (its worker died) has its job failed so pg-boss
