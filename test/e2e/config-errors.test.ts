@@ -74,6 +74,22 @@ test('the gateway reads the claim mapping, AUTH_TENANT_FIXED included, through i
   expect(config.claims.tenant).toMatchObject({ claim: [], fixed: 'acme' });
 });
 
+test('a pool too small for what the process holds at once is refused, naming the variable', () => {
+  const env = { ...base, CREDENTIAL_KEY: key() };
+  // A worker always holds one session for the maintenance leader's lock or its wait.
+  expect(
+    variablesOf(() => parseConfig(workerConfigSchema, { ...env, DATABASE_POOL_MAX: '2' })),
+  ).toEqual(['DATABASE_POOL_MAX']);
+  expect(
+    variablesOf(() => parseConfig(gatewayConfigSchema, { ...env, DATABASE_POOL_MAX: '1' })),
+  ).toEqual(['DATABASE_POOL_MAX']);
+  expect(
+    parseConfig(workerConfigSchema, { ...env, DATABASE_POOL_MAX: '3' }).DATABASE_POOL_MAX,
+  ).toBe(3);
+  expect(parseConfig(workerConfigSchema, env).DATABASE_POOL_MAX).toBeUndefined();
+  expect(parseConfig(gatewayConfigSchema, env).DATABASE_POOL_MAX).toBe(10);
+});
+
 function runMain(app: 'gateway' | 'worker', env: Record<string, string>) {
   const main = fileURLToPath(new URL(`../../apps/${app}/src/main.ts`, import.meta.url));
   const child = fork(main, [], {

@@ -121,7 +121,7 @@ export async function buildGateway(
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
     applicationName: 'gateway',
-    max: 20,
+    max: config.DATABASE_POOL_MAX,
     genericPlans: true,
     queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
   });
@@ -131,12 +131,10 @@ export async function buildGateway(
     throw error;
   });
   const readPool = config.DATABASE_READ_URL
-    ? await openReadReplica(
-        config.DATABASE_READ_URL,
-        config.DATABASE_ROLE,
-        logger,
-        config.DATABASE_QUERY_TIMEOUT_MS,
-      ).catch(async (error: unknown) => {
+    ? await openReadReplica(config.DATABASE_READ_URL, config.DATABASE_ROLE, logger, {
+        queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
+        max: config.DATABASE_POOL_MAX,
+      }).catch(async (error: unknown) => {
         await pool.end();
         throw error;
       })
@@ -404,13 +402,17 @@ export async function buildGateway(
  * is as dangerous as here); a replica that cannot be reached now is no reason not to start:
  * the reads go to the primary until it answers.
  */
-async function openReadReplica(url: string, role: string, logger: Logger, queryTimeoutMs: number) {
+async function openReadReplica(
+  url: string,
+  role: string,
+  logger: Logger,
+  pool: { queryTimeoutMs: number; max: number },
+) {
   const readPool = createPool({
     connectionString: url,
     role,
     applicationName: 'gateway-read',
-    max: 20,
-    queryTimeoutMs,
+    ...pool,
   });
   try {
     await checkApplicationLogin(readPool, role);

@@ -31,6 +31,12 @@ export const gatewayConfigSchema = z
      * hanging (docs/operations-resilience.md, "Database failover").
      */
     DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+    /**
+     * Sessions the gateway keeps open to PostgreSQL at most (and to DATABASE_READ_URL). A
+     * request holds one for a statement or one short transaction (docs/scaling.md, "Sessions
+     * per process").
+     */
+    DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(200).default(10),
     /** The replica is read only while at most this stale (ms); past it, the primary answers. */
     DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(10).max(600_000).default(2000),
     /** The authorization server this gateway trusts. */

@@ -105,7 +105,7 @@ export async function buildWorker(
     connectionString: config.DATABASE_URL,
     role: config.DATABASE_ROLE,
     applicationName: config.workerId,
-    max: Math.min(config.WORKER_CONCURRENCY + 5, 40),
+    max: config.DATABASE_POOL_MAX ?? Math.min(config.WORKER_CONCURRENCY + 5, 10),
     genericPlans: true,
   });
   // Upstream task tools (UPSTREAMS_FILE) join `served` from the stored catalogue.

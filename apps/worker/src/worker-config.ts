@@ -11,6 +11,13 @@ export const workerConfigSchema = z
     WORKER_ID: z.string().min(1).optional(),
     /** Tasks one worker process runs at once. */
     WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(20),
+    /**
+     * Sessions the worker keeps open to PostgreSQL at most; unset: WORKER_CONCURRENCY + 5, at
+     * most 10. One is held by the maintenance leader's lock or a follower's wait for it; a
+     * slot holds one for a statement or one short transaction, never across a step or a call
+     * to a target (docs/scaling.md, "Sessions per process").
+     */
+    DATABASE_POOL_MAX: z.coerce.number().int().min(3).max(200).optional(),
     /** Lease length: a dead worker's task is picked up again after about this long. */
     WORKER_LEASE_MS: z.coerce.number().int().min(500).max(60_000).default(4000),
     /**
