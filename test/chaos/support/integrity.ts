@@ -1,3 +1,5 @@
+import pg from 'pg';
+import { activeCountsDrift } from '../../support/active-counts.ts';
 import { sql } from '../../support/sql.ts';
 
 /** Batches bulk_update_records writes for `count` records (packages/tools: 500 a batch). */
@@ -45,7 +47,8 @@ export function expectIntact(label: string, r: Integrity): void {
 /**
  * Everything that must hold for tasks that completed through crashes and restarts, as a list
  * of problems (empty when all is well): completed; one journal row, one `task.step_completed`
- * event and one downstream write per batch; one created/started/completed event each.
+ * event and one downstream write per batch; one created/started/completed event each; and
+ * the active counts of every tenant and user matching their tasks.
  */
 export async function checkIntegrity(
   url: string,
@@ -112,6 +115,18 @@ export async function checkIntegrity(
       problems.push(
         `task ${id}: ${w?.n ?? 0} downstream writes (${w?.keys ?? 0} keys), expected ${batches}`,
       );
+  }
+  // The active counts a start's admission reads (migration 230) match the tasks, whatever
+  // crashed or restarted on the way.
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const d of await activeCountsDrift(client))
+      problems.push(
+        `active count of ${d.tenant}${d.subject === null ? '' : `/${d.subject}`}: kept ${d.kept}, actual ${d.actual}`,
+      );
+  } finally {
+    await client.end();
   }
   return { problems, known };
 }

@@ -109,15 +109,34 @@ test('a start waits for a revocation in flight and, once it commits, is refused'
   expect(await activeOf(tenant, 'bob')).toBe(0);
 });
 
-test('app.start_admission counts the statuses ACTIVE names, under the locks the code documents', async () => {
+test('app.start_admission reads counts kept for the statuses ACTIVE names, under the locks the code documents', async () => {
   const def = (
     await s.admin.query(
       `SELECT pg_get_functiondef('app.start_admission(text, text)'::regprocedure) AS d`,
     )
   ).rows[0].d as string;
-  // The function keeps its own copy of the predicate and the lock keys (a migration is SQL):
-  // they must be the ones the rest of the code uses.
-  expect(def).toContain(`t.${ACTIVE}`);
+  // The migrations keep their own copies of the predicate and the lock keys (a migration is
+  // SQL): they must be the ones the rest of the code uses. The counts' triggers (migration
+  // 230) say which rows are active in their WHEN clauses, as PostgreSQL prints them.
+  const statuses = [...ACTIVE.matchAll(/'(\w+)'/g)].map((m) => m[1]!);
+  const triggers = await s.admin.query<{ name: string; def: string }>(
+    `SELECT tgname AS name, pg_get_triggerdef(oid) AS def FROM pg_trigger
+      WHERE tgrelid = 'app.tasks'::regclass AND tgname LIKE 'tasks_active_%'
+        AND tgname <> 'tasks_active_cleared' ORDER BY 1`,
+  );
+  expect(triggers.rows.map((t) => t.name)).toEqual([
+    'tasks_active_in',
+    'tasks_active_moved',
+    'tasks_active_out',
+  ]);
+  for (const t of triggers.rows) {
+    const named = [...t.def.matchAll(/'(\w+)'::text/g)].map((m) => m[1]!);
+    expect(new Set(named)).toEqual(new Set(statuses));
+  }
+  const counter = (
+    await s.admin.query(`SELECT pg_get_functiondef('app.count_active_task()'::regprocedure) AS d`)
+  ).rows[0].d as string;
+  expect(counter).toContain(`NEW.${ACTIVE}`);
   expect(def).toContain(`pg_advisory_xact_lock(hashtext('mtg-cap:' || p_tenant))`);
   expect(def).toContain(
     `pg_advisory_xact_lock_shared(7310, hashtext(length(p_tenant) || ':' || p_tenant || p_subject))`,

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { createPool, ROLES, type Pool } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
 import type { LongToolDefinition } from '@mtg/tools';
+import { activeCountsDrift } from '../../../../test/support/active-counts.ts';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/database.ts';
 import { createBoss, createJobQueue, installQueue, type JobQueue } from '../../src/job-queue.ts';
 import { createDenialFold } from '../../src/fold-denials.ts';
@@ -45,9 +46,13 @@ export async function openStateDatabase(): Promise<StateDatabase> {
     admin,
     queue: createJobQueue(boss),
     async close() {
+      // Whatever the file's tests did to its tasks, the active counts the starts' admission
+      // reads (migration 230) still match the tasks themselves.
+      const drift = await activeCountsDrift(admin);
       await boss.stop({ graceful: false, close: false });
       await Promise.all([gateway.end(), worker.end(), admin.end()]);
       await db.drop();
+      if (drift.length) throw new Error(`active counts drifted: ${JSON.stringify(drift)}`);
     },
   };
 }
