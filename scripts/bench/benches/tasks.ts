@@ -632,7 +632,9 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
   const COUNTS = [1, 2, 4, 8];
   const batches = new Map<number, Array<Awaited<ReturnType<typeof scalingBatch>>>>();
   for (let round = 0; round < ctx.options.runs; round++) {
-    for (const workers of COUNTS) {
+    // 1, 2, 4, 8, then 8, 4, 2, 1: a drift of the machine over the bench (other load, the
+    // database growing) falls on every count alike instead of on the last ones of each round.
+    for (const workers of round % 2 === 0 ? COUNTS : [...COUNTS].reverse()) {
       const b = await scalingBatch(ctx, workers, n, SLOTS);
       batches.set(workers, [...(batches.get(workers) ?? []), b]);
       ctx.log(
@@ -653,7 +655,7 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
       section: 'Scaling',
       measure: `${workers} worker process${workers > 1 ? 'es' : ''} (${SLOTS / workers} slots each) running a batch of ${mid.tasks} ${STEPS}-step tasks`,
       result: `PostgreSQL ${fmt(pg, 1)} (${fmt(Math.min(...pgs), 1)}–${fmt(Math.max(...pgs), 1)}) ms CPU per task; ${fmt(median(runs.map((b) => b.rate)))} tasks completed/s`,
-      samples: `median of ${runs.length} batches, the counts alternated; each after an unmeasured warm-up batch of the same size on the same workers, started with the workers frozen, then run to the end${missing ? `; ${missing} did not complete` : ''}`,
+      samples: `median of ${runs.length} batches, the counts in turn (1 to 8, then 8 to 1); each after an unmeasured warm-up batch of the same size on the same workers, started with the workers frozen, then run to the end${missing ? `; ${missing} did not complete` : ''}`,
       note: `run phase only, the median batch: ${describe(mid.groups)}`,
     });
   }

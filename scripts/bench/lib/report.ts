@@ -180,7 +180,7 @@ const ANALYSIS: string[] = [
   'verification of the bearer token, the revocation check, the rate limits, a dedupe lookup,',
   'an RFC 8693 token exchange with the IdP for the task-bound delegation (an HTTP round trip in',
   'which the IdP verifies one token and signs another), then one transaction: INSERT the task,',
-  'the per-tenant cap (advisory lock + count of active tasks), the pg-boss job INSERT (the',
+  'the per-tenant cap (advisory lock + the kept active counts, raised at commit), the pg-boss job INSERT (the',
   "baseline's whole work), the encrypted delegation INSERT, NOTIFY, two chained audit events",
   '(`task.created`, `task.delegated`, one `append_many` statement) and COMMIT. On a quiet',
   'machine that is about 6 ms of gateway CPU, 2 ms of IdP CPU and 5 ms of PostgreSQL CPU per',
