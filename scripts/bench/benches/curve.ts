@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { BenchContext } from '../lib/context.ts';
 import { writeLineChartPng } from '../lib/chart-png.ts';
 import { runLoadProcess } from '../lib/load-client.ts';
-import { fmt, median, percentile } from '../lib/stats.ts';
+import { fmt, median, medianSpread as spread, percentile } from '../lib/stats.ts';
 import { dbNow, waitEnded } from '../lib/task-batches.ts';
 import { REPO_ROOT } from '../lib/process-stack.ts';
 import { NO_CAPS } from './throughput.ts';
@@ -100,9 +100,6 @@ async function window(ctx: BenchContext, tag: string, seconds: number, rate?: nu
     failed: rows.length - done.length + left + load.non2xx + load.errors + load.rpcErrors,
   };
 }
-
-const spread = (values: number[], digits = 0) =>
-  `${fmt(median(values), digits)} (${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)})`;
 
 export async function benchCurve(ctx: BenchContext): Promise<void> {
   const { runs, durationS } = ctx.options;

@@ -5,7 +5,7 @@ import type { BenchContext } from '../lib/context.ts';
 import { cpuMeter, type CpuReport } from '../lib/cpu.ts';
 import { runLoadProcess } from '../lib/load-client.ts';
 import { startTask } from '../lib/mcp.ts';
-import { fmt, median, sleep } from '../lib/stats.ts';
+import { fmt, median, medianSpread, sleep } from '../lib/stats.ts';
 import {
   dbNow,
   deferJobs,
@@ -261,7 +261,7 @@ async function headline(
         ? `Starts/s with workers running them (headline): ${STEPS}-step tool (bulk_update_records, 1,000 records), ${STEP_MS} ms steps, ${START_CONNECTIONS} connections starting on the 2026 wire, ${POLL_CONNECTIONS} polling \`tasks/get\`, 2 workers`
         : `The headline on the 2025-11-25 wire: the same tool and workers, ${START_CONNECTIONS} connections starting it with a task-augmented \`tools/call\` as the v1 SDK sends it, ${POLL_CONNECTIONS} polling \`tasks/get\` on that wire`,
     result:
-      `${fmt(sustained)}/s sustained (${fmt(starts)} starts/s, ${fmt(completions)} completions/s` +
+      `${fmt(sustained)}/s sustained (${medianSpread(results.map((x) => x.starts))} starts/s, ${medianSpread(results.map((x) => x.completions))} completions/s` +
       (keptUp
         ? `: completions kept up, open tasks changed by ${fmt(growth)} over the window)`
         : `: the backlog grew by ${fmt(growth)} tasks in ${durationS} s, so the sustained rate is the completions)`),
@@ -276,7 +276,7 @@ async function headline(
     section: 'Tasks',
     goalId: 'peer-polls',
     measure: `Polls/s meanwhile (${POLL_CONNECTIONS} connections polling \`tasks/get\` of 64 queued tasks, every read audited)`,
-    result: `${fmt(polls)}/s`,
+    result: `${medianSpread(results.map((x) => x.polls))}/s`,
     baseline:
       'the peer (FastMCP + Docket): 97 polls/s on this kind of machine, quoted from an earlier side-by-side run, not measured here',
     goal: `ratio ${(polls / 97).toFixed(1)} (goal ≥ 4)`,

@@ -24,4 +24,8 @@ export function fmt(value: number | undefined, digits = 0): string {
   });
 }
 
+/** "12.3 (10.1–14.0)": the median of the runs with their spread (min–max). */
+export const medianSpread = (values: number[], digits = 0) =>
+  `${fmt(median(values), digits)} (${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)})`;
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
