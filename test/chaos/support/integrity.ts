@@ -1,5 +1,4 @@
-import pg from 'pg';
-import { activeCountsDrift } from '../../support/active-counts.ts';
+import { ACTIVE_COUNTS_DRIFT, type CountDrift } from '../../support/active-counts.ts';
 import { sql } from '../../support/sql.ts';
 
 /** Batches bulk_update_records writes for `count` records (packages/tools: 500 a batch). */
@@ -118,16 +117,10 @@ export async function checkIntegrity(
   }
   // The active counts a start's admission reads (migration 230) match the tasks, whatever
   // crashed or restarted on the way.
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    for (const d of await activeCountsDrift(client))
-      problems.push(
-        `active count of ${d.tenant}${d.subject === null ? '' : `/${d.subject}`}: kept ${d.kept}, actual ${d.actual}`,
-      );
-  } finally {
-    await client.end();
-  }
+  for (const d of await sql<CountDrift>(url, ACTIVE_COUNTS_DRIFT))
+    problems.push(
+      `active count of ${d.tenant}${d.subject === null ? '' : `/${d.subject}`}: kept ${d.kept}, actual ${d.actual}`,
+    );
   return { problems, known };
 }
 
