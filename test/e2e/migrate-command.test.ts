@@ -31,7 +31,9 @@ function runScript(
     let err = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => resolve({ code, out, err }));
+    // 'close', not 'exit': the child can exit with the tail of its output still in the pipe
+    // (the dry run prints more than a pipe holds), and 'exit' would cut it off.
+    child.on('close', (code) => resolve({ code, out, err }));
   });
 }
 const migrateCli = (...args: string[]) => runScript('scripts/migrate.ts', args);

@@ -28,7 +28,8 @@ export function runMain(
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('exit', (code) => {
+    // 'close', not 'exit': after its stderr is read to the end.
+    child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stderr });
     });

@@ -24,6 +24,7 @@ import {
   provisionDatabaseLogins,
   STACK_LOGIN_PREFIX,
 } from '../launcher/database-logins.ts';
+import { exitWhenWritten } from '../lib/exit-when-written.ts';
 
 const password = () => z.string().min(16, 'must be at least 16 characters').optional();
 const PASSWORD_VARIABLES = {
@@ -165,9 +166,9 @@ function messageOf(error: unknown): string {
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => exitWhenWritten(code),
   (error: unknown) => {
     process.stderr.write(`migrate: ${error instanceof Error ? error.stack : String(error)}\n`);
-    process.exit(1);
+    exitWhenWritten(1);
   },
 );

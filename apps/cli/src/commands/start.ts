@@ -6,6 +6,7 @@ import { dataDir, loadOrCreateDevSecrets } from '@mtg/dev-secrets';
 import { launcherConfigSchema } from '../launcher/config.ts';
 import { projectPack } from '../launcher/project-pack.ts';
 import { createStack, StackStoppedError } from '../launcher/stack.ts';
+import { exitWhenWritten } from '../lib/exit-when-written.ts';
 
 /** A repeated signal within this window is the same Ctrl-C: npm forwards it a second time. */
 const SAME_SIGNAL_MS = 1_000;
@@ -85,9 +86,9 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => exitWhenWritten(code),
   (error: unknown) => {
     process.stderr.write(`start: ${error instanceof Error ? error.stack : String(error)}\n`);
-    process.exit(1);
+    exitWhenWritten(1);
   },
 );

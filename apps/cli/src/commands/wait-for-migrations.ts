@@ -5,6 +5,7 @@
 import { ConfigError, parseConfig, postgresUrl } from '@mtg/config';
 import { checkSchemaVersion, MigrationChangedError } from '@mtg/db';
 import { z } from 'zod';
+import { exitWhenWritten } from '../lib/exit-when-written.ts';
 
 const schema = z.object({
   DATABASE_URL: postgresUrl('is required (postgres://user:password@host:port/database)'),
@@ -51,11 +52,11 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => exitWhenWritten(code),
   (error: unknown) => {
     process.stderr.write(
       `wait-for-migrations: ${error instanceof Error ? error.stack : String(error)}\n`,
     );
-    process.exit(1);
+    exitWhenWritten(1);
   },
 );

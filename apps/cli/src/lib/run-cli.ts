@@ -1,5 +1,6 @@
 import { ConfigError } from '@mtg/config';
 import { CliError } from '../audit/database.ts';
+import { exitWhenWritten } from './exit-when-written.ts';
 
 /**
  * Runs an operator command's `main` and exits with its code. A CliError exits with its own
@@ -14,22 +15,24 @@ export function runCli(
   options: { usageOnCliError?: boolean } = {},
 ): void {
   main().then(
-    (code) => process.exit(code),
+    (code) => exitWhenWritten(code),
     (error: unknown) => {
       if (error instanceof CliError) {
         const withUsage = options.usageOnCliError && error.exitCode === 2 ? `${usage}\n` : '';
         process.stderr.write(`${name}: ${error.message}\n${withUsage}`);
-        process.exit(error.exitCode);
+        exitWhenWritten(error.exitCode);
+        return;
       }
       if (
         error instanceof ConfigError ||
         String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')
       ) {
         process.stderr.write(`${name}: ${(error as Error).message}\n${usage}\n`);
-        process.exit(2);
+        exitWhenWritten(2);
+        return;
       }
       process.stderr.write(`${name}: ${error instanceof Error ? error.stack : String(error)}\n`);
-      process.exit(3);
+      exitWhenWritten(3);
     },
   );
 }
