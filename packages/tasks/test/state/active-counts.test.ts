@@ -1,13 +1,11 @@
 import {
   cancelTaskNow,
-  claimTask,
   completeTask,
   createTask,
   expireTask,
   failTask,
   pauseTask,
   purgeExpired,
-  type Lease,
 } from '../../src/task-state/index.ts';
 import { revokePrincipal } from '../../src/revoke-principal.ts';
 import { activeCountsDrift } from '../../../../test/support/active-counts.ts';
@@ -19,6 +17,7 @@ import {
   startInput,
   taskRow,
   type StateDatabase,
+  claimLease,
 } from './state-database.ts';
 
 // Migration 230: the active counts a start's admission reads are kept by triggers on
@@ -48,12 +47,6 @@ async function started(subject: string, tenant: string): Promise<string> {
   return out.task.id;
 }
 
-async function claimed(taskId: string): Promise<Lease> {
-  const c = await claimTask(s.worker, { taskId, workerId: 'w1', leaseMs: 60_000 });
-  if (c.kind !== 'claimed') throw new Error(`not claimed: ${c.kind}`);
-  return c.lease;
-}
-
 const finished = {
   result: { content: [{ type: 'text', text: 'done' }] },
   text: '{"content":[{"type":"text","text":"done"}]}',
@@ -74,7 +67,7 @@ test('a start counts its task in; each way of ending counts it out, once', async
     string,
     string,
   ];
-  const lease = await claimed(done);
+  const lease = await claimLease(s, done, 'w1');
   await completeTask(
     { pool: s.worker },
     { taskId: done, lease, workerId: 'w1', finished, runMs: 1, downstreamSystems: [] },
@@ -86,7 +79,7 @@ test('a start counts its task in; each way of ending counts it out, once', async
   );
   expect(await kept(tenant, 'ann')).toEqual({ tenant: 5, subject: 5 });
 
-  const failing = await claimed(failed);
+  const failing = await claimLease(s, failed, 'w1');
   await failTask(
     { pool: s.worker },
     { taskId: failed, lease: failing, workerId: 'w1', outcome: 'error', message: 'x' },
@@ -99,7 +92,7 @@ test('a start counts its task in; each way of ending counts it out, once', async
   expect(await kept(tenant, 'ann')).toEqual({ tenant: 2, subject: 2 });
 
   // working → input_required → (cancelled): waiting for input is still active.
-  const pausing = await claimed(paused);
+  const pausing = await claimLease(s, paused, 'w1');
   const row = await s.admin.query(`SELECT * FROM app.tasks WHERE id = $1`, [paused]);
   expect(await pauseTask(s.worker, { task: row.rows[0], lease: pausing, workerId: 'w1' })).toBe(
     true,

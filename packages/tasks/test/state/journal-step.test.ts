@@ -1,4 +1,4 @@
-import { claimTask, journalStep, type Lease } from '../../src/task-state/index.ts';
+import { journalStep, type Lease } from '../../src/task-state/index.ts';
 import { pollUntil } from '../../../../test/support/poll.ts';
 import {
   eventTypes,
@@ -6,6 +6,7 @@ import {
   insertTask,
   openStateDatabase,
   type StateDatabase,
+  claimLease,
 } from './state-database.ts';
 
 // journal-step.ts: a step is recorded only under the lease the writer still holds (owner and
@@ -17,12 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await s?.close();
 });
-
-async function claimed(taskId: string, workerId: string): Promise<Lease> {
-  const c = await claimTask(s.worker, { taskId, workerId, leaseMs: 60_000 });
-  if (c.kind !== 'claimed') throw new Error(`not claimed: ${c.kind}`);
-  return c.lease;
-}
 
 const journal = (taskId: string, lease: Lease, name: string, output: unknown) =>
   journalStep(s.worker, taskId, lease, { name, seq: 1, output, startedAt: new Date() }, () => ({
@@ -45,7 +40,7 @@ async function steps(taskId: string) {
 
 test('the holder journals a step, with its event, and reads the boundary', async () => {
   const id = await insertTask(s.admin);
-  const lease = await claimed(id, 'w1');
+  const lease = await claimLease(s, id, 'w1');
   const b = await journal(id, lease, 'fetch', { rows: 3 });
   expect(b).toMatchObject({ mine: true, cancelRequested: false, revoked: false });
   expect(await steps(id)).toEqual([
@@ -56,10 +51,10 @@ test('the holder journals a step, with its event, and reads the boundary', async
 
 test("a stale epoch's journal is refused: nothing recorded, no event, not mine", async () => {
   const id = await insertTask(s.admin);
-  const stale = await claimed(id, 'w1');
+  const stale = await claimLease(s, id, 'w1');
   await expireLease(s.admin, id);
   // The same worker id at the next epoch: only the epoch tells the stale holder apart.
-  const current = await claimed(id, 'w1');
+  const current = await claimLease(s, id, 'w1');
   expect(current.epoch).toBe(stale.epoch + 1);
   expect(await journal(id, stale, 'fetch', 'from the old holder')).toMatchObject({ mine: false });
   // Another owner at the current epoch is no holder either.
@@ -78,7 +73,7 @@ test("a stale epoch's journal is refused: nothing recorded, no event, not mine",
 
 test('a journaled step is never overwritten, and a repeat writes no second event', async () => {
   const id = await insertTask(s.admin);
-  const lease = await claimed(id, 'w1');
+  const lease = await claimLease(s, id, 'w1');
   await journal(id, lease, 'fetch', 'first');
   expect(await journal(id, lease, 'fetch', 'second')).toMatchObject({ mine: false });
   expect((await steps(id)).map((r) => r.output)).toEqual([{ value: 'first' }]);
@@ -87,7 +82,7 @@ test('a journaled step is never overwritten, and a repeat writes no second event
 
 test('an ended task journals nothing', async () => {
   const id = await insertTask(s.admin);
-  const lease = await claimed(id, 'w1');
+  const lease = await claimLease(s, id, 'w1');
   await s.admin.query(`UPDATE app.tasks SET status = 'cancelled', ended_at = now() WHERE id = $1`, [
     id,
   ]);
@@ -97,7 +92,7 @@ test('an ended task journals nothing', async () => {
 
 test("a step journaled with its progress while a cancel holds the task row: the step waits for the row before it takes the tenant's chain, so the two never deadlock", async () => {
   const id = await insertTask(s.admin);
-  const lease = await claimed(id, 'w1');
+  const lease = await claimLease(s, id, 'w1');
   // requestCancel's order, taken apart: the task row first, the tenant's chain lock last.
   const cancel = await s.admin.connect();
   try {

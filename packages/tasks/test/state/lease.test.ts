@@ -1,12 +1,13 @@
 import { REAP_EXPIRED_LEASES } from '../../src/task-state/lease.ts';
 import { maintenanceSweep } from '../../src/maintenance-sweep.ts';
-import { claimTask, releaseLease, renewLease, type Lease } from '../../src/task-state/index.ts';
+import { releaseLease, renewLease } from '../../src/task-state/index.ts';
 import {
   expireLease,
   insertTask,
   openStateDatabase,
   taskRow,
   type StateDatabase,
+  claimLease,
 } from './state-database.ts';
 
 // lease.ts: renewal and release are fenced by owner and epoch; the reaper frees only leases
@@ -19,18 +20,12 @@ afterAll(async () => {
   await s?.close();
 });
 
-async function claimed(taskId: string, workerId: string): Promise<Lease> {
-  const c = await claimTask(s.worker, { taskId, workerId, leaseMs: 60_000 });
-  if (c.kind !== 'claimed') throw new Error(`not claimed: ${c.kind}`);
-  return c.lease;
-}
-
 test('the holder renews (with progress); a stale epoch renews nothing', async () => {
   const id = await insertTask(s.admin);
-  const stale = await claimed(id, 'w1');
+  const stale = await claimLease(s, id, 'w1');
   await expireLease(s.admin, id);
   // The same worker id at the next epoch: only the epoch tells the stale holder apart.
-  const current = await claimed(id, 'w1');
+  const current = await claimLease(s, id, 'w1');
   const before = (await taskRow(s.admin, id))!.lease_expires_at!;
   expect(await renewLease(s.worker, id, stale, 600_000)).toMatchObject({ mine: false });
   expect((await taskRow(s.admin, id))!.lease_expires_at).toEqual(before);
@@ -43,9 +38,9 @@ test('the holder renews (with progress); a stale epoch renews nothing', async ()
 
 test("release by a stale holder leaves the new holder's lease", async () => {
   const id = await insertTask(s.admin);
-  const stale = await claimed(id, 'w1');
+  const stale = await claimLease(s, id, 'w1');
   await expireLease(s.admin, id);
-  await claimed(id, 'w1');
+  await claimLease(s, id, 'w1');
   await releaseLease(s.worker, id, stale);
   expect(await taskRow(s.admin, id)).toMatchObject({ lease_owner: 'w1', lease_epoch: 2 });
 });
@@ -53,15 +48,15 @@ test("release by a stale holder leaves the new holder's lease", async () => {
 test('the reaper frees a lapsed lease, leaves a live one, and the next claim takes over', async () => {
   const lapsed = await insertTask(s.admin);
   const live = await insertTask(s.admin);
-  await claimed(lapsed, 'dead-worker');
-  await claimed(live, 'live-worker');
+  await claimLease(s, lapsed, 'dead-worker');
+  await claimLease(s, live, 'live-worker');
   await expireLease(s.admin, lapsed);
   const { reaped } = await maintenanceSweep(s.worker);
   expect(reaped.map((r) => r.id)).toContain(lapsed);
   expect(reaped.map((r) => r.id)).not.toContain(live);
   expect(await taskRow(s.admin, lapsed)).toMatchObject({ lease_owner: null, lease_epoch: 1 });
   expect(await taskRow(s.admin, live)).toMatchObject({ lease_owner: 'live-worker' });
-  expect(await claimed(lapsed, 'w3')).toEqual({ owner: 'w3', epoch: 2 });
+  expect(await claimLease(s, lapsed, 'w3')).toEqual({ owner: 'w3', epoch: 2 });
 });
 
 test('the reaper reads the leased tasks only, however many active tasks wait for a worker', async () => {
@@ -75,7 +70,7 @@ test('the reaper reads the leased tasks only, however many active tasks wait for
             3600000, gen_random_uuid(), 'q', 'queued'
        FROM generate_series(1, 5000) AS n`,
   );
-  await claimed(await insertTask(s.admin), 'w-backlog');
+  await claimLease(s, await insertTask(s.admin), 'w-backlog');
   await s.admin.query('ANALYZE app.tasks');
   const plan = JSON.stringify(
     (await s.admin.query(`EXPLAIN (FORMAT JSON) ${REAP_EXPIRED_LEASES}`)).rows[0]['QUERY PLAN'],
@@ -93,10 +88,10 @@ test('one sweep reaps lapsed leases and reads late tasks: a late task whose leas
   const lateLapsed = await insertTask(s.admin);
   const lateLive = await insertTask(s.admin);
   const onTime = await insertTask(s.admin);
-  await claimed(lapsed, 'dead-worker');
-  await claimed(lateLapsed, 'dead-worker');
-  await claimed(lateLive, 'live-worker');
-  await claimed(onTime, 'live-worker');
+  await claimLease(s, lapsed, 'dead-worker');
+  await claimLease(s, lateLapsed, 'dead-worker');
+  await claimLease(s, lateLive, 'live-worker');
+  await claimLease(s, onTime, 'live-worker');
   await expireLease(s.admin, lapsed);
   await expireLease(s.admin, lateLapsed);
   await pastDeadline(lateLapsed);

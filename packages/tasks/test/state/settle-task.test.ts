@@ -1,10 +1,4 @@
-import {
-  cancelTaskNow,
-  claimTask,
-  completeTask,
-  failTask,
-  type Lease,
-} from '../../src/task-state/index.ts';
+import { cancelTaskNow, completeTask, failTask, type Lease } from '../../src/task-state/index.ts';
 import { canonicalJson } from '@mtg/audit';
 import { jobCompletion, type JobCompletion } from '../../src/job-queue.ts';
 import {
@@ -15,6 +9,7 @@ import {
   QUEUE,
   taskRow,
   type StateDatabase,
+  claimLease,
 } from './state-database.ts';
 
 // settle-task.ts (through end-task.ts, its only caller): an active task ends exactly once;
@@ -26,12 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await s?.close();
 });
-
-async function claimed(taskId: string, workerId: string): Promise<Lease> {
-  const c = await claimTask(s.worker, { taskId, workerId, leaseMs: 60_000 });
-  if (c.kind !== 'claimed') throw new Error(`not claimed: ${c.kind}`);
-  return c.lease;
-}
 
 const finished = (text: string) => ({
   result: { content: [{ type: 'text', text }] },
@@ -61,11 +50,11 @@ async function results(taskId: string) {
 
 test("a stale epoch's settlement is refused: no result stored, no event, still active", async () => {
   const id = await insertTask(s.admin);
-  const stale = await claimed(id, 'w1');
+  const stale = await claimLease(s, id, 'w1');
   await expireLease(s.admin, id);
   // The same worker id at the next epoch (a restarted worker keeps its id): only the
   // epoch tells the stale holder apart.
-  const current = await claimed(id, 'w1');
+  const current = await claimLease(s, id, 'w1');
   expect(await complete(id, stale, 'stale result')).toBeUndefined();
   expect(
     await failTask(
@@ -88,7 +77,7 @@ test("a stale epoch's settlement is refused: no result stored, no event, still a
 test('two concurrent settlements: exactly one wins, one ending event, one result', async () => {
   for (let round = 0; round < 5; round++) {
     const id = await insertTask(s.admin);
-    const lease = await claimed(id, 'w1');
+    const lease = await claimLease(s, id, 'w1');
     const ended = await Promise.all([
       complete(id, lease, 'done'),
       failTask(
@@ -119,7 +108,7 @@ test('two concurrent settlements: exactly one wins, one ending event, one result
 
 test('a settlement from outside the lease bumps the epoch, fencing the worker off', async () => {
   const id = await insertTask(s.admin);
-  const lease = await claimed(id, 'w1');
+  const lease = await claimLease(s, id, 'w1');
   const cancelled = await cancelTaskNow(
     { pool: s.gateway },
     {
@@ -140,7 +129,7 @@ test('a settlement from outside the lease bumps the epoch, fencing the worker of
 
 test('onlyUnleased does not cancel a task a live worker holds', async () => {
   const id = await insertTask(s.admin);
-  await claimed(id, 'w1');
+  await claimLease(s, id, 'w1');
   const by = { path: 'revocation', reason: 'revoked' };
   const args = {
     taskId: id,
@@ -156,9 +145,9 @@ test('onlyUnleased does not cancel a task a live worker holds', async () => {
 
 test("the completion's event tells what its statement did: the row's owner, duration and attempts", async () => {
   const id = await insertTask(s.admin, { subject: 'he said "hi"\\ \n\u0001 é 😀' });
-  const lease = await claimed(id, 'w1');
+  const lease = await claimLease(s, id, 'w1');
   await expireLease(s.admin, id);
-  const current = await claimed(id, 'w2');
+  const current = await claimLease(s, id, 'w2');
   const row = await complete(id, current, 'the result');
   expect(row).toMatchObject({ status: 'completed', attempts: 2 });
   expect(lease.epoch).toBe(1);
@@ -190,9 +179,9 @@ test("the completion's event tells what its statement did: the row's owner, dura
 
 test("a completion with its run's job completes the job in its own statement, only when the task settles", async () => {
   const id = await insertTask(s.admin);
-  const stale = await claimed(id, 'w1');
+  const stale = await claimLease(s, id, 'w1');
   await expireLease(s.admin, id);
-  const current = await claimed(id, 'w1');
+  const current = await claimLease(s, id, 'w1');
   await s.queue.boss.send(QUEUE, { taskId: id });
   const [job] = await s.queue.boss.fetch(QUEUE);
   const jobState = async () =>
@@ -216,7 +205,7 @@ test("a completion with its run's job completes the job in its own statement, on
 
 test("a job fetched again since is not completed by the earlier attempt's completion", async () => {
   const id = await insertTask(s.admin);
-  const lease = await claimed(id, 'w1');
+  const lease = await claimLease(s, id, 'w1');
   await s.queue.boss.send(QUEUE, { taskId: id }, { retryLimit: 2, retryDelay: 0 });
   const [first] = await s.queue.boss.fetch(QUEUE);
   await s.queue.boss.fail(QUEUE, first!.id);

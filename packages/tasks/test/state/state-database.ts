@@ -8,7 +8,12 @@ import { createTestDatabase, type TestDatabase } from '../../../../test/support/
 import { createBoss, createJobQueue, installQueue, type JobQueue } from '../../src/job-queue.ts';
 import { createDenialFold } from '../../src/fold-denials.ts';
 import { newTaskId } from '../../src/task-id.ts';
-import type { StartInput, StartLimits } from '../../src/task-state/index.ts';
+import {
+  claimTask,
+  type Lease,
+  type StartInput,
+  type StartLimits,
+} from '../../src/task-state/index.ts';
 
 // The state machine's tests run each transition against a migrated database with the roles
 // that run it in production (the gateway starts and cancels, a worker claims and settles), so
@@ -126,6 +131,17 @@ export async function eventTypes(admin: pg.Pool, taskId: string): Promise<string
     taskId,
   ]);
   return r.rows.map((e: { type: string }) => e.type);
+}
+
+/** Claims `taskId` as `workerId` (a 60 s lease) and returns the lease; throws if it is not claimed. */
+export async function claimLease(
+  s: StateDatabase,
+  taskId: string,
+  workerId: string,
+): Promise<Lease> {
+  const c = await claimTask(s.worker, { taskId, workerId, leaseMs: 60_000 });
+  if (c.kind !== 'claimed') throw new Error(`not claimed: ${c.kind}`);
+  return c.lease;
 }
 
 /** Moves a task's lease expiry into the past, as a worker that died leaves it. */
