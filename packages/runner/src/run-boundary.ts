@@ -2,6 +2,7 @@ import {
   readBoundary,
   renewLease,
   type Boundary,
+  type CompletedStep,
   type Lease,
   type PendingProgress,
 } from '@mtg/tasks';
@@ -39,6 +40,18 @@ export interface RunBoundary {
    * run's ending carries it); nothing waits after this.
    */
   takeProgress(): PendingProgress | undefined;
+  /**
+   * A step the tool finished, to be journaled by the run's next statement: the next check
+   * writes it first (the next step, a call to a target or upstream, a question), the run's
+   * completion carries it (takeStep), and once the run's code yields to the event loop with
+   * it still waiting it is written on its own. Until then it is written nowhere: a worker
+   * that dies in between runs the step again, as one that dies during its journal write did.
+   */
+  deferStep(step: DeferredStep): void;
+  /** The step waiting to be journaled, handed to the caller to write; none waits after. */
+  takeStep(): DeferredStep | undefined;
+  /** Writes the step waiting, if any (or waits for its write in flight). */
+  flushStep(): Promise<void>;
   /** The last boundary read (for a stop whose reason came by notification). */
   readonly last: Boundary | undefined;
   /** Counts a step as in flight until it settles. */
@@ -48,6 +61,13 @@ export interface RunBoundary {
   /** Why the run stopped, for an error thrown by the tool or a boundary; undefined: it did not. */
   stopReason(error: unknown): StopReason | undefined;
   close(): void;
+}
+
+/** A finished step not yet journaled, and its journal write (journalStep). */
+export interface DeferredStep {
+  step: CompletedStep;
+  /** Journals the step on its own, with the progress report waiting (if any). */
+  write(progress: PendingProgress | undefined): Promise<Boundary>;
 }
 
 /**
@@ -91,6 +111,12 @@ export function openRunBoundary(
   let lastAt = -Infinity;
   let progress: PendingProgress | undefined;
   let flush: NodeJS.Timeout | undefined;
+  let waitingStep: DeferredStep | undefined;
+  let stepTurn: NodeJS.Immediate | undefined;
+  let stepWrite: Promise<void> | undefined;
+  let stepWriteAwaited = false;
+  /** The error of a write no check was waiting for: the next check throws it. */
+  let stepFailed: { error: unknown } | undefined;
 
   // The local lease deadline. A worker cut off from PostgreSQL cannot learn that its lease
   // expired and another worker took the task over; all it knows is when its last renewal was
@@ -131,6 +157,57 @@ export function openRunBoundary(
       run.signal.addEventListener('abort', onAbort, { once: true });
       p.then(resolve, reject).finally(() => run.signal.removeEventListener('abort', onAbort));
     });
+  // The step's journal returns the boundary as it stands: recorded as a check's would be.
+  const writeStep = async (d: DeferredStep) => {
+    const carried = progress;
+    progress = undefined;
+    clearTimeout(flush);
+    let b: Boundary;
+    try {
+      b = await d.write(carried);
+    } catch (error) {
+      progress ??= carried;
+      throw error;
+    }
+    if (!b.mine) {
+      run.abort(new StopRun('lease_lost'));
+      throw new StopRun('lease_lost');
+    }
+    record(b);
+    const reason = boundaryStop(b);
+    if (reason) run.abort(new StopRun(reason));
+  };
+  // Starts the waiting step's write; `awaited` says whether a check waits for it (or only
+  // the event loop's turn does, whose failure the next check then reports).
+  const startStepWrite = (awaited: boolean): Promise<void> | undefined => {
+    const d = waitingStep;
+    if (!d) return undefined;
+    waitingStep = undefined;
+    clearImmediate(stepTurn);
+    const write = writeStep(d);
+    stepWrite = write;
+    write.then(
+      () => (stepWrite = undefined),
+      (error: unknown) => {
+        stepWrite = undefined;
+        if (!stepWriteAwaited) stepFailed = { error };
+      },
+    );
+    stepWriteAwaited = awaited;
+    return write;
+  };
+  const flushStep = async (): Promise<void> => {
+    if (stepFailed) {
+      const { error } = stepFailed;
+      stepFailed = undefined;
+      throw error;
+    }
+    if (stepWrite) {
+      stepWriteAwaited = true;
+      return stepWrite;
+    }
+    return startStepWrite(true);
+  };
   // The lease is renewed every third of it (the timer below); a check in between that has no
   // progress to write reads the boundary instead, writing nothing.
   const renewEveryMs = Math.max(250, Math.floor(deps.leaseMs / 3));
@@ -141,6 +218,7 @@ export function openRunBoundary(
     renew = false,
   ): Promise<void> => {
     if (leaseExpired()) run.abort(new StopRun('lease_expired'));
+    await flushStep();
     if (reuseFresh && last && performance.now() - lastAt < BOUNDARY_FRESH_MS) {
       return decide(last, atStepBoundary);
     }
@@ -199,6 +277,18 @@ export function openRunBoundary(
       clearTimeout(flush);
       return taken;
     },
+    deferStep(d) {
+      waitingStep = d;
+      clearImmediate(stepTurn);
+      stepTurn = setImmediate(() => void startStepWrite(false));
+    },
+    takeStep() {
+      const taken = waitingStep;
+      waitingStep = undefined;
+      clearImmediate(stepTurn);
+      return taken;
+    },
+    flushStep,
     get last() {
       return last;
     },
@@ -218,6 +308,7 @@ export function openRunBoundary(
       return run.signal.aborted ? toStop(run.signal.reason).reason : undefined;
     },
     close() {
+      clearImmediate(stepTurn);
       clearInterval(renewer);
       clearTimeout(expiry);
       clearTimeout(flush);

@@ -11,7 +11,8 @@ import {
 import { isToolError, type TargetClient, type UpstreamTaskClient } from '@mtg/tool-kit';
 import { toolErrorResult, type LongToolDefinition } from '@mtg/tools';
 import { leaveUnservable, servedFingerprints } from './check-servable.ts';
-import { openRunBoundary } from './run-boundary.ts';
+import { openRunBoundary, type DeferredStep, type RunBoundary } from './run-boundary.ts';
+import { StopRun } from './stop.ts';
 import { fail, finish, release, stopped, type Held } from './settle-run.ts';
 import { createTaskContext } from './task-context.ts';
 import { createDelegationReads, DelegationEnded, type ReadDelegation } from './task-credentials.ts';
@@ -137,6 +138,8 @@ export async function runTask(
   run.observe(claim.boundary);
   const startedAt = performance.now();
   let downstreamSystems = new Set<string>();
+  /** The run's last step, taken for its completion to journal (RunBoundary.takeStep). */
+  let lastStep: DeferredStep | undefined;
   try {
     // The run's first exchange opens the delegation the claim read; later ones read it again.
     const delegation = createDelegationReads(deps.pool, taskId, claim.delegation, deps.clock);
@@ -153,10 +156,12 @@ export async function runTask(
     const structured = await executeThroughOutages(deps, run, { taskId, lease, log }, () =>
       held.tool.execute(made.context, task.arguments as never),
     );
-    // The end: the last step's journal read the boundary a moment ago (or it is read again);
-    // a progress report still pending rides on the ending's statement. An exchange a stage
-    // started for a call that never came lands its audit event before the ending's.
+    // The end: the last step's target call read the boundary a moment ago (or it is read
+    // again); the last step, if not journaled yet, and a progress report still pending ride
+    // on the ending's statement. An exchange a stage started for a call that never came lands
+    // its audit event before the ending's.
     await run.quiesce();
+    lastStep = run.takeStep();
     await run.check(false, true);
     const result = held.tool.returnsToolResult
       ? asToolResult(structured, held.tool.name)
@@ -164,20 +169,30 @@ export async function runTask(
           content: [{ type: 'text', text: JSON.stringify(structured) }],
           structuredContent: structured,
         };
+    // From here on the completion has it (a failed completion is retried from the journal).
+    const step = lastStep;
+    lastStep = undefined;
     return await finish(deps, held, result, {
       startedAt,
       downstreamSystems,
       progress: run.takeProgress(),
+      step,
     });
   } catch (error) {
     // Nothing may still be running when the outcome is written.
     await run.quiesce();
+    // The last step when the end's check stopped the run; otherwise one still waiting.
+    const untaken = lastStep ?? run.takeStep();
     const refusal = toolRefusal(error);
     if (refusal) {
       const result = toolErrorResult(refusal.code, refusal.message);
-      return await finish(deps, held, result, { startedAt, downstreamSystems });
+      return await finish(deps, held, result, { startedAt, downstreamSystems, step: untaken });
     }
     const reason = run.stopReason(error);
+    // A finished step is journaled before any other ending (a resumed run skips it), unless
+    // the lease is gone: then nothing of this run can be written.
+    if (reason !== 'lease_lost' && reason !== 'lease_expired')
+      await journalLeftover(untaken, run, log);
     if (reason) return await stopped(deps, held, reason, run, log);
     if (error instanceof DelegationEnded)
       return await fail(deps, held, 'delegation_expired', `Stopped: ${error.message}`);
@@ -192,6 +207,27 @@ export async function runTask(
     );
   } finally {
     run.close();
+  }
+}
+
+/**
+ * Journals a step the run finished but had not journaled (its own or the run's waiting one)
+ * before the run's other ending is written. A failure is logged: the ending follows anyway,
+ * and a resumed run runs the step again.
+ */
+async function journalLeftover(
+  untaken: DeferredStep | undefined,
+  run: RunBoundary,
+  log: Logger,
+): Promise<void> {
+  try {
+    if (untaken) await untaken.write(undefined);
+    await run.flushStep();
+  } catch (error) {
+    if (!(error instanceof StopRun))
+      log.warn('step not journaled before the run ended', {
+        error: error instanceof Error ? error.message : String(error),
+      });
   }
 }
 

@@ -13,7 +13,7 @@ import {
 } from '@mtg/tasks';
 import type { LongToolDefinition } from '@mtg/tools';
 import type { RunDeps, RunResult } from './run-task.ts';
-import type { RunBoundary } from './run-boundary.ts';
+import type { DeferredStep, RunBoundary } from './run-boundary.ts';
 import type { StopReason } from './stop.ts';
 
 /** One run's handle on its task: which task, under which lease, for which tool. */
@@ -39,12 +39,21 @@ export async function finish(
   deps: RunDeps,
   h: Held,
   result: ToolResultShape,
-  run: { startedAt: number; downstreamSystems: Set<string>; progress?: PendingProgress },
+  run: {
+    startedAt: number;
+    downstreamSystems: Set<string>;
+    progress?: PendingProgress;
+    /** The run's last step, not journaled yet: the completion journals it. */
+    step?: DeferredStep;
+  },
 ): Promise<RunResult> {
   const text = JSON.stringify(result);
   const size = Buffer.byteLength(text);
   const { progress } = run;
   if (size > h.tool.limits.maxResultBytes) {
+    // The step happened: journaled (with its event) before the failure is written.
+    const b = await run.step?.write(undefined);
+    if (b && !b.mine) return 'lost';
     return fail(
       deps,
       h,
@@ -65,6 +74,7 @@ export async function finish(
     downstreamSystems: [...run.downstreamSystems],
     ...(progress ? { progress } : {}),
     ...(job ? { job } : {}),
+    ...(run.step ? { step: run.step.step } : {}),
   });
   if (settled && job) deps.job!.completed = true;
   return settled ? 'settled' : 'lost';

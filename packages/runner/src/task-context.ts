@@ -9,6 +9,7 @@ import {
   parkForInput,
   takeStageGrant,
   aboutTask,
+  type CompletedStep,
   type Lease,
   type TaskRow,
 } from '@mtg/tasks';
@@ -80,12 +81,12 @@ export function createTaskContext(
       if (run.signal.aborted) throw toStop(run.signal.reason);
       throw error;
     }
-    const boundary = await journalStep(
-      deps.pool,
-      task.id,
-      lease,
-      { name, seq: ++seq, output, startedAt: stepStarted },
-      () => ({
+    const step: CompletedStep = {
+      name,
+      seq: ++seq,
+      output,
+      startedAt: stepStarted,
+      event: {
         type: 'task.step_completed',
         ...aboutTask(task),
         data: {
@@ -93,11 +94,14 @@ export function createTaskContext(
           durationMs: Math.round(performance.now() - stepT0),
           worker: deps.workerId,
         },
-      }),
-      run.takeProgress(),
-    );
-    if (!boundary.mine) throw new StopRun('lease_lost');
-    run.observe(boundary);
+      },
+    };
+    // Journaled by the run's next statement (RunBoundary.deferStep): the next step's check
+    // or a call's, or for the run's last step its completion.
+    run.deferStep({
+      step,
+      write: (progress) => journalStep(deps.pool, task.id, lease, step, () => step.event, progress),
+    });
     journal.set(name, output);
     return output;
   };

@@ -6,6 +6,7 @@ import { sql } from '../../../test/support/sql.ts';
 
 // The runner's own behaviour, through the tool author's harness: real PostgreSQL, real runner.
 let failures = 0;
+let lateFailures = 0;
 function opened() {
   let resolve!: (value: unknown) => void;
   const promise = new Promise<unknown>((r) => (resolve = r));
@@ -45,6 +46,19 @@ const pack = definePack({
           if (failures++ === 0) throw new ToolError('busy', 'ledger busy', { retryable: true });
           return { ok: true };
         });
+        return { first };
+      },
+    }),
+    defineLongTool({
+      name: 'probe_flaky_after',
+      title: 'Flaky after a step',
+      description: 'One step, then fails once, retryably, outside any step.',
+      input: z.object({}),
+      scope: 'probe:run',
+      summarize: () => ({}),
+      async execute(ctx) {
+        const first = await ctx.step('first', async () => ({ ok: true }));
+        if (lateFailures++ === 0) throw new ToolError('busy', 'ledger busy', { retryable: true });
         return { first };
       },
     }),
@@ -124,6 +138,19 @@ const pack = definePack({
       },
     }),
     defineLongTool({
+      name: 'probe_step_then_wait',
+      title: 'A step, then a wait outside any step',
+      description: 'One step, then waits for the test before it returns.',
+      input: z.object({}),
+      scope: 'probe:run',
+      summarize: () => ({}),
+      async execute(ctx) {
+        await ctx.step('only', async () => ({ ok: true }));
+        await gate.promise;
+        return {};
+      },
+    }),
+    defineLongTool({
       name: 'probe_progress_then_wait',
       title: 'Progress, then a wait outside any step',
       description: 'Reports progress, then waits with no boundary to carry the report.',
@@ -154,12 +181,14 @@ async function logTaskWrites(databaseUrl: string) {
   await sql(
     databaseUrl,
     `CREATE TABLE public.task_writes (
-       id bigserial PRIMARY KEY, task_id text, at timestamptz, status text, progress jsonb);
+       id bigserial PRIMARY KEY, task_id text, at timestamptz, status text, progress jsonb,
+       xid bigint);
      CREATE FUNCTION public.log_task_write() RETURNS trigger LANGUAGE plpgsql
        SECURITY DEFINER AS $$
      BEGIN
-       INSERT INTO public.task_writes (task_id, at, status, progress)
-       VALUES (NEW.id, clock_timestamp(), NEW.status, NEW.progress);
+       INSERT INTO public.task_writes (task_id, at, status, progress, xid)
+       VALUES (NEW.id, clock_timestamp(), NEW.status, NEW.progress,
+               pg_current_xact_id()::text::bigint % 4294967296);
        RETURN NEW;
      END $$;
      CREATE TRIGGER log_task_write AFTER UPDATE ON app.tasks
@@ -195,6 +224,14 @@ test('a retryable tool error retries the attempt from the journal: finished step
   expect(harness.stepRuns(id)).toEqual({ first: 1, second: 2 });
 });
 
+test('a step the run had not journaled yet when the tool failed is journaled before the retry: it does not run again', async () => {
+  const { id } = await harness.start('probe_flaky_after', {});
+  expect(await harness.run(id)).toBe('retry');
+  expect(await harness.run(id)).toBe('settled');
+  expect((await harness.task(id)).status).toBe('completed');
+  expect(harness.stepRuns(id)).toEqual({ first: 1 });
+});
+
 test('a result over the tool limit fails the task, saying so', async () => {
   const { id } = await harness.start('probe_big', {});
   expect(await harness.run(id)).toBe('settled');
@@ -221,27 +258,27 @@ test('progress and writes are recorded; an idempotent start returns the same tas
   expect(task.arguments).toEqual({ n: 3 });
 });
 
-test("progress reports ride on the next statement that writes the row: the next step's journal, and the completion for the last", async () => {
+test("progress reports and steps ride on the next statement that writes anyway: the next step's check, and the completion for the last", async () => {
   // A long lease (renewed every 10 s): no renewal between the claim and the ending. Every
-  // write to the task's row is logged, with the time it was made.
+  // write to the task's row is logged, with the transaction that made it.
   const long = await createToolHarness({ pack, targets: { ledger }, leaseMs: 30_000 });
   try {
     await logTaskWrites(long.databaseUrl);
     const { id } = await long.start('probe_writes', { n: 2 });
     expect(await long.run(id)).toBe('settled');
-    const writes = await sql<{ at: Date; status: string; progress: unknown }>(
+    const writes = await sql<{ status: string; progress: unknown; xid: string }>(
       long.databaseUrl,
-      'SELECT at, status, progress FROM public.task_writes WHERE task_id = $1 ORDER BY id',
+      'SELECT status, progress, xid::text AS xid FROM public.task_writes WHERE task_id = $1 ORDER BY id',
       [id],
     );
-    const journaled = new Map(
+    const journaledBy = new Map(
       (
-        await sql<{ step: string; completed_at: Date }>(
+        await sql<{ step: string; xid: string }>(
           long.databaseUrl,
-          'SELECT step, completed_at FROM app.task_steps WHERE task_id = $1',
+          'SELECT step, xmin::text AS xid FROM app.task_steps WHERE task_id = $1',
           [id],
         )
-      ).map((r) => [r.step, r.completed_at.getTime()]),
+      ).map((r) => [r.step, r.xid]),
     );
     // The claim, the first report (1 of 2), the ending with the last (2 of 2): no other write.
     expect(writes.map((w) => [w.status, w.progress])).toEqual([
@@ -249,14 +286,63 @@ test("progress reports ride on the next statement that writes the row: the next 
       ['working', { current: 1, total: 2 }],
       ['completed', { current: 2, total: 2 }],
     ]);
-    // The first report was written by the second step's journal (at or after its statement
-    // began), not by the check before that step's call; only the flush timer, 250 ms after
-    // the report (itself after the first step's journal), may write it sooner.
-    const first = writes[1]!.at.getTime();
-    if (first < journaled.get('w:1')!) {
-      expect(first - journaled.get('w:0')!).toBeGreaterThanOrEqual(250);
-    }
+    // The first step was journaled when the second began, with the report the tool made
+    // after it; the last step was journaled by the completion, with its report.
+    expect(writes[1]!.xid).toBe(journaledBy.get('w:0'));
+    expect(writes[2]!.xid).toBe(journaledBy.get('w:1'));
+    const trail = await sql<{ type: string; step: string | null }>(
+      long.databaseUrl,
+      `SELECT type, body::jsonb -> 'data' ->> 'step' AS step FROM audit.events
+        WHERE task_id = $1 ORDER BY seq`,
+      [id],
+    );
+    expect(trail.slice(-3)).toEqual([
+      { type: 'task.step_completed', step: 'w:0' },
+      { type: 'task.step_completed', step: 'w:1' },
+      { type: 'task.completed', step: null },
+    ]);
     expect((await long.task(id)).progress).toEqual({ current: 2, total: 2 });
+  } finally {
+    await long.close();
+  }
+});
+
+test('a step the tool does not follow at once with a statement is journaled as soon as its code waits', async () => {
+  // A long lease (renewed every 10 s): no renewal within the wait below can write the step.
+  const long = await createToolHarness({ pack, targets: { ledger }, leaseMs: 30_000 });
+  try {
+    gate = opened();
+    const { id } = await long.start('probe_step_then_wait', {});
+    const run = long.run(id);
+    try {
+      // The run waits on the gate, outside any step: nothing but the event loop's turn can
+      // have written the step.
+      await pollUntil(
+        () =>
+          sql<{ step: string }>(
+            long.databaseUrl,
+            'SELECT step FROM app.task_steps WHERE task_id = $1',
+            [id],
+          ),
+        (rows) => rows.length === 1,
+        4000,
+        20,
+        'the step journaled while the run waits',
+      );
+      expect((await long.task(id)).status).toBe('working');
+    } finally {
+      gate.resolve(undefined);
+    }
+    expect(await run).toBe('settled');
+    const trail = await sql<{ type: string }>(
+      long.databaseUrl,
+      'SELECT type FROM audit.events WHERE task_id = $1 ORDER BY seq',
+      [id],
+    );
+    // (The test's own reads of the task are audited too.)
+    expect(
+      trail.map((e) => e.type).filter((t) => !/^task\.(created|status_read)$/.test(t)),
+    ).toEqual(['task.started', 'task.step_completed', 'task.completed']);
   } finally {
     await long.close();
   }

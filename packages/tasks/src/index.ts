@@ -50,6 +50,7 @@ export {
   type PendingProgress,
   type CancelledBy,
   type ClaimOutcome,
+  type CompletedStep,
   type ClaimedJob,
   type ClaimedDelegation,
   type Lease,

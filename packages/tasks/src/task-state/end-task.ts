@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import {
   appendAuditInTransaction,
-  appendEventSql,
+  auditAppendArgs,
   auditAppendTemplate,
   filledAuditBody,
   filledBySql,
@@ -63,48 +63,79 @@ async function endTask(
 // chain lock is held from there to the statement's commit). With the run's job (`job`), the
 // job is completed too, only when the task settled, and before the append (a data-modifying
 // CTE no one reads runs after the rest, which would hold the tenant's chain lock through it):
-// pg-boss's own UPDATE, its parameters after the statement's 18.
-const completeText = (job?: string) =>
-  `WITH ${SETTLED},
+// pg-boss's own UPDATE, its parameters after the statement's own. With the run's last step
+// (`withStep`, a step the run had not journaled yet: CompletedStep), its journal row under
+// the same lease and its `task.step_completed` event, appended before `task.completed`, only
+// when the task settled and the step was not journaled already: $19–$22 the step's name,
+// seq, output and start, $23 / $24 its event's type and body.
+const completeText = (job: string | undefined, withStep: boolean) => {
+  const own = withStep ? COMPLETE_PARAMS + STEP_PARAMS : COMPLETE_PARAMS;
+  const events = withStep
+    ? `(CASE WHEN j.n > 0 THEN ARRAY[$23::text] ELSE '{}'::text[] END) || `
+    : '';
+  const bodies = withStep
+    ? `(CASE WHEN j.n > 0 THEN ARRAY[$24::text] ELSE '{}'::text[] END) || `
+    : '';
+  const completed = filledAuditBody(
+    '$17',
+    '$18',
+    `${aboutFilledValues('s')} || jsonb_build_object('durationMs', ${durationSql('s')}, 'attempts', s.attempts)`,
+  );
+  return `WITH ${SETTLED},
    stored AS (
      INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
      SELECT id, $12, $13, $14, now() + ttl_ms * interval '1 millisecond', $15 FROM settled
      RETURNING task_id),${
+       withStep
+         ? `
+   journaled AS (
+     INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
+     SELECT id, $19, $20, $21, $8, $7, $22 FROM settled
+     ON CONFLICT (task_id, step) DO NOTHING RETURNING task_id),`
+         : ''
+     }${
        job === undefined
          ? ''
          : `
    job_done AS (
-     ${job.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + COMPLETE_PARAMS}`)}
+     ${job.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + own}`)}
        AND EXISTS (SELECT 1 FROM settled)
      RETURNING id),`
      }
    appended AS (
-     SELECT ${appendEventSql(
-       '$16',
-       filledAuditBody(
-         '$17',
-         '$18',
-         `${aboutFilledValues('s')} || jsonb_build_object('durationMs', ${durationSql('s')}, 'attempts', s.attempts)`,
-       ),
-     )}
+     SELECT audit.append_many(${events}ARRAY[$16::text], ${bodies}ARRAY[(${completed})::text],
+                              NULL::uuid[], false)
        FROM settled s
             CROSS JOIN (SELECT count(*) FROM stored) r
             CROSS JOIN (SELECT count(*) FROM ended_delegation) d${
-              job === undefined ? '' : '\n            CROSS JOIN (SELECT count(*) FROM job_done) j'
-            })
+              withStep ? '\n            CROSS JOIN (SELECT count(*) AS n FROM journaled) j' : ''
+            }${job === undefined ? '' : '\n            CROSS JOIN (SELECT count(*) FROM job_done) jd'})
    SELECT settled.* FROM settled CROSS JOIN notified CROSS JOIN appended`;
+};
 const COMPLETE_PARAMS = 18;
-const COMPLETE = prepared(completeText());
-/** COMPLETE with a job's completion, one per pg-boss statement text (one per queue). */
-const completeWithJob = new Map<string, PreparedStatement>();
-/** The completion that also runs this job completion (one statement per pg-boss text). */
-function completingJob(jobText: string): PreparedStatement {
-  let statement = completeWithJob.get(jobText);
+const STEP_PARAMS = 6;
+/** The completion's statements: with or without a last step, and a job's completion (one per pg-boss text). */
+const completions = new Map<string, PreparedStatement>();
+function completion(jobText: string | undefined, withStep: boolean): PreparedStatement {
+  const key = `${withStep ? 's' : '-'}${jobText ?? ''}`;
+  let statement = completions.get(key);
   if (!statement) {
-    statement = prepared(completeText(jobText));
-    completeWithJob.set(jobText, statement);
+    statement = prepared(completeText(jobText, withStep));
+    completions.set(key, statement);
   }
   return statement;
+}
+
+/**
+ * A step the run finished but has not journaled yet, which the completion journals with its
+ * `task.step_completed` event (the run's last step: journalStep otherwise).
+ */
+export interface CompletedStep {
+  name: string;
+  seq: number;
+  output: unknown;
+  startedAt: Date;
+  event: AuditEvent;
 }
 
 /** A tool result as the worker stores it. */
@@ -117,7 +148,8 @@ export interface FinishedResult {
 
 /**
  * working → completed, by the lease holder: the settlement, the result row and
- * `task.completed` in one fenced statement (COMPLETE); then, once it committed, the hook.
+ * `task.completed` (after the run's last step, when it carries one) in one fenced statement
+ * (completeText); then, once it committed, the hook.
  */
 export async function completeTask(
   deps: EndDeps,
@@ -132,6 +164,8 @@ export async function completeTask(
     progress?: Settlement['progress'];
     /** The run's job, completed in the same statement when the task settles (jobCompletion). */
     job?: JobCompletion;
+    /** The run's last step, not journaled yet: journaled in the same statement (CompletedStep). */
+    step?: CompletedStep;
   },
 ): Promise<TaskRow | undefined> {
   const isError = c.finished.result.isError === true;
@@ -166,8 +200,16 @@ export async function completeTask(
     c.finished.deleteOnRead,
     ...event,
   ];
+  if (c.step)
+    values.push(
+      c.step.name,
+      c.step.seq,
+      JSON.stringify({ value: c.step.output }),
+      c.step.startedAt,
+      ...auditAppendArgs(c.step.event),
+    );
   if (c.job) values.push(...c.job.values);
-  const statement = c.job ? completingJob(c.job.text) : COMPLETE;
+  const statement = completion(c.job?.text, c.step !== undefined);
   const r = await runPrepared<TaskRow>(deps.pool, statement, values);
   const ended = r.rows[0];
   if (ended) deps.onTaskEnded?.(ended);

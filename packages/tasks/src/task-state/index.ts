@@ -50,6 +50,7 @@ export {
   failTask,
   pauseTask,
   type CancelledBy,
+  type CompletedStep,
   type EndDeps,
   type FinishedResult,
 } from './end-task.ts';

@@ -1,4 +1,10 @@
-import { cancelTaskNow, completeTask, failTask, type Lease } from '../../src/task-state/index.ts';
+import {
+  cancelTaskNow,
+  completeTask,
+  failTask,
+  type CompletedStep,
+  type Lease,
+} from '../../src/task-state/index.ts';
 import { canonicalJson } from '@mtg/audit';
 import { jobCompletion, type JobCompletion } from '../../src/job-queue.ts';
 import {
@@ -29,7 +35,13 @@ const finished = (text: string) => ({
   deleteOnRead: false,
 });
 
-const complete = (taskId: string, lease: Lease, text: string, job?: JobCompletion) =>
+const complete = (
+  taskId: string,
+  lease: Lease,
+  text: string,
+  job?: JobCompletion,
+  step?: CompletedStep,
+) =>
   completeTask(
     { pool: s.worker },
     {
@@ -40,8 +52,26 @@ const complete = (taskId: string, lease: Lease, text: string, job?: JobCompletio
       runMs: 1,
       downstreamSystems: [],
       ...(job ? { job } : {}),
+      ...(step ? { step } : {}),
     },
   );
+
+/** A run's last step, not journaled yet, as the runner hands it to the completion. */
+const lastStep = (taskId: string, name: string, output: unknown): CompletedStep => ({
+  name,
+  seq: 2,
+  output,
+  startedAt: new Date('2026-01-01T00:00:00Z'),
+  event: {
+    type: 'task.step_completed',
+    taskId,
+    tenant: 'acme',
+    subject: 'alice',
+    client: 'agent',
+    tool: 'slow_tool',
+    data: { step: name },
+  },
+});
 
 async function results(taskId: string) {
   const r = await s.admin.query(`SELECT result FROM app.task_results WHERE task_id = $1`, [taskId]);
@@ -219,4 +249,70 @@ test("a job fetched again since is not completed by the earlier attempt's comple
   });
   const { rows } = await s.admin.query(`SELECT state FROM pgboss.job WHERE id = $1`, [first!.id]);
   expect(rows).toEqual([{ state: 'active' }]);
+});
+
+test("a completion with the run's last step journals it and its event first, in the same statement, only when the task settles", async () => {
+  const id = await insertTask(s.admin);
+  const stale = await claimLease(s, id, 'w1');
+  await expireLease(s.admin, id);
+  const current = await claimLease(s, id, 'w2');
+  await s.queue.boss.send(QUEUE, { taskId: id });
+  const [job] = await s.queue.boss.fetch(QUEUE);
+  const steps = async () =>
+    (
+      await s.admin.query(
+        `SELECT s.step, s.seq, s.output, s.lease_epoch, s.worker, s.xmin = t.xmin AS with_the_ending
+           FROM app.task_steps s JOIN app.tasks t ON t.id = s.task_id WHERE s.task_id = $1`,
+        [id],
+      )
+    ).rows;
+  // A stale holder's completion journals nothing and appends no step event.
+  expect(
+    await complete(id, stale, 'stale', undefined, lastStep(id, 'batch:1', { n: 1 })),
+  ).toBeUndefined();
+  expect(await steps()).toEqual([]);
+  // The current holder's: the step under its lease, in the ending's transaction, with the
+  // job's completion after the step's parameters.
+  const done = await complete(
+    id,
+    current,
+    'the result',
+    await jobCompletion(s.queue.boss, job!),
+    lastStep(id, 'batch:1', { n: 2 }),
+  );
+  expect(done).toMatchObject({ status: 'completed' });
+  expect(await steps()).toEqual([
+    {
+      step: 'batch:1',
+      seq: 2,
+      output: { value: { n: 2 } },
+      lease_epoch: 2,
+      worker: 'w2',
+      with_the_ending: true,
+    },
+  ]);
+  const { rows } = await s.admin.query(`SELECT state FROM pgboss.job WHERE id = $1`, [job!.id]);
+  expect(rows).toEqual([{ state: 'completed' }]);
+  expect((await eventTypes(s.admin, id)).slice(-2)).toEqual([
+    'task.step_completed',
+    'task.completed',
+  ]);
+});
+
+test('a completion whose last step was journaled already appends no second step event', async () => {
+  const id = await insertTask(s.admin);
+  const lease = await claimLease(s, id, 'w1');
+  await s.admin.query(
+    `INSERT INTO app.task_steps (task_id, step, seq, output, lease_epoch, worker, started_at)
+     VALUES ($1, 'batch:1', 2, '{"value":1}', 1, 'w1', now())`,
+    [id],
+  );
+  expect(
+    await complete(id, lease, 'the result', undefined, lastStep(id, 'batch:1', 2)),
+  ).toMatchObject({ status: 'completed' });
+  expect(await eventTypes(s.admin, id)).toEqual(['task.started', 'task.completed']);
+  const { rows } = await s.admin.query(`SELECT output FROM app.task_steps WHERE task_id = $1`, [
+    id,
+  ]);
+  expect(rows).toEqual([{ output: { value: 1 } }]);
 });
