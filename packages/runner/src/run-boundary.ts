@@ -2,11 +2,11 @@ import {
   readBoundary,
   renewLease,
   type Boundary,
-  type CompletedStep,
   type Lease,
   type PendingProgress,
 } from '@mtg/tasks';
 import type { RunDeps } from './run-task.ts';
+import { deferredSteps, type DeferredStep } from './deferred-steps.ts';
 import { StopRun, type StopReason } from './stop.ts';
 
 /**
@@ -48,9 +48,9 @@ export interface RunBoundary {
    * that dies in between runs the step again, as one that dies during its journal write did.
    */
   deferStep(step: DeferredStep): void;
-  /** The step waiting to be journaled, handed to the caller to write; none waits after. */
+  /** The one step waiting to be journaled, handed to the caller to write (DeferredSteps.take). */
   takeStep(): DeferredStep | undefined;
-  /** Writes the step waiting, if any (or waits for its write in flight). */
+  /** Writes the steps waiting, if any (and waits for a write in flight). */
   flushStep(): Promise<void>;
   /** The last boundary read (for a stop whose reason came by notification). */
   readonly last: Boundary | undefined;
@@ -61,13 +61,6 @@ export interface RunBoundary {
   /** Why the run stopped, for an error thrown by the tool or a boundary; undefined: it did not. */
   stopReason(error: unknown): StopReason | undefined;
   close(): void;
-}
-
-/** A finished step not yet journaled, and its journal write (journalStep). */
-export interface DeferredStep {
-  step: CompletedStep;
-  /** Journals the step on its own, with the progress report waiting (if any). */
-  write(progress: PendingProgress | undefined): Promise<Boundary>;
 }
 
 /**
@@ -111,12 +104,6 @@ export function openRunBoundary(
   let lastAt = -Infinity;
   let progress: PendingProgress | undefined;
   let flush: NodeJS.Timeout | undefined;
-  let waitingStep: DeferredStep | undefined;
-  let stepTurn: NodeJS.Immediate | undefined;
-  let stepWrite: Promise<void> | undefined;
-  let stepWriteAwaited = false;
-  /** The error of a write no check was waiting for: the next check throws it. */
-  let stepFailed: { error: unknown } | undefined;
 
   // The local lease deadline. A worker cut off from PostgreSQL cannot learn that its lease
   // expired and another worker took the task over; all it knows is when its last renewal was
@@ -177,37 +164,7 @@ export function openRunBoundary(
     const reason = boundaryStop(b);
     if (reason) run.abort(new StopRun(reason));
   };
-  // Starts the waiting step's write; `awaited` says whether a check waits for it (or only
-  // the event loop's turn does, whose failure the next check then reports).
-  const startStepWrite = (awaited: boolean): Promise<void> | undefined => {
-    const d = waitingStep;
-    if (!d) return undefined;
-    waitingStep = undefined;
-    clearImmediate(stepTurn);
-    const write = writeStep(d);
-    stepWrite = write;
-    write.then(
-      () => (stepWrite = undefined),
-      (error: unknown) => {
-        stepWrite = undefined;
-        if (!stepWriteAwaited) stepFailed = { error };
-      },
-    );
-    stepWriteAwaited = awaited;
-    return write;
-  };
-  const flushStep = async (): Promise<void> => {
-    if (stepFailed) {
-      const { error } = stepFailed;
-      stepFailed = undefined;
-      throw error;
-    }
-    if (stepWrite) {
-      stepWriteAwaited = true;
-      return stepWrite;
-    }
-    return startStepWrite(true);
-  };
+  const steps = deferredSteps(writeStep);
   // The lease is renewed every third of it (the timer below); a check in between that has no
   // progress to write reads the boundary instead, writing nothing.
   const renewEveryMs = Math.max(250, Math.floor(deps.leaseMs / 3));
@@ -218,7 +175,7 @@ export function openRunBoundary(
     renew = false,
   ): Promise<void> => {
     if (leaseExpired()) run.abort(new StopRun('lease_expired'));
-    await flushStep();
+    await steps.flush();
     if (reuseFresh && last && performance.now() - lastAt < BOUNDARY_FRESH_MS) {
       return decide(last, atStepBoundary);
     }
@@ -277,18 +234,9 @@ export function openRunBoundary(
       clearTimeout(flush);
       return taken;
     },
-    deferStep(d) {
-      waitingStep = d;
-      clearImmediate(stepTurn);
-      stepTurn = setImmediate(() => void startStepWrite(false));
-    },
-    takeStep() {
-      const taken = waitingStep;
-      waitingStep = undefined;
-      clearImmediate(stepTurn);
-      return taken;
-    },
-    flushStep,
+    deferStep: (d) => steps.defer(d),
+    takeStep: () => steps.take(),
+    flushStep: () => steps.flush(),
     get last() {
       return last;
     },
@@ -308,7 +256,7 @@ export function openRunBoundary(
       return run.signal.aborted ? toStop(run.signal.reason).reason : undefined;
     },
     close() {
-      clearImmediate(stepTurn);
+      steps.close();
       clearInterval(renewer);
       clearTimeout(expiry);
       clearTimeout(flush);

@@ -11,7 +11,8 @@ import {
 import { isToolError, type TargetClient, type UpstreamTaskClient } from '@mtg/tool-kit';
 import { toolErrorResult, type LongToolDefinition } from '@mtg/tools';
 import { leaveUnservable, servedFingerprints } from './check-servable.ts';
-import { openRunBoundary, type DeferredStep, type RunBoundary } from './run-boundary.ts';
+import type { DeferredStep } from './deferred-steps.ts';
+import { openRunBoundary, type RunBoundary } from './run-boundary.ts';
 import { StopRun } from './stop.ts';
 import { fail, finish, release, stopped, type Held } from './settle-run.ts';
 import { createTaskContext } from './task-context.ts';

@@ -13,7 +13,8 @@ import {
 } from '@mtg/tasks';
 import type { LongToolDefinition } from '@mtg/tools';
 import type { RunDeps, RunResult } from './run-task.ts';
-import type { DeferredStep, RunBoundary } from './run-boundary.ts';
+import type { DeferredStep } from './deferred-steps.ts';
+import type { RunBoundary } from './run-boundary.ts';
 import type { StopReason } from './stop.ts';
 
 /** One run's handle on its task: which task, under which lease, for which tool. */

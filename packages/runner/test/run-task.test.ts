@@ -50,6 +50,21 @@ const pack = definePack({
       },
     }),
     defineLongTool({
+      name: 'probe_parallel',
+      title: 'Two steps at once',
+      description: 'Runs two steps at the same time, then returns.',
+      input: z.object({}),
+      scope: 'probe:run',
+      summarize: () => ({}),
+      async execute(ctx) {
+        const [a, b] = await Promise.all([
+          ctx.step('a', async () => 1),
+          ctx.step('b', async () => 2),
+        ]);
+        return { sum: a + b };
+      },
+    }),
+    defineLongTool({
       name: 'probe_flaky_after',
       title: 'Flaky after a step',
       description: 'One step, then fails once, retryably, outside any step.',
@@ -230,6 +245,27 @@ test('a step the run had not journaled yet when the tool failed is journaled bef
   expect(await harness.run(id)).toBe('settled');
   expect((await harness.task(id)).status).toBe('completed');
   expect(harness.stepRuns(id)).toEqual({ first: 1 });
+});
+
+test('steps that finish together are each journaled once, with their events', async () => {
+  const { id } = await harness.start('probe_parallel', {});
+  expect(await harness.run(id)).toBe('settled');
+  const journaled = await sql<{ step: string; output: unknown }>(
+    harness.databaseUrl,
+    'SELECT step, output FROM app.task_steps WHERE task_id = $1 ORDER BY step',
+    [id],
+  );
+  expect(journaled).toEqual([
+    { step: 'a', output: { value: 1 } },
+    { step: 'b', output: { value: 2 } },
+  ]);
+  const trail = await sql<{ step: string }>(
+    harness.databaseUrl,
+    `SELECT body::jsonb -> 'data' ->> 'step' AS step FROM audit.events
+      WHERE task_id = $1 AND type = 'task.step_completed' ORDER BY step`,
+    [id],
+  );
+  expect(trail).toEqual([{ step: 'a' }, { step: 'b' }]);
 });
 
 test('a result over the tool limit fails the task, saying so', async () => {
