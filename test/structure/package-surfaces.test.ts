@@ -406,6 +406,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'ClaimOutcome',
       'ClaimedDelegation',
       'ClaimedJob',
+      'CompletedStep',
       'DelegationDeps',
       'DenialFold',
       'FetchedJob',
