@@ -7,6 +7,7 @@ import {
   openStateDatabase,
   type StateDatabase,
   claimLease,
+  stepEvent,
 } from './state-database.ts';
 
 // journal-step.ts: a step is recorded only under the lease the writer still holds (owner and
@@ -20,15 +21,9 @@ afterAll(async () => {
 });
 
 const journal = (taskId: string, lease: Lease, name: string, output: unknown) =>
-  journalStep(s.worker, taskId, lease, { name, seq: 1, output, startedAt: new Date() }, () => ({
-    type: 'task.step_completed',
-    taskId,
-    tenant: 'acme',
-    subject: 'alice',
-    client: 'agent',
-    tool: 'slow_tool',
-    data: { step: name },
-  }));
+  journalStep(s.worker, taskId, lease, { name, seq: 1, output, startedAt: new Date() }, () =>
+    stepEvent(taskId, name),
+  );
 
 async function steps(taskId: string) {
   const r = await s.admin.query(

@@ -16,6 +16,7 @@ import {
   taskRow,
   type StateDatabase,
   claimLease,
+  stepEvent,
 } from './state-database.ts';
 
 // settle-task.ts (through end-task.ts, its only caller): an active task ends exactly once;
@@ -62,15 +63,7 @@ const lastStep = (taskId: string, name: string, output: unknown): CompletedStep 
   seq: 2,
   output,
   startedAt: new Date('2026-01-01T00:00:00Z'),
-  event: {
-    type: 'task.step_completed',
-    taskId,
-    tenant: 'acme',
-    subject: 'alice',
-    client: 'agent',
-    tool: 'slow_tool',
-    data: { step: name },
-  },
+  event: stepEvent(taskId, name),
 });
 
 async function results(taskId: string) {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createPool, ROLES, type Pool } from '@mtg/db';
+import type { AuditEvent } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { LongToolDefinition } from '@mtg/tools';
 import { activeCountsDrift } from '../../../../test/support/active-counts.ts';
@@ -123,6 +124,19 @@ export async function taskRow(admin: pg.Pool, id: string) {
         ended_at: Date | null;
       }
     | undefined;
+}
+
+/** A step's `task.step_completed` event, of a task inserted by insertTask. */
+export function stepEvent(taskId: string, step: string): AuditEvent {
+  return {
+    type: 'task.step_completed',
+    taskId,
+    tenant: 'acme',
+    subject: 'alice',
+    client: 'agent',
+    tool: 'slow_tool',
+    data: { step },
+  };
 }
 
 /** The audit events of a task, oldest first, by type. */
