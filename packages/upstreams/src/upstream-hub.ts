@@ -158,9 +158,16 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
     setTimeout(() => relist(upstream), delay).unref();
   };
   const relisting = new Set<string>();
+  // A change announced while a listing of that upstream runs may have come after the listing
+  // read its tools: one more listing follows, rather than the change waiting for refreshMs.
+  const relistAgain = new Set<string>();
   let closed = false;
   const relist = (upstream: UpstreamConfig) => {
-    if (relisting.has(upstream.name) || closed) return;
+    if (closed) return;
+    if (relisting.has(upstream.name)) {
+      relistAgain.add(upstream.name);
+      return;
+    }
     relisting.add(upstream.name);
     setTimeout(() => {
       discover(upstream)
@@ -171,7 +178,10 @@ export async function startUpstreamHub(options: UpstreamHubOptions) {
             error: error.message,
           }),
         )
-        .finally(() => relisting.delete(upstream.name));
+        .finally(() => {
+          relisting.delete(upstream.name);
+          if (relistAgain.delete(upstream.name)) relist(upstream);
+        });
     }, 50).unref();
   };
 
