@@ -222,7 +222,8 @@ async function journalLeftover(
   log: Logger,
 ): Promise<void> {
   try {
-    if (untaken) await untaken.write(undefined);
+    // Through the run's own queue: one write path, which records the boundary it reads.
+    if (untaken) run.deferStep(untaken);
     await run.flushStep();
   } catch (error) {
     if (!(error instanceof StopRun))
