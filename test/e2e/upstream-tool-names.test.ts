@@ -181,6 +181,25 @@ test('a refused listing freezes nothing: that upstream and the others keep being
   expect(countOf(names, 'whoami')).toBe(1);
 });
 
+test('a change announced while its upstream is being listed is listed right after that listing', async () => {
+  // The first change starts a listing that reads the tools and then waits; the second change
+  // is announced during it, so that listing cannot hold it. Without one more listing it
+  // would wait for the next refresh (refreshMs, 60 s).
+  const listing = fakes.good.holdNextListing();
+  fakes.good.setTools([{ name: 'ok' }, { name: 'added' }, { name: 'first' }]);
+  await listing.held;
+  fakes.good.setTools([{ name: 'ok' }, { name: 'added' }, { name: 'first' }, { name: 'second' }]);
+  // Time for the announcement to reach the gateway while the listing still waits.
+  await new Promise((r) => setTimeout(r, 500));
+  listing.release();
+  const { names } = await pollUntil(
+    () => allToolNames(),
+    (r) => r.names.includes('good.second'),
+    8_000,
+  );
+  expect(names).toContain('good.first');
+});
+
 test('stale catalogue rows never stop the gateway from starting nor block another upstream', async () => {
   // Rows an older gateway could have stored: `whoami` for an upstream now down, and a name
   // of good's prefix held by an upstream since removed from the file.

@@ -23,6 +23,8 @@ export interface FakeTool {
  */
 export async function startFakeUpstream(initial: FakeTool[]) {
   let tools = initial;
+  // holdNextListing: the next tools/list reads the tools, then waits for its release.
+  let hold: { held: () => void; release: Promise<void> } | undefined;
   const calls: Array<{ tool: string; arguments: unknown }> = [];
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const servers = new Set<Server>();
@@ -33,14 +35,21 @@ export async function startFakeUpstream(initial: FakeTool[]) {
     );
     servers.add(server);
     server.onclose = () => servers.delete(server);
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: tools.map((t) => ({
+    server.setRequestHandler(ListToolsRequestSchema, async () => {
+      const listed = tools.map((t) => ({
         name: t.name,
         description: `fake ${t.name}`,
         inputSchema: { type: 'object' as const, properties: {} },
         ...(t.taskSupport ? { execution: { taskSupport: t.taskSupport } } : {}),
-      })),
-    }));
+      }));
+      const h = hold;
+      hold = undefined;
+      if (h) {
+        h.held();
+        await h.release;
+      }
+      return { tools: listed };
+    });
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
       calls.push({ tool: request.params.name, arguments: request.params.arguments });
       return { content: [{ type: 'text', text: `called ${request.params.name}` }] };
@@ -91,6 +100,17 @@ export async function startFakeUpstream(initial: FakeTool[]) {
     setTools(next: FakeTool[]) {
       tools = next;
       for (const s of servers) void s.sendToolListChanged().catch(() => {});
+    },
+    /**
+     * The next tools/list reads the tools then waits: `held` resolves once it does, and it
+     * answers what it read when `release` is called (a change made meanwhile comes after it).
+     */
+    holdNextListing() {
+      let held!: () => void;
+      let release!: () => void;
+      const isHeld = new Promise<void>((r) => (held = r));
+      hold = { held, release: new Promise<void>((r) => (release = r)) };
+      return { held: isHeld, release };
     },
     async close() {
       for (const t of transports.values()) await t.close().catch(() => {});
