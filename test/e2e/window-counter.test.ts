@@ -1,7 +1,15 @@
 // The fixed-window counters behind the rate limits (createWindowCounter, @mtg/db): counts are
 // shared through app.rate_limits by every replica, a window lasts its duration on the clock
 // it is given from the key's first count, and a moved clock rolls it over without waiting.
-import { countInTurn, createPool, createWindowCounter, type Pool } from '@mtg/db';
+import {
+  countInTurn,
+  countInTurnWithin,
+  createPool,
+  createWindowCounter,
+  prepared,
+  type CountChain,
+  type Pool,
+} from '@mtg/db';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { submittedStatements } from '../support/submitted-statements.ts';
@@ -132,6 +140,68 @@ test('countInTurn with PostgreSQL unreachable counts on its own, stopping at the
     ];
     expect(await countInTurn(chain)).toBeUndefined();
     expect(await countInTurn(chain)).toMatchObject({ index: 0, count: { ok: false, consumed: 2 } });
+  } finally {
+    await down.end();
+  }
+});
+
+test('countInTurnWithin counts the chain beside a lookup of its own in one statement, and throws when it fails', async () => {
+  const clock = testClock();
+  const make = (prefix: string, points: number) =>
+    createWindowCounter({ pool, prefix, points, durationMs: 60_000, clock });
+  const [subject, tenant] = [make('w_subject', 1), make('w_tenant', 2)];
+  const chain = (s: string) => [
+    { counter: subject, key: s },
+    { counter: tenant, key: 't' },
+  ];
+  // The lookup beside the counts: a parameter of its own, numbered after the chain's.
+  const lengths: number[] = [];
+  const beside = (c: CountChain) => {
+    lengths.push(c.columns.length / 2);
+    return prepared(
+      `WITH ${c.sql} SELECT ${c.columns.join(', ')}, $${c.firstParameter}::text AS echoed FROM ${c.name}`,
+    );
+  };
+  let first: Awaited<ReturnType<typeof countInTurnWithin>> | undefined;
+  const statements = await submittedStatements(async () => {
+    first = await countInTurnWithin(chain('ann'), beside, ['hello']);
+  });
+  expect(statements).toHaveLength(1);
+  expect(first).toEqual({
+    row: { p0: 1, e0: expect.anything(), p1: 1, e1: expect.anything(), echoed: 'hello' },
+  });
+  // ann's second start is refused by her own limit: the tenant is not counted.
+  expect(await countInTurnWithin(chain('ann'), beside, ['x'])).toMatchObject({
+    refusal: { index: 0, count: { consumed: 2 } },
+    row: { p0: 2, p1: null, echoed: 'x' },
+  });
+  // Refused from memory at the first key: nothing runs, no row (the caller looks up alone).
+  expect(await countInTurnWithin(chain('ann'), beside, ['y'])).toEqual({
+    refusal: { index: 0, count: { ok: false, consumed: 0, msBeforeNext: expect.any(Number) } },
+  });
+  // The tenant's third count refuses (bob is its second), then from memory at the second key:
+  // the first key alone is counted, still beside the lookup.
+  await countInTurnWithin(chain('bob'), beside, ['z']);
+  expect(await countInTurnWithin(chain('cat'), beside, ['z'])).toMatchObject({
+    refusal: { index: 1, count: { consumed: 3 } },
+  });
+  expect(await countInTurnWithin(chain('dan'), beside, ['z'])).toMatchObject({
+    refusal: { index: 1, count: { consumed: 0 } },
+    row: { p0: 1, echoed: 'z' },
+  });
+  // Built once per chain length.
+  expect(lengths).toEqual([2, 1]);
+  // A failed statement is thrown, not counted locally.
+  const down = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/none' });
+  try {
+    const lone = createWindowCounter({
+      pool: down,
+      prefix: 'd',
+      points: 5,
+      durationMs: 1000,
+      clock,
+    });
+    await expect(countInTurnWithin([{ counter: lone, key: 'k' }], beside, ['q'])).rejects.toThrow();
   } finally {
     await down.end();
   }

@@ -123,6 +123,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
       'checkApplicationLogin',
       'checkSchemaVersion',
       'countInTurn',
+      'countInTurnWithin',
       'createPool',
       'createReadPreferringPool',
       'createReadRouter',
@@ -144,6 +145,7 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
     types: [
       'AppRole',
       'ApplicationLoginErrorCode',
+      'CountChain',
       'DatabaseFailure',
       'DatabaseFailureCode',
       'LoginRole',

@@ -23,6 +23,7 @@ import { createDenialAuditor } from './http/audit-denials.ts';
 import { resourceMetadataRoutes } from './http/resource-metadata.ts';
 import { adminRoutes } from './http/admin-routes.ts';
 import { rejectRevoked } from './http/reject-revoked.ts';
+import { isFastTaskStart } from './mcp/fast-task-start.ts';
 import { isPollRequest } from './mcp/poll-request.ts';
 import {
   refuseServicePrincipals,
@@ -167,18 +168,20 @@ export function createApp(deps: GatewayDeps): express.Express {
   ];
   const revocationGate = { pool: deps.pool, resourceMetadataUrl, logger: deps.logger };
   const bearerGates = [...tokenGates, rejectRevoked(revocationGate)];
-  // The MCP route checks revocation after parsing, so that a poll's rate-limit count rides in
-  // the revocation check's statement (rejectRevoked, `polls`).
+  // The MCP route checks revocation after parsing, so that a poll's or a start's rate-limit
+  // counts ride in the revocation check's statement (rejectRevoked, `counts`).
+  const isLongTool = (name: string) => deps.longTools.has(name);
   const mcpRevocationGate = deps.rateLimits
     ? [
         deps.rateLimits.retryAfterHeader.bind(deps.rateLimits),
         rejectRevoked({
           ...revocationGate,
-          polls: {
+          counts: {
             limits: deps.rateLimits,
             isPoll: (req) => isPollRequest(req.body),
             taskOf: (req) =>
               deps.prefetchPolledTask === true ? taskVerbOf(req.body)?.taskId : undefined,
+            isStart: (req) => deps.tasksGetFastPath !== false && isFastTaskStart(req, isLongTool),
           },
         }),
       ]

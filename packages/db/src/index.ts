@@ -42,9 +42,11 @@ export {
 export { createReadPreferringPool } from './read-preferring-pool.ts';
 export {
   countInTurn,
+  countInTurnWithin,
   createWindowCounter,
   WINDOW_COUNT_CTE,
   type TurnRefusal,
+  type CountChain,
   type WindowCount,
   type WindowCounter,
   type WindowCounterOptions,

@@ -181,75 +181,144 @@ export function createWindowCounter(o: WindowCounterOptions): WindowCounter {
 }
 
 /**
- * The counts of a chain of n keys as one statement: the first as WINDOW_COUNT_CTE counts it
- * (its key $1, now $2, its window $3), and each next one (key $(3i+2), window $(3i+3)) only
- * when the one before it stayed within its limit ($(3i+1)), so a refusal stops the chain as
- * counting them one after another would. Selects each count's points and expire (null where
- * the chain stopped).
+ * The counts of a chain of n keys: the first as WINDOW_COUNT_CTE counts it (its key $1, now
+ * $2, its window $3), and each next one (key $(3i+2), window $(3i+3)) only when the one before
+ * it stayed within its limit ($(3i+1)), so a refusal stops the chain as counting them one
+ * after another would. As common table expressions c0 … c(n-1), and the select of each
+ * count's points and expire (p0, e0, …; null where the chain stopped).
  */
-function chainStatement(n: number): PreparedStatement {
+function chainParts(n: number) {
   const ctes = [`c0 AS (${FIRST_COUNT})`];
   for (let i = 1; i < n; i++) {
     const [limit, key, window] = [3 * i + 1, 3 * i + 2, 3 * i + 3];
     const rows = `SELECT $${key}, 1, $2::bigint + $${window}::bigint FROM c${i - 1} WHERE c${i - 1}.points <= $${limit}`;
     ctes.push(`c${i} AS (${countInto(rows)})`);
   }
-  const columns = Array.from(
+  const columns = Array.from({ length: n }, (_, i) => [`p${i}`, `e${i}`]).flat();
+  const selected = Array.from(
     { length: n },
     (_, i) => `c${i}.points AS p${i}, c${i}.expire AS e${i}`,
   );
   const joins = Array.from({ length: n - 1 }, (_, i) => ` LEFT JOIN c${i + 1} ON true`).join('');
-  return prepared(`WITH ${ctes.join(',\n')}\nSELECT ${columns.join(', ')} FROM c0${joins}`);
+  return {
+    ctes: ctes.join(',\n'),
+    columns,
+    select: `SELECT ${selected.join(', ')} FROM c0${joins}`,
+  };
 }
 const CHAINS = new Map<number, PreparedStatement>();
+const chainStatement = (n: number): PreparedStatement => {
+  let statement = CHAINS.get(n);
+  if (!statement) {
+    const c = chainParts(n);
+    CHAINS.set(n, (statement = prepared(`WITH ${c.ctes}\n${c.select}`)));
+  }
+  return statement;
+};
+
+/**
+ * A chain of counts as one common table expression, `chain`, for a statement that counts
+ * beside other work (countInTurnWithin): `WITH ${sql} SELECT … FROM chain …` selects its
+ * `columns` (each count's points and expire) and numbers its own parameters from
+ * `firstParameter`.
+ */
+export interface CountChain {
+  sql: string;
+  name: 'chain';
+  columns: readonly string[];
+  firstParameter: number;
+}
+const countChain = (n: number): CountChain => {
+  const c = chainParts(n);
+  return {
+    sql: `${c.ctes},\nchain AS (${c.select})`,
+    name: 'chain',
+    columns: c.columns,
+    firstParameter: 3 * n + 1,
+  };
+};
+/** Each caller's statements by chain length: built once, as prepared statements are. */
+const BESIDE = new WeakMap<
+  (chain: CountChain) => PreparedStatement,
+  Map<number, PreparedStatement>
+>();
+const besideStatement = (statementFor: (chain: CountChain) => PreparedStatement, n: number) => {
+  let byLength = BESIDE.get(statementFor);
+  if (!byLength) BESIDE.set(statementFor, (byLength = new Map<number, PreparedStatement>()));
+  let statement = byLength.get(n);
+  if (!statement) byLength.set(n, (statement = statementFor(countChain(n))));
+  return statement;
+};
 
 /** The first refusal of countInTurn: which step refused, and its verdict. */
 export type TurnRefusal = { index: number; count: Extract<WindowCount, { ok: false }> };
 
-/**
- * Counts one for each step's key on its counter, in turn, stopping at the first refusal —
- * what calling the counters one after another does — in one round trip: a key a counter
- * refuses from memory ends the chain there (the keys before it are counted), and the others
- * are one statement (chainStatement). With PostgreSQL unreachable each counts on its own, as
- * a plain count does. Answers the first refusal, or undefined when every step allowed it.
- */
-export async function countInTurn(
-  steps: ReadonlyArray<{ counter: WindowCounter; key: string }>,
-): Promise<TurnRefusal | undefined> {
-  const parts: Array<{ turn: CounterTurn; full: string; at: number }> = [];
-  let fromMemory: TurnRefusal | undefined;
+type TurnSteps = ReadonlyArray<{ counter: WindowCounter; key: string }>;
+type TurnPart = { turn: CounterTurn; full: string; at: number };
+
+/** The steps to count in the database: those before the first one refused from memory. */
+function partsOf(steps: TurnSteps): { parts: TurnPart[]; fromMemory?: TurnRefusal } {
+  const parts: TurnPart[] = [];
   for (const [index, { counter, key }] of steps.entries()) {
     const turn = turns.get(counter);
     if (!turn) throw new Error('countInTurn: a counter not made by createWindowCounter');
     const at = turn.now();
     const full = turn.full(key);
     const refused = turn.refusedFromMemory(full, at);
-    if (refused && !refused.ok) {
-      fromMemory = { index, count: refused };
-      break;
-    }
+    if (refused && !refused.ok) return { parts, fromMemory: { index, count: refused } };
     parts.push({ turn, full, at });
   }
+  return { parts };
+}
+
+/** The chain's parameters $1 … $3n. */
+function chainValues(parts: readonly TurnPart[]): unknown[] {
+  const values: unknown[] = [parts[0]!.full, parts[0]!.at, parts[0]!.turn.durationMs];
+  for (let i = 1; i < parts.length; i++)
+    values.push(parts[i - 1]!.turn.points, parts[i]!.full, parts[i]!.turn.durationMs);
+  return values;
+}
+
+const windowsOf = (parts: readonly TurnPart[], row: Record<string, unknown>) =>
+  parts.map((_, i) =>
+    row[`p${i}`] === null
+      ? undefined
+      : { points: Number(row[`p${i}`]), expire: Number(row[`e${i}`]) },
+  );
+
+/** The first refusal among the counted windows, else the one from memory (if any). */
+function firstRefusal(
+  parts: readonly TurnPart[],
+  windows: ReadonlyArray<{ points: number; expire: number } | undefined>,
+  fromMemory: TurnRefusal | undefined,
+): TurnRefusal | undefined {
+  for (const [i, p] of parts.entries()) {
+    const window = windows[i];
+    if (!window) break;
+    const count = p.turn.verdict(p.full, p.at, window);
+    if (!count.ok) return { index: i, count };
+  }
+  return fromMemory;
+}
+
+/**
+ * Counts one for each step's key on its counter, in turn, stopping at the first refusal —
+ * what calling the counters one after another does — in one round trip: a key a counter
+ * refuses from memory ends the chain there (the keys before it are counted), and the others
+ * are one statement (chainParts). With PostgreSQL unreachable each counts on its own, as
+ * a plain count does. Answers the first refusal, or undefined when every step allowed it.
+ */
+export async function countInTurn(steps: TurnSteps): Promise<TurnRefusal | undefined> {
+  const { parts, fromMemory } = partsOf(steps);
   if (parts.length === 0) return fromMemory;
-  const at = parts[0]!.at;
   let windows: Array<{ points: number; expire: number } | undefined>;
   try {
-    let statement = CHAINS.get(parts.length);
-    if (!statement) CHAINS.set(parts.length, (statement = chainStatement(parts.length)));
-    const values: unknown[] = [parts[0]!.full, at, parts[0]!.turn.durationMs];
-    for (let i = 1; i < parts.length; i++)
-      values.push(parts[i - 1]!.turn.points, parts[i]!.full, parts[i]!.turn.durationMs);
     const r = await runPrepared<Record<string, number | string | null>>(
       parts[0]!.turn.pool,
-      statement,
-      values,
+      chainStatement(parts.length),
+      chainValues(parts),
     );
-    const row = r.rows[0]!;
-    windows = parts.map((_, i) =>
-      row[`p${i}`] === null
-        ? undefined
-        : { points: Number(row[`p${i}`]), expire: Number(row[`e${i}`]) },
-    );
+    windows = windowsOf(parts, r.rows[0]!);
   } catch {
     windows = [];
     for (const p of parts) {
@@ -258,11 +327,30 @@ export async function countInTurn(
       if (w.points > p.turn.points) break;
     }
   }
-  for (const [i, p] of parts.entries()) {
-    const window = windows[i];
-    if (!window) break;
-    const count = p.turn.verdict(p.full, p.at, window);
-    if (!count.ok) return { index: i, count };
-  }
-  return fromMemory;
+  return firstRefusal(parts, windows, fromMemory);
+}
+
+/**
+ * countInTurn inside the statement `statementFor` builds around the chain (a CountChain; its
+ * own parameters `extra`, from the chain's firstParameter), so the counts and another lookup
+ * of the same request are one round trip. Answers the first refusal and the statement's row;
+ * no row when the first key is refused from memory (nothing is counted or run: the caller
+ * makes its lookup alone). Unlike countInTurn, a failed statement is thrown, not counted
+ * locally: the caller's other lookup failed with it. `statementFor` is called once per chain
+ * length and its statement kept.
+ */
+export async function countInTurnWithin<R extends QueryResultRow>(
+  steps: TurnSteps,
+  statementFor: (chain: CountChain) => PreparedStatement,
+  extra: unknown[],
+): Promise<{ refusal?: TurnRefusal; row?: R }> {
+  const { parts, fromMemory } = partsOf(steps);
+  if (parts.length === 0) return fromMemory ? { refusal: fromMemory } : {};
+  const r = await runPrepared<R>(parts[0]!.turn.pool, besideStatement(statementFor, parts.length), [
+    ...chainValues(parts),
+    ...extra,
+  ]);
+  const row = r.rows[0]!;
+  const refusal = firstRefusal(parts, windowsOf(parts, row), fromMemory);
+  return refusal ? { refusal, row } : { row };
 }

@@ -1,12 +1,15 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import type { Clock } from '@mtg/clock';
+import { nowMs, type Clock } from '@mtg/clock';
 import {
   countInTurn,
+  countInTurnWithin,
   createWindowCounter,
+  type CountChain,
   type Pool,
   type PreparedStatement,
+  type TurnRefusal,
   type WindowCount,
 } from '@mtg/db';
 import type { Principal } from '@mtg/identity';
@@ -70,6 +73,17 @@ export interface RateLimits {
     statement: PreparedStatement,
     extra: unknown[],
   ): Promise<R | undefined>;
+  /**
+   * As countPollWithin, for a start: the start limits' chain (subject, client, tenant) is
+   * counted inside the statement `statementFor` builds around it (a CountChain), and the
+   * request's start spends that count. Undefined when it did not run: no start limit is on,
+   * the subject's count is refused from memory, or no request is being handled.
+   */
+  countStartWithin<R extends Record<string, unknown>>(
+    principal: Principal,
+    statementFor: (chain: CountChain) => PreparedStatement,
+    extra: unknown[],
+  ): Promise<R | undefined>;
 }
 
 /** What one request carries across its middleware and verbs (retryAfterHeader opens it). */
@@ -77,6 +91,11 @@ interface RequestLimits {
   retryAfterSeconds?: number;
   /** The poll count countPollWithin made, for the request's first poll verb. */
   prepaidPoll?: { key: string; decision: RateDecision };
+  /**
+   * The start counts countStartWithin made, for the request's start; `window` names the
+   * limit window whose first refusal it is (owed until spent).
+   */
+  prepaidStart?: { key: string; decision: RateDecision; window?: string };
 }
 
 export function createRateLimits(options: {
@@ -130,25 +149,59 @@ export function createRateLimits(options: {
     return decide(name, l, await l.consume(hashKey(key)));
   };
   const callerKey = (p: Principal) => `${p.tenant}\u0000${p.subject}\u0000${p.client}`;
+  const startSteps = (p: Principal) =>
+    (
+      [
+        ['starts', starts, `${p.tenant}\u0000${p.subject}`],
+        ['client_starts', clientStarts, `${p.tenant}\u0000${p.client}`],
+        ['tenant_starts', tenantStarts, p.tenant],
+      ] as const
+    ).flatMap(([name, l, key]) => (l ? [{ name, l, counter: l.consume, key: hashKey(key) }] : []));
+  /** The chain's verdict, and the window (limit and key) that refused it. */
+  const startDecision = (
+    steps: ReturnType<typeof startSteps>,
+    refused: TurnRefusal | undefined,
+  ): { decision: RateDecision; window?: string } => {
+    if (!refused) return { decision: { ok: true } };
+    const step = steps[refused.index]!;
+    return {
+      decision: decide(step.name, step.l, refused.count),
+      window: `${step.name}:${step.key}`,
+    };
+  };
+  // Start windows whose first refusal was counted beside a revocation check for a request that
+  // was answered before its start (its arguments, the tool policy: countStartWithin), until
+  // that window ends: the next start that window refuses here is the one audited. Per replica,
+  // as refusals from memory are.
+  const owedAudits = new Map<string, number>();
+  const owe = (window: string, msBeforeNext: number) => {
+    const at = nowMs(options.clock);
+    if (owedAudits.size >= 10_000)
+      for (const [k, until] of owedAudits) if (until <= at) owedAudits.delete(k);
+    owedAudits.set(window, at + msBeforeNext);
+  };
+  const paid = (d: { decision: RateDecision; window?: string }): RateDecision => {
+    const until = d.window === undefined ? undefined : owedAudits.get(d.window);
+    if (until === undefined || d.decision.ok) return d.decision;
+    owedAudits.delete(d.window!);
+    return until > nowMs(options.clock) ? { ...d.decision, firstInWindow: true } : d.decision;
+  };
 
   return {
     // The subject's, then the client's, then the tenant's count, each only if the one before
     // allowed the start: one statement (countInTurn).
     async start(p) {
-      const steps = (
-        [
-          ['starts', starts, `${p.tenant}\u0000${p.subject}`],
-          ['client_starts', clientStarts, `${p.tenant}\u0000${p.client}`],
-          ['tenant_starts', tenantStarts, p.tenant],
-        ] as const
-      ).flatMap(([name, l, key]) =>
-        l ? [{ name, l, counter: l.consume, key: hashKey(key) }] : [],
-      );
+      const request = hints.getStore();
+      if (request?.prepaidStart?.key === callerKey(p)) {
+        const { decision, window } = request.prepaidStart;
+        request.prepaidStart = undefined;
+        // Its refusal, first in its window, is audited now.
+        if (window !== undefined) owedAudits.delete(window);
+        return decision;
+      }
+      const steps = startSteps(p);
       if (steps.length === 0) return { ok: true };
-      const refused = await countInTurn(steps);
-      if (!refused) return { ok: true };
-      const step = steps[refused.index]!;
-      return decide(step.name, step.l, refused.count);
+      return paid(startDecision(steps, await countInTurn(steps)));
     },
     async poll(p) {
       if (!polls) return { ok: true };
@@ -172,6 +225,24 @@ export function createRateLimits(options: {
       const key = hashKey(callerKey(p));
       const { count, row } = await polls.consume.countWithin<R>(key, statement, extra);
       request.prepaidPoll = { key, decision: decide('polls', polls, count) };
+      return row;
+    },
+    async countStartWithin<R extends Record<string, unknown>>(
+      p: Principal,
+      statementFor: (chain: CountChain) => PreparedStatement,
+      extra: unknown[],
+    ) {
+      const request = hints.getStore();
+      const steps = startSteps(p);
+      if (!request || steps.length === 0) return undefined;
+      const { refusal, row } = await countInTurnWithin<R>(steps, statementFor, extra);
+      if (!row) return undefined;
+      const { decision, window } = startDecision(steps, refusal);
+      // Owed until the request's start spends it: a request answered before its start
+      // leaves this window's first refusal to the next one.
+      const first = !decision.ok && decision.firstInWindow && window !== undefined;
+      if (first) owe(window, refusal!.count.msBeforeNext);
+      request.prepaidStart = { key: callerKey(p), decision, ...(first ? { window } : {}) };
       return row;
     },
     retryAfterHeader(_req, res, next) {

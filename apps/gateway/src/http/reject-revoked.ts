@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { appendAuditGrouped } from '@mtg/audit';
-import { WINDOW_COUNT_CTE, type Pool } from '@mtg/db';
+import { WINDOW_COUNT_CTE, type CountChain, type Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import {
   ownedTaskOf,
@@ -39,7 +39,11 @@ const REVOKED_WITH_POLL_COUNT_AND_TASK = revocationBeside({
   lateral: ownedTaskWithMark({ id: 6, tenant: 4, client: 7 }),
 });
 
-type PollRow = PrincipalRevocationRow & Record<string, unknown>;
+// A start's counts (its limits' chain) and its caller's revocation check in one round trip;
+// built once per chain length (countInTurnWithin keeps them).
+const REVOKED_WITH_START_COUNTS = (chain: CountChain) => revocationBeside(chain);
+
+type CountedRow = PrincipalRevocationRow & Record<string, unknown>;
 
 /**
  * After authenticate: a principal the gateway was told to stop acting for (Shared Signals,
@@ -48,22 +52,26 @@ type PollRow = PrincipalRevocationRow & Record<string, unknown>;
  * no cache, so a revocation holds from the moment it commits. A failed lookup fails closed
  * (the error handler answers 503 for an outage, 500 otherwise).
  *
- * With `polls` (the MCP route, after its body is parsed): a request that reads a task's
+ * With `counts` (the MCP route, after its body is parsed): a request that reads a task's
  * status or result has its poll counted in the same statement (RateLimits.countPollWithin),
  * and its verb spends that count — a poll's revocation check and rate limit are one round
  * trip instead of two. Neither is cached: both are read on the primary at each request.
  * The same statement reads the polled task as its verb would (owner, retention, the status
- * read mark), and the verb takes that row: a poll is one round trip.
+ * read mark), and the verb takes that row: a poll is one round trip. A task start has its
+ * start limits counted the same way (RateLimits.countStartWithin): a start refused after
+ * that, before its verb (its arguments, the tool policy), has spent its count.
  */
 export function rejectRevoked(options: {
   pool: Pool;
   resourceMetadataUrl: string;
   logger: Logger;
-  polls?: {
+  counts?: {
     limits: RateLimits;
     isPoll: (req: Request) => boolean;
     /** The task a poll reads, read in the same statement for its verb (prefetched-task.ts). */
     taskOf: (req: Request) => string | undefined;
+    /** Whether the request starts a task on a path that reaches the start verb with it. */
+    isStart: (req: Request) => boolean;
   };
 }) {
   const refuse = (res: Response, description: string) =>
@@ -71,18 +79,25 @@ export function rejectRevoked(options: {
 
   /** The caller's revocation, and a poll's task row read with it (for its verb to take). */
   const check = async (req: Request, p: ReturnType<typeof principalOf>) => {
-    const polls = options.polls;
-    if (polls?.isPoll(req) !== true) return { revocation: await revocationOf(options.pool, p) };
-    const polled = polls.taskOf(req);
+    const counts = options.counts;
+    if (counts?.isStart(req) === true) {
+      const row = await counts.limits.countStartWithin<CountedRow>(p, REVOKED_WITH_START_COUNTS, [
+        p.tenant,
+        p.subject,
+      ]);
+      return { revocation: row ? revocationFromRow(row, p) : await revocationOf(options.pool, p) };
+    }
+    if (counts?.isPoll(req) !== true) return { revocation: await revocationOf(options.pool, p) };
+    const polled = counts.taskOf(req);
     const taskId = polled !== undefined && TASK_ID.test(polled) ? polled : undefined;
     const row = taskId
-      ? await polls.limits.countPollWithin<PollRow>(p, REVOKED_WITH_POLL_COUNT_AND_TASK, [
+      ? await counts.limits.countPollWithin<CountedRow>(p, REVOKED_WITH_POLL_COUNT_AND_TASK, [
           p.tenant,
           p.subject,
           taskId,
           p.client,
         ])
-      : await polls.limits.countPollWithin<PollRow>(p, REVOKED_WITH_POLL_COUNT, [
+      : await counts.limits.countPollWithin<CountedRow>(p, REVOKED_WITH_POLL_COUNT, [
           p.tenant,
           p.subject,
         ]);

@@ -100,6 +100,10 @@ export function coreTaskStart(
   };
 }
 
+/** Whether fastTaskStart takes this request (before the route runs: rejectRevoked's counts). */
+export const isFastTaskStart = (req: Request, isLongTool: (name: string) => boolean): boolean =>
+  (plainTaskStart(req, isLongTool) ?? coreTaskStart(req, isLongTool)) !== undefined;
+
 /**
  * A 2026-07-28 tools/call result as the v2 SDK's server sends it: `content: []` added to a
  * result without content (its normalization of tool results), `resultType` `complete` unless
