@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { CallToolResultSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../support/clients.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
+import { postMcp } from '../support/raw-post.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { submittedStatements } from '../support/submitted-statements.ts';
@@ -34,20 +35,8 @@ async function pollsCounted(subject: string): Promise<number | undefined> {
   return rows[0]?.points;
 }
 
-const post = async (token: string, headers: Record<string, string>, body: unknown) => {
-  const r = await fetch(stack.mcpUrl, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      ...headers,
-    },
-    body: JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text.startsWith('{') ? JSON.parse(text) : text };
-};
+const post = (token: string, headers: Record<string, string>, body: unknown) =>
+  postMcp(stack.mcpUrl, token, headers, body);
 /** A 2025-11-25 JSON-RPC request, as the v1 SDK sends it to a stateless server. */
 const rpc2025 = (token: string, method: string, params: Record<string, unknown>) =>
   post(token, { 'mcp-protocol-version': '2025-11-25' }, { jsonrpc: '2.0', id: 1, method, params });

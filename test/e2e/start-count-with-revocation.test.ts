@@ -5,6 +5,7 @@
 // that window's audited refusal to the next start it refuses.
 import { createHash } from 'node:crypto';
 import { rpc2026 } from '../support/raw-2026.ts';
+import { postMcp } from '../support/raw-post.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { submittedStatements } from '../support/submitted-statements.ts';
@@ -44,20 +45,13 @@ async function startsCounted(subject: string) {
   };
 }
 
-const rpc2025 = async (token: string, params: Record<string, unknown>) => {
-  const r = await fetch(stack.mcpUrl, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params }),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text.startsWith('{') ? JSON.parse(text) : text };
-};
+const rpc2025 = (token: string, params: Record<string, unknown>) =>
+  postMcp(
+    stack.mcpUrl,
+    token,
+    { 'mcp-protocol-version': '2025-11-25' },
+    { jsonrpc: '2.0', id: 1, method: 'tools/call', params },
+  );
 
 /** Each kind of start, as a client sends it; `fast` ones count beside the revocation check. */
 const STARTS: Record<
