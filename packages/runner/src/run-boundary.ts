@@ -26,6 +26,12 @@ export interface RunBoundary {
    */
   check(atStepBoundary?: boolean, reuseFresh?: boolean, renew?: boolean): Promise<void>;
   /**
+   * The run's end, before a completion whose statement reads the rest of the boundary itself
+   * (completeTask `atBoundary`): the local lease deadline, the steps waiting (written first)
+   * and a stop already known; reads nothing. Throws StopRun when the run must stop.
+   */
+  checkKnown(): Promise<void>;
+  /**
    * A boundary read by another statement of the run (the claim, a step's journal). A check
    * with `reuseFresh` within BOUNDARY_FRESH_MS of it decides on it instead of reading again.
    */
@@ -213,6 +219,11 @@ export function openRunBoundary(
   return {
     signal: run.signal,
     check,
+    async checkKnown() {
+      if (leaseExpired()) run.abort(new StopRun('lease_expired'));
+      await steps.flush();
+      if (run.signal.aborted) throw toStop(run.signal.reason);
+    },
     observe(b) {
       // The claim or a journal write read it; its send time is not known here, so it does
       // not move the deadline (only renewals, whose send time is, do).

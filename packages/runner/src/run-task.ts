@@ -157,28 +157,39 @@ export async function runTask(
     const structured = await executeThroughOutages(deps, run, { taskId, lease, log }, () =>
       held.tool.execute(made.context, task.arguments as never),
     );
-    // The end: the last step's target call read the boundary a moment ago (or it is read
-    // again); the last step, if not journaled yet, and a progress report still pending ride
-    // on the ending's statement. An exchange a stage started for a call that never came lands
-    // its audit event before the ending's.
+    // The end: the completion's statement reads the boundary itself (a cancel, the deadline,
+    // a revocation), so the end reads nothing before it; the last step, if not journaled
+    // yet, and a progress report still pending ride on it. An exchange a stage started for a
+    // call that never came lands its audit event before the ending's.
     await run.quiesce();
     lastStep = run.takeStep();
-    await run.check(false, true);
+    await run.checkKnown();
     const result = held.tool.returnsToolResult
       ? asToolResult(structured, held.tool.name)
       : {
           content: [{ type: 'text', text: JSON.stringify(structured) }],
           structuredContent: structured,
         };
-    // From here on the completion has it (a failed completion is retried from the journal).
-    const step = lastStep;
-    lastStep = undefined;
-    return await finish(deps, held, result, {
-      startedAt,
-      downstreamSystems,
-      progress: run.takeProgress(),
-      step,
-    });
+    const progress = run.takeProgress();
+    for (let attempt = 1; ; attempt++) {
+      // From here on the completion has it (a failed completion is retried from the journal).
+      const step = lastStep;
+      lastStep = undefined;
+      const ended = await finish(deps, held, result, {
+        startedAt,
+        downstreamSystems,
+        ...(progress ? { progress } : {}),
+        step,
+        atBoundary: true,
+        checkBoundary: () => run.check(false, true),
+      });
+      if (ended !== 'lost' || attempt === 2) return ended;
+      // Nothing settled: the lease is gone, or a stop stands. The boundary says which and
+      // throws it (the step is then journaled as for any stop); a stop that went away
+      // meanwhile (a principal restored) lets the completion try once more.
+      lastStep = step;
+      await run.check();
+    }
   } catch (error) {
     // Nothing may still be running when the outcome is written.
     await run.quiesce();

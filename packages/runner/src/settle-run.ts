@@ -45,7 +45,14 @@ export async function finish(
     downstreamSystems: Set<string>;
     progress?: PendingProgress;
     /** The run's last step, not journaled yet: the completion journals it. */
-    step?: DeferredStep;
+    step?: DeferredStep | undefined;
+    /** The run's end: the completion settles only if no stop stands (completeTask). */
+    atBoundary?: boolean;
+    /**
+     * The end's boundary check, for an ending that does not read it itself (a result over
+     * the limit): throws the stop that stands, which then ends the run instead.
+     */
+    checkBoundary?: () => Promise<void>;
   },
 ): Promise<RunResult> {
   const text = JSON.stringify(result);
@@ -55,6 +62,7 @@ export async function finish(
     // The step happened: journaled (with its event) before the failure is written.
     const b = await run.step?.write(undefined);
     if (b && !b.mine) return 'lost';
+    await run.checkBoundary?.();
     return fail(
       deps,
       h,
@@ -76,6 +84,7 @@ export async function finish(
     ...(progress ? { progress } : {}),
     ...(job ? { job } : {}),
     ...(run.step ? { step: run.step.step } : {}),
+    ...(run.atBoundary ? { atBoundary: true } : {}),
   });
   if (settled && job) deps.job!.completed = true;
   return settled ? 'settled' : 'lost';

@@ -3,6 +3,7 @@ import { createToolHarness, recordingTarget, type ToolHarness } from '@mtg/tool-
 import { z } from 'zod';
 import { pollUntil } from '../../../test/support/poll.ts';
 import { sql } from '../../../test/support/sql.ts';
+import { submittedStatements } from '../../../test/support/submitted-statements.ts';
 
 // The runner's own behaviour, through the tool author's harness: real PostgreSQL, real runner.
 let failures = 0;
@@ -128,6 +129,18 @@ const pack = definePack({
       async execute(ctx) {
         await ctx.step('first', () => gate.promise as Promise<{ ok: boolean }>);
         await ctx.step('second', async () => ({ ok: true }));
+        return {};
+      },
+    }),
+    defineLongTool({
+      name: 'probe_last_gated',
+      title: 'One gated step, then the end',
+      description: 'One step that waits for the test; the tool returns as soon as it does.',
+      input: z.object({}),
+      scope: 'probe:run',
+      summarize: () => ({}),
+      async execute(ctx) {
+        await ctx.step('only', () => gate.promise as Promise<{ ok: boolean }>);
         return {};
       },
     }),
@@ -470,6 +483,52 @@ test('a call between renewals reads the boundary without writing: nothing is wri
     expect(await run).toBe('settled');
     expect(ledger.writes(id)).toHaveLength(1);
     expect(await long.task(id)).toMatchObject({ status: 'cancelled' });
+  } finally {
+    await long.close();
+  }
+});
+
+test('the end reads no boundary of its own: the completion checks it, and a cancel recorded during the last step ends the run cancelled with that step journaled', async () => {
+  // A long lease: no renewal reads or writes the row between the claim and the ending.
+  const long = await createToolHarness({ pack, targets: { ledger }, leaseMs: 30_000 });
+  try {
+    const lastStepRunning = async (id: string) =>
+      pollUntil(
+        async () => long.stepRuns(id).only ?? 0,
+        (n) => n === 1,
+        5000,
+        10,
+        'the step running',
+      );
+    // The statements after the step returned (a marker statement sent as the gate opens):
+    // the completion, and no boundary read (a read or a renewal selects `b_cancel`).
+    gate = opened();
+    const done = await long.start('probe_last_gated', {});
+    let ended: unknown;
+    const statements = await submittedStatements(async () => {
+      const run = long.run(done.id);
+      await lastStepRunning(done.id);
+      await sql(long.databaseUrl, `SELECT 'the step returns' AS marker`);
+      gate.resolve({ ok: true });
+      ended = await run;
+    });
+    expect(ended).toBe('settled');
+    const after = statements.slice(statements.findIndex((t) => t.includes('the step returns')));
+    expect(after.filter((t) => /\bb_cancel\b/.test(t))).toEqual([]);
+    expect(after.filter((t) => /INSERT INTO app\.task_results/.test(t))).toHaveLength(1);
+    expect(await long.task(done.id)).toMatchObject({ status: 'completed', steps: ['only'] });
+
+    // A cancel recorded while the last step runs, with no notification: the completion does
+    // not settle, the boundary then read says why, and the step is journaled before the stop.
+    gate = opened();
+    const { id } = await long.start('probe_last_gated', {}, { idempotencyKey: 'cancelled' });
+    const run = long.run(id);
+    await lastStepRunning(id);
+    await requestCancelUnnotified(long.databaseUrl, id);
+    gate.resolve({ ok: true });
+    expect(await run).toBe('settled');
+    expect(long.stepRuns(id)).toEqual({ only: 1 });
+    expect(await long.task(id)).toMatchObject({ status: 'cancelled', steps: ['only'] });
   } finally {
     await long.close();
   }

@@ -14,7 +14,7 @@ import { LIVE_LEASE, fenced } from './predicates.ts';
 import { ABOUT_FILLED, aboutFilledValues, aboutTask } from './about-task.ts';
 import type { Lease } from './lease.ts';
 import {
-  SETTLED,
+  settledCte,
   settleParams,
   settleTask,
   type OnTaskEnded,
@@ -68,7 +68,7 @@ async function endTask(
 // the same lease and its `task.step_completed` event, appended before `task.completed`, only
 // when the task settled and the step was not journaled already: $19–$22 the step's name,
 // seq, output and start, $23 / $24 its event's type and body.
-const completeText = (job: string | undefined, withStep: boolean) => {
+const completeText = (job: string | undefined, withStep: boolean, atBoundary: boolean) => {
   const own = withStep ? COMPLETE_PARAMS + STEP_PARAMS : COMPLETE_PARAMS;
   const events = withStep
     ? `(CASE WHEN j.n > 0 THEN ARRAY[$23::text] ELSE '{}'::text[] END) || `
@@ -81,7 +81,7 @@ const completeText = (job: string | undefined, withStep: boolean) => {
     '$18',
     `${aboutFilledValues('s')} || jsonb_build_object('durationMs', ${durationSql('s')}, 'attempts', s.attempts)`,
   );
-  return `WITH ${SETTLED},
+  return `WITH ${settledCte(atBoundary)},
    stored AS (
      INSERT INTO app.task_results (task_id, result, is_error, size_bytes, expires_at, delete_on_read)
      SELECT id, $12, $13, $14, now() + ttl_ms * interval '1 millisecond', $15 FROM settled
@@ -116,11 +116,15 @@ const COMPLETE_PARAMS = 18;
 const STEP_PARAMS = 6;
 /** The completion's statements: with or without a last step, and a job's completion (one per pg-boss text). */
 const completions = new Map<string, PreparedStatement>();
-function completion(jobText: string | undefined, withStep: boolean): PreparedStatement {
-  const key = `${withStep ? 's' : '-'}${jobText ?? ''}`;
+function completion(
+  jobText: string | undefined,
+  withStep: boolean,
+  atBoundary: boolean,
+): PreparedStatement {
+  const key = `${withStep ? 's' : '-'}${atBoundary ? 'b' : '-'}${jobText ?? ''}`;
   let statement = completions.get(key);
   if (!statement) {
-    statement = prepared(completeText(jobText, withStep));
+    statement = prepared(completeText(jobText, withStep, atBoundary));
     completions.set(key, statement);
   }
   return statement;
@@ -149,7 +153,8 @@ export interface FinishedResult {
 /**
  * working → completed, by the lease holder: the settlement, the result row and
  * `task.completed` (after the run's last step, when it carries one) in one fenced statement
- * (completeText); then, once it committed, the hook.
+ * (completeText); then, once it committed, the hook. Undefined when nothing settled: the lease
+ * is lost (or, `atBoundary`, a stop stands).
  */
 export async function completeTask(
   deps: EndDeps,
@@ -166,6 +171,12 @@ export async function completeTask(
     job?: JobCompletion;
     /** The run's last step, not journaled yet: journaled in the same statement (CompletedStep). */
     step?: CompletedStep;
+    /**
+     * The run's end, in place of its boundary read: the task settles only if no cancel,
+     * deadline or revocation stands either (settledCte); otherwise nothing is written, as when
+     * the lease is lost, and the run reads its boundary to tell which.
+     */
+    atBoundary?: boolean;
   },
 ): Promise<TaskRow | undefined> {
   const isError = c.finished.result.isError === true;
@@ -209,7 +220,7 @@ export async function completeTask(
       ...auditAppendArgs(c.step.event),
     );
   if (c.job) values.push(...c.job.values);
-  const statement = completion(c.job?.text, c.step !== undefined);
+  const statement = completion(c.job?.text, c.step !== undefined, c.atBoundary === true);
   const r = await runPrepared<TaskRow>(deps.pool, statement, values);
   const ended = r.rows[0];
   if (ended) deps.onTaskEnded?.(ended);

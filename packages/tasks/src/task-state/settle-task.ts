@@ -59,14 +59,22 @@ export function settleParams(s: Settlement): unknown[] {
   ];
 }
 
+/** No stop a boundary would see (BOUNDARY_COLUMNS all false), as a condition on app.tasks. */
+const NO_STOP = `cancel_requested_at IS NULL AND deadline > now()
+        AND NOT EXISTS (SELECT 1 FROM app.principals p
+                         WHERE p.tenant = app.tasks.tenant AND p.subject = app.tasks.subject
+                           AND p.revoked)`;
+
 /**
  * The settlement as common table expressions, for a statement that does more with it (a
  * completion stores its result and appends its event in the same statement): `settled`, the
  * row as it ended; the end of the task-bound delegation (it ends with the task); and the
  * notification to waiters (sent on commit), each only when the task settled. Parameters
- * $1 … $11 (`settleParams`).
+ * $1 … $11 (`settleParams`). `atBoundary` (a completion at the run's end, in place of the
+ * end's boundary read): it settles only if no stop stands either — no cancel requested, the
+ * deadline not passed, the owner not revoked (what a boundary reads: lease.ts).
  */
-export const SETTLED = `settled AS (
+export const settledCte = (atBoundary = false) => `settled AS (
      UPDATE app.tasks SET
         status = $2, outcome = $3, status_message = $4, ended_by = $5,
         ended_at = now(), updated_at = now(), progress = COALESCE($11::jsonb, progress),
@@ -75,11 +83,16 @@ export const SETTLED = `settled AS (
         lease_owner = NULL, lease_expires_at = NULL,
         lease_epoch = CASE WHEN $6 THEN lease_epoch ELSE lease_epoch + 1 END
       WHERE id = $1 AND ${NOT_ENDED}
-        AND (NOT $6 OR (${fenced('$7', '$8')}))
+        AND (NOT $6 OR (${fenced('$7', '$8')}))${
+          atBoundary
+            ? `
+        AND ${NO_STOP}`
+            : ''
+        }
       RETURNING ${TASK_SELECT}),
    ended_delegation AS (
      DELETE FROM app.task_credentials c USING settled WHERE c.task_id = settled.id
      RETURNING c.task_id),
    notified AS (SELECT pg_notify($9, $10) FROM settled)`;
-
+const SETTLED = settledCte();
 const SETTLE = prepared(`WITH ${SETTLED} SELECT settled.* FROM settled CROSS JOIN notified`);

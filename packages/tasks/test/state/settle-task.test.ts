@@ -16,6 +16,7 @@ import {
   taskRow,
   type StateDatabase,
   claimLease,
+  OWNER,
   stepEvent,
 } from './state-database.ts';
 
@@ -42,6 +43,7 @@ const complete = (
   text: string,
   job?: JobCompletion,
   step?: CompletedStep,
+  atBoundary?: boolean,
 ) =>
   completeTask(
     { pool: s.worker },
@@ -54,6 +56,7 @@ const complete = (
       downstreamSystems: [],
       ...(job ? { job } : {}),
       ...(step ? { step } : {}),
+      ...(atBoundary ? { atBoundary } : {}),
     },
   );
 
@@ -308,4 +311,55 @@ test('a completion whose last step was journaled already appends no second step 
     id,
   ]);
   expect(rows).toEqual([{ output: { value: 1 } }]);
+});
+
+test('a completion at the run’s end settles only if no stop stands: a cancel, the deadline, a revocation leave everything as it was', async () => {
+  const stops: Record<string, (id: string) => Promise<unknown>> = {
+    'a cancel requested': (id) =>
+      s.admin.query(
+        `UPDATE app.tasks SET cancel_requested_at = now(),
+                cancel_requested_by = '{"path":"owner"}' WHERE id = $1`,
+        [id],
+      ),
+    'the deadline passed': (id) =>
+      s.admin.query(`UPDATE app.tasks SET deadline = now() - interval '1 second' WHERE id = $1`, [
+        id,
+      ]),
+    'the owner revoked': () =>
+      s.admin.query(
+        `INSERT INTO app.principals (tenant, subject, revoked, revoked_at)
+         VALUES ($1, 'revoked-owner', true, now())
+         ON CONFLICT (tenant, subject) DO UPDATE SET revoked = true`,
+        [OWNER.tenant],
+      ),
+  };
+  for (const [stop, make] of Object.entries(stops)) {
+    const id = await insertTask(s.admin, { subject: 'revoked-owner' });
+    const lease = await claimLease(s, id, 'w1');
+    await make(id);
+    const step = lastStep(id, 'batch:1', 1);
+    expect({ stop, ended: await complete(id, lease, 'r', undefined, step, true) }).toEqual({
+      stop,
+      ended: undefined,
+    });
+    expect({ stop, row: await taskRow(s.admin, id) }).toMatchObject({
+      stop,
+      row: { status: 'working', lease_owner: 'w1' },
+    });
+    expect(await results(id)).toEqual([]);
+    expect(await eventTypes(s.admin, id)).toEqual(['task.started']);
+    const journal = await s.admin.query(`SELECT 1 FROM app.task_steps WHERE task_id = $1`, [id]);
+    expect(journal.rows).toEqual([]);
+    if (stop === 'the owner revoked')
+      await s.admin.query(
+        `UPDATE app.principals SET revoked = false WHERE tenant = $1 AND subject = 'revoked-owner'`,
+        [OWNER.tenant],
+      );
+  }
+  // With none of them it settles, as a completion does.
+  const id = await insertTask(s.admin, { subject: 'revoked-owner' });
+  const lease = await claimLease(s, id, 'w1');
+  expect(await complete(id, lease, 'r', undefined, undefined, true)).toMatchObject({
+    status: 'completed',
+  });
 });
