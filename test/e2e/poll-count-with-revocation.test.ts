@@ -8,6 +8,7 @@ import { CallToolResultSchema, GetTaskResultSchema } from '@modelcontextprotocol
 import { connectV1 } from '../support/clients.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { postMcp } from '../support/raw-post.ts';
+import { setRevoked } from '../support/principals.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { submittedStatements } from '../support/submitted-statements.ts';
@@ -112,13 +113,7 @@ test.each(Object.keys(POLLS))(
   },
 );
 
-const revoke = (subject: string, revoked: boolean) =>
-  sql(
-    stack.db.url,
-    `INSERT INTO app.principals (tenant, subject, revoked, revoked_at) VALUES ('acme', $1, $2, now())
-     ON CONFLICT (tenant, subject) DO UPDATE SET revoked = $2, revoked_at = now()`,
-    [subject, revoked],
-  );
+const revoke = (subject: string, revoked: boolean) => setRevoked(stack.db.url, subject, revoked);
 
 test('a revoked caller’s polls, every kind, are refused as revoked and audited; a token from before a restore stays refused', async () => {
   const { token, id } = await startFor('pc-revoked');

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { postMcp } from '../support/raw-post.ts';
+import { setRevoked } from '../support/principals.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { submittedStatements } from '../support/submitted-statements.ts';
@@ -108,13 +109,7 @@ test.each(Object.keys(STARTS).filter((k) => k.includes('fast path')))(
   },
 );
 
-const revoke = (subject: string) =>
-  sql(
-    stack.db.url,
-    `INSERT INTO app.principals (tenant, subject, revoked, revoked_at) VALUES ('acme', $1, true, now())
-     ON CONFLICT (tenant, subject) DO UPDATE SET revoked = true, revoked_at = now()`,
-    [subject],
-  );
+const revoke = (subject: string) => setRevoked(stack.db.url, subject, true);
 
 test('a revoked caller’s starts, every kind, are refused as revoked and audited; nothing is created', async () => {
   const token = await stack.token('sc-revoked', 'acme');
