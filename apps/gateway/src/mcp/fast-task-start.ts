@@ -100,9 +100,24 @@ export function coreTaskStart(
   };
 }
 
+// Each request is recognized once: rejectRevoked asks before the route runs (to count the
+// start beside its revocation check), and the route takes the same answer.
+const recognized = new WeakMap<Request, TaskStartCall | null>();
+function taskStartOf(
+  req: Request,
+  isLongTool: (name: string) => boolean,
+): TaskStartCall | undefined {
+  let call = recognized.get(req);
+  if (call === undefined) {
+    call = plainTaskStart(req, isLongTool) ?? coreTaskStart(req, isLongTool) ?? null;
+    recognized.set(req, call);
+  }
+  return call ?? undefined;
+}
+
 /** Whether fastTaskStart takes this request (before the route runs: rejectRevoked's counts). */
 export const isFastTaskStart = (req: Request, isLongTool: (name: string) => boolean): boolean =>
-  (plainTaskStart(req, isLongTool) ?? coreTaskStart(req, isLongTool)) !== undefined;
+  taskStartOf(req, isLongTool) !== undefined;
 
 /**
  * A 2026-07-28 tools/call result as the v2 SDK's server sends it: `content: []` added to a
@@ -141,7 +156,7 @@ export async function fastTaskStart(
   req: Request,
   request: RequestContext,
 ): Promise<FastAnswer | undefined> {
-  const call = plainTaskStart(req, dispatch.isLongTool) ?? coreTaskStart(req, dispatch.isLongTool);
+  const call = taskStartOf(req, dispatch.isLongTool);
   if (!call) return undefined;
   const modern = call.wire === '2026';
   const progressToken = modern ? undefined : progressTokenOf(call.meta);
