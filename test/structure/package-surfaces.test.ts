@@ -96,8 +96,8 @@ const PINNED: Record<string, { values: string[]; types: string[] }> = {
     ],
   },
   '@mtg/clock': {
-    values: ['nowMs', 'systemClock'],
-    types: ['Clock'],
+    values: ['nowMs', 'rememberAccepted', 'systemClock'],
+    types: ['Clock', 'RememberOptions'],
   },
   '@mtg/config': {
     values: [

@@ -1,1 +1,2 @@
 export { nowMs, systemClock, type Clock } from './clock.ts';
+export { rememberAccepted, type RememberOptions } from './remember-accepted.ts';

@@ -1,4 +1,4 @@
-import { nowMs } from '@mtg/clock';
+import { nowMs, rememberAccepted } from '@mtg/clock';
 import {
   verifyAccessToken,
   type VerifyAccessTokenOptions,
@@ -30,24 +30,11 @@ export function cachedTokenVerifier(
   options: VerifyAccessTokenOptions,
   cache: CachedVerifierOptions,
 ): TokenVerifier {
-  if (cache.maxAgeMs <= 0) return (token) => verifyAccessToken(token, options);
-  const max = cache.maxEntries ?? 10_000;
-  const now = options.now ?? nowMs;
   const toleranceMs = (options.clockToleranceSec ?? 30) * 1000;
-  const accepted = new Map<string, { until: number; result: VerifyAccessTokenResult }>();
-  return async (token) => {
-    const t = now();
-    const hit = accepted.get(token);
-    if (hit) {
-      if (t < hit.until) return hit.result;
-      accepted.delete(token);
-    }
-    const result = await verifyAccessToken(token, options);
-    if (result.ok) {
-      const until = Math.min(t + cache.maxAgeMs, result.principal.expiresAt * 1000 + toleranceMs);
-      if (accepted.size >= max) accepted.delete(accepted.keys().next().value!);
-      accepted.set(token, { until, result });
-    }
-    return result;
-  };
+  return rememberAccepted((token) => verifyAccessToken(token, options), {
+    maxAgeMs: cache.maxAgeMs,
+    ...(cache.maxEntries !== undefined ? { maxEntries: cache.maxEntries } : {}),
+    acceptedUntil: (r) => (r.ok ? r.principal.expiresAt * 1000 + toleranceMs : undefined),
+    now: options.now ?? nowMs,
+  });
 }
