@@ -2,7 +2,7 @@ import express, { Router, type Request, type Response } from 'express';
 import type { JWTVerifyGetKey } from 'jose';
 import type { Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
-import { verifyDownstreamToken, type DownstreamCaller } from './verify-downstream-token.ts';
+import { rememberingVerifier, type DownstreamCaller } from './verify-downstream-token.ts';
 
 /** Which scope each kind of operation needs. */
 function scopeFor(path: string): string | undefined {
@@ -15,7 +15,8 @@ function scopeFor(path: string): string | undefined {
 /**
  * The demo downstream API. Writes (POST) need an Idempotency-Key and an X-Task-Id; a key
  * seen before returns the recorded write without writing again. A write whose client went
- * away (aborted) before commit is rolled back, so an aborted call never lands afterwards.
+ * away (aborted) before its statement is not written, so an aborted call never lands
+ * afterwards; the write is one statement, committed on its own.
  */
 export function apiRoutes(deps: {
   pool: Pool;
@@ -26,6 +27,7 @@ export function apiRoutes(deps: {
 }): Router {
   const router = Router();
   router.use(express.json({ limit: '256kb' }));
+  const verify = rememberingVerifier(deps);
 
   const authenticate = async (
     req: Request,
@@ -40,7 +42,7 @@ export function apiRoutes(deps: {
         .json({ error: 'invalid_token', error_description: 'missing token' });
       return undefined;
     }
-    const v = await verifyDownstreamToken(token, deps);
+    const v = await verify(token);
     if (!v.ok) {
       res
         .status(401)
@@ -98,42 +100,32 @@ export function apiRoutes(deps: {
       });
       return;
     }
-    const client = await deps.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const inserted = await client.query<{ at: Date }>(
-        `INSERT INTO downstream.writes (idempotency_key, task_id, method, path, body, sub, act, client)
-         VALUES ($1, $2, 'POST', $3, $4, $5, $6, $7)
-         ON CONFLICT (idempotency_key) DO NOTHING RETURNING at`,
-        [
-          key,
-          taskId,
-          req.path,
-          JSON.stringify(req.body ?? {}),
-          caller.sub,
-          caller.act ? JSON.stringify(caller.act) : null,
-          caller.client,
-        ],
-      );
-      if (req.socket.destroyed || res.closed) {
-        // The caller aborted (e.g. its task was cancelled): do not let this write land.
-        await client.query('ROLLBACK');
-        deps.logger.info('write aborted by caller, rolled back', { taskId, key });
-        return;
-      }
-      await client.query('COMMIT');
-      if (inserted.rowCount === 0) {
-        res.status(200).json({ ok: true, deduplicated: true, idempotencyKey: key });
-      } else {
-        res
-          .status(201)
-          .json({ ok: true, deduplicated: false, idempotencyKey: key, at: inserted.rows[0]!.at });
-      }
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
+    if (req.socket.destroyed || res.closed) {
+      // The caller aborted (e.g. its task was cancelled) before the write: it does not land.
+      deps.logger.info('write aborted by caller, not written', { taskId, key });
+      return;
+    }
+    // One statement, its own transaction: the write and its commit are one round trip.
+    const inserted = await deps.pool.query<{ at: Date }>(
+      `INSERT INTO downstream.writes (idempotency_key, task_id, method, path, body, sub, act, client)
+       VALUES ($1, $2, 'POST', $3, $4, $5, $6, $7)
+       ON CONFLICT (idempotency_key) DO NOTHING RETURNING at`,
+      [
+        key,
+        taskId,
+        req.path,
+        JSON.stringify(req.body ?? {}),
+        caller.sub,
+        caller.act ? JSON.stringify(caller.act) : null,
+        caller.client,
+      ],
+    );
+    if (inserted.rowCount === 0) {
+      res.status(200).json({ ok: true, deduplicated: true, idempotencyKey: key });
+    } else {
+      res
+        .status(201)
+        .json({ ok: true, deduplicated: false, idempotencyKey: key, at: inserted.rows[0]!.at });
     }
   });
   return router;

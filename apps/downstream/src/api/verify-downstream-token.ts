@@ -1,7 +1,10 @@
+import { nowMs, rememberAccepted } from '@mtg/clock';
 import { jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 
 export interface DownstreamCaller {
   sub: string;
+  /** The token's `exp`, seconds since the epoch. */
+  exp: number;
   act: Record<string, unknown> | null;
   client: string | null;
   scopes: string[];
@@ -38,5 +41,25 @@ export async function verifyDownstreamToken(
       : typeof payload.azp === 'string'
         ? payload.azp
         : null;
-  return { ok: true, caller: { sub: String(payload.sub), act, client, scopes: scope } };
+  return {
+    ok: true,
+    caller: { sub: String(payload.sub), exp: payload.exp!, act, client, scopes: scope },
+  };
+}
+
+/**
+ * verifyDownstreamToken that remembers the tokens it accepted, keyed by the whole token, for
+ * at most a minute and never past their `exp` (with the check's 30 s tolerance): a task's
+ * stage token, presented for each of its calls, pays the signature check once. Refusals are
+ * not remembered; the scope and `act` checks run on every request as before.
+ */
+export function rememberingVerifier(
+  options: { keys: JWTVerifyGetKey; issuer: string; audience: string },
+  now: () => number = nowMs,
+) {
+  return rememberAccepted((token) => verifyDownstreamToken(token, options), {
+    maxAgeMs: 60_000,
+    acceptedUntil: (v) => (v.ok ? v.caller.exp * 1000 + 30_000 : undefined),
+    now,
+  });
 }
