@@ -36,20 +36,23 @@ export function createUserStore(file: string, now: () => number = nowMs): UserSt
   // The file as last read, by the identity of that version of it: every check still asks the
   // file system (one stat), and only a changed file is read and parsed again.
   let last: { version: string; users: UserFile } | undefined;
-  async function load(): Promise<UserFile> {
+  /** The users as the file holds them now; the caller must not change what it gets. */
+  async function current(): Promise<Readonly<UserFile>> {
     try {
       const s = await stat(file);
       const version = `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
       if (last?.version !== version) {
         last = { version, users: JSON.parse(await readFile(file, 'utf8')) as UserFile };
       }
-      // A copy: update() changes what it loads before the write lands.
-      return { ...last.users };
+      return last.users;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
       throw error;
     }
   }
+
+  // A copy: update() changes what it loads before the write lands.
+  const load = async (): Promise<UserFile> => ({ ...(await current()) });
 
   async function save(users: UserFile): Promise<void> {
     await mkdir(path.dirname(file), { recursive: true });
@@ -84,7 +87,7 @@ export function createUserStore(file: string, now: () => number = nowMs): UserSt
   return {
     file,
     async get(key) {
-      return (await load())[encodeAccountId(key)];
+      return (await current())[encodeAccountId(key)];
     },
     ensure(key) {
       return update(key, (user) => user ?? fresh(key, false));

@@ -1,4 +1,4 @@
-import { nowMs } from '@mtg/clock';
+import { nowMs, rememberAccepted } from '@mtg/clock';
 import { createLocalJWKSet, errors, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import { SIGNING_ALG } from './signing-key.ts';
 
@@ -24,7 +24,10 @@ export type VerifyOwnTokenResult =
 
 /**
  * Verifies a JWT access token issued by this IdP. JWT access tokens are not stored by
- * oidc-provider (AccessToken.find cannot see them), so the signature is the check.
+ * oidc-provider (AccessToken.find cannot see them), so the signature is the check. A token it
+ * accepted is remembered (by the whole token) for a minute at most and never past its `exp`:
+ * a client's actor token, sent with each of its exchanges, is checked once. Whether its
+ * user is disabled is asked on every exchange, after this.
  */
 export function createOwnTokenVerifier(options: {
   issuer: string;
@@ -33,7 +36,7 @@ export function createOwnTokenVerifier(options: {
 }): (token: string) => Promise<VerifyOwnTokenResult> {
   const keys = createLocalJWKSet({ keys: [options.publicKey] });
   const now = options.now ?? nowMs;
-  return async (token) => {
+  const verify = async (token: string): Promise<VerifyOwnTokenResult> => {
     try {
       const { payload } = await jwtVerify(token, keys, {
         issuer: options.issuer,
@@ -54,4 +57,9 @@ export function createOwnTokenVerifier(options: {
       throw error;
     }
   };
+  return rememberAccepted(verify, {
+    maxAgeMs: 60_000,
+    acceptedUntil: (r) => (r.ok ? r.claims.exp * 1000 : undefined),
+    now,
+  });
 }
