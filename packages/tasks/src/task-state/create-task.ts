@@ -118,23 +118,29 @@ export async function createTask(
     correlationId: input.correlationId,
   };
 
-  // A repeat of a live start returns the existing task without another token exchange.
-  const live = await runPrepared<TaskRow>(deps.pool, LIVE_REPEAT, [
-    p.tenant,
-    p.subject,
-    p.client,
-    key,
-    hash,
-  ]);
-  if (live.rows[0]) {
+  // A repeat of a live start is answered with the task it made. No lookup comes first: the
+  // start statement's INSERT finds the idempotency slot taken (reuseExisting), so a start that
+  // is not a repeat, nearly all of them, makes one round trip fewer, and a repeat pays a token
+  // exchange it then drops. Where the exchange or the active-task caps refuse, a live repeat
+  // is still answered with its task, as before any exchange.
+  const liveRepeat = async (): Promise<StartOutcome | undefined> => {
+    const live = await runPrepared<TaskRow>(deps.pool, LIVE_REPEAT, [
+      p.tenant,
+      p.subject,
+      p.client,
+      key,
+      hash,
+    ]);
+    const task = live.rows[0];
+    if (!task) return undefined;
     await appendAuditGrouped(deps.pool, {
       type: 'task.deduplicated',
-      taskId: live.rows[0].id,
+      taskId: task.id,
       ...audit,
-      data: { wire: input.wire, idempotency: live.rows[0].idempotency_kind },
+      data: { wire: input.wire, idempotency: task.idempotency_kind },
     });
-    return { ok: true, task: live.rows[0], created: false };
-  }
+    return { ok: true, task, created: false };
+  };
 
   let delegation: Delegation | undefined;
   if (deps.delegation) {
@@ -142,6 +148,8 @@ export async function createTask(
       throw new Error('createTask: delegation is configured but no subject token was given');
     const d = await obtainDelegation(deps.delegation, input.subjectToken, tool.scope, deadlineMs);
     if (!d.ok) {
+      const repeat = await liveRepeat();
+      if (repeat) return repeat;
       await deps.denials.deny({
         type: 'task.denied',
         ...audit,
@@ -240,11 +248,15 @@ export async function createTask(
     const row = r.rows[0]!;
     if (row.id !== null) return { ok: true, task: taskRowOf(row), created: true };
     // Not inserted: refused (the counts did not count it), or its idempotency slot is taken.
+    const capped = overCaps(
+      { user_active: row.user_active + 1, tenant_active: row.tenant_active + 1 },
+      deps.limits,
+    );
+    // At the cap, a live repeat is answered with its task: it asks for nothing new.
+    const repeat = capped && (await liveRepeat());
+    if (repeat) return repeat;
     const refused =
-      overCaps(
-        { user_active: row.user_active + 1, tenant_active: row.tenant_active + 1 },
-        deps.limits,
-      ) ??
+      capped ??
       (revocationFromRow(row, p) ? taskError('principal_revoked', REVOKED_MESSAGE) : undefined);
     const outcome = refused ?? (await reuseExisting(deps.pool, owner, key, hash, input, audit));
     if (outcome === 'retry') continue;

@@ -143,7 +143,7 @@ test('app.start_admission reads counts kept for the statuses ACTIVE names, under
   );
 });
 
-test('a start is one statement: its task, job, notice and events land together, after the live-repeat lookup', async () => {
+test('a start is one statement: its task, job, notice and events land together, with no lookup before it', async () => {
   const listener = await s.admin.connect();
   const notices: string[] = [];
   listener.on('notification', (m) => notices.push(m.payload ?? ''));
@@ -162,9 +162,9 @@ test('a start is one statement: its task, job, notice and events land together, 
     const deps = { ...startDeps(s), pool: counted };
     const started = await createTask(deps, startInput('one-statement', 'one-statement'));
     if (!started.ok) throw new Error(started.message);
-    // The lookup of a live repeat, then the start itself: no BEGIN, no COMMIT between.
-    expect(sent).toHaveLength(2);
-    expect(sent[1]).toContain('app.start_admission');
+    // The start itself, and nothing before it: no lookup of a live repeat, no BEGIN or COMMIT.
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toContain('app.start_admission');
     const id = started.task.id;
     const job = await s.admin.query(`SELECT name, state, data FROM pgboss.job WHERE id = $1`, [
       started.task.job_id,
@@ -192,6 +192,59 @@ test('a start is one statement: its task, job, notice and events land together, 
   } finally {
     listener.release();
   }
+});
+
+test('a repeat is answered with its task, also at the active-task cap and when the exchange fails', async () => {
+  const tenant = 'repeats';
+  const deps = startDeps(s, { ...LIMITS, maxActivePerUser: 1 });
+  const input = startInput('rita', tenant);
+  const first = await createTask(deps, input);
+  if (!first.ok) throw new Error(first.message);
+  const deduplicated = async () =>
+    (
+      await s.admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM audit.events WHERE task_id = $1 AND type = 'task.deduplicated'`,
+        [first.task.id],
+      )
+    ).rows[0]!.n;
+  // Its slot taken: the start statement inserts nothing and the repeat gets the task.
+  expect(await createTask(startDeps(s), input)).toMatchObject({
+    ok: true,
+    created: false,
+    task: { id: first.task.id },
+  });
+  // At the cap (this user's one active task is that task): still the task, not user_limit.
+  expect(await createTask(deps, input)).toMatchObject({
+    ok: true,
+    created: false,
+    task: { id: first.task.id },
+  });
+  expect(await createTask(deps, startInput('rita', tenant))).toMatchObject({
+    ok: false,
+    code: 'user_limit',
+  });
+  // The authorization server unreachable: a repeat needs no delegation, a new start does.
+  const unreachable = {
+    ...startDeps(s),
+    delegation: {
+      exchanger: {
+        exchange: () => Promise.reject(new Error('connect ECONNREFUSED')),
+      } as never,
+      cipher: undefined as never,
+      workerResource: 'https://worker.test',
+      graceSeconds: 60,
+    },
+  };
+  expect(await createTask(unreachable, { ...input, subjectToken: 't' })).toMatchObject({
+    ok: true,
+    created: false,
+    task: { id: first.task.id },
+  });
+  expect(
+    await createTask(unreachable, { ...startInput('rita', tenant), subjectToken: 't' }),
+  ).toMatchObject({ ok: false, code: 'delegation_unavailable' });
+  expect(await deduplicated()).toBe(3);
+  expect(await activeOf(tenant)).toBe(1);
 });
 
 test('a refused start writes nothing: no task, no job, no notice and no event but its denial', async () => {
