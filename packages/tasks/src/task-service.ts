@@ -1,11 +1,17 @@
 import { nowMs, systemClock, type Clock } from '@mtg/clock';
 import type { Pool } from 'pg';
 import type { ReadRouter } from '@mtg/db';
-import { appendAuditGrouped } from '@mtg/audit';
+import { appendAuditGrouped, type AuditEvent } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { LongToolDefinition } from '@mtg/tools';
-import { auditStatusRead, type StatusReadAudit } from './audit-status-read.ts';
+import {
+  auditStatusRead,
+  firstReadToMark,
+  statusReadEvent,
+  type StatusReadAudit,
+} from './audit-status-read.ts';
+import { firstReadWithResult } from './first-read-with-result.ts';
 import {
   authorizeTask,
   deny,
@@ -262,7 +268,12 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       // at worst find nothing to resume.
       const row = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (row !== auth.task) await deps.reads?.wrote(readKeys(ctx.principal, taskId));
-      await auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
+      // A completed task's result, read on the primary by a caller whose first read of that
+      // status this is: the mark, the result and both events are one statement.
+      const withResult = options.withResult === true && row.status === 'completed';
+      const firstWithResult =
+        withResult && !deps.reads && firstReadToMark(deps.statusReadAudit, row);
+      if (!firstWithResult) await auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
       const reading: TaskReading = { task: await viewOf(row), row };
       if (reading.task.inputFrom === 'caller') {
         const q = await pendingInput(deps.pool, row.id);
@@ -278,7 +289,17 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
           };
       }
       // Asked for the result of an ended task: always audited, as result() is.
-      if (options.withResult && row.status === 'completed')
+      if (firstWithResult) {
+        const stored = await firstReadWithResult(
+          deps.pool,
+          row,
+          ctx.principal,
+          statusReadEvent(deps.statusReadAudit, row, ctx),
+          resultReadEvent(row, ctx),
+        );
+        if (!stored) await deny(deps, ctx, 'get', row.id, 'result_gone', row.tool);
+        reading.result = stored ?? 'gone';
+      } else if (withResult)
         reading.result = (await takeResult(row, ctx, 'get', deps.reads)) ?? 'gone';
       else if (options.withResult && isTerminal(row.status))
         await auditResultRead(row, ctx, undefined);
@@ -467,8 +488,8 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     return stored;
   }
 
-  async function auditResultRead(task: VerbTaskRow, ctx: VerbContext, stored?: StoredResult) {
-    await appendAuditGrouped(deps.pool, {
+  function resultReadEvent(task: VerbTaskRow, ctx: VerbContext, stored?: StoredResult): AuditEvent {
+    return {
       type: 'task.result_read',
       taskId: task.id,
       ...owner(ctx.principal),
@@ -479,7 +500,11 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
         status: task.status,
         ...(stored ? { sizeBytes: stored.sizeBytes, deletedOnRead: stored.deletedOnRead } : {}),
       },
-    });
+    };
+  }
+
+  async function auditResultRead(task: VerbTaskRow, ctx: VerbContext, stored?: StoredResult) {
+    await appendAuditGrouped(deps.pool, resultReadEvent(task, ctx, stored));
   }
 
   return service;
