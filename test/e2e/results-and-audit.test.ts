@@ -2,7 +2,7 @@ import pg from 'pg';
 import { pollUntil } from '../support/poll.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
-import { extWire, jobToolsWire } from '../support/wires.ts';
+import { jobToolsWire } from '../support/wires.ts';
 
 let stack: Stack;
 beforeAll(async () => {
@@ -36,36 +36,6 @@ test('a result marked delete-on-read is returned once, then reported gone', asyn
   const second = await wire.result(token, id);
   expect(second).toMatchObject({ ok: false });
   expect((second as { error: string }).error).toMatch(/no longer stored/);
-});
-
-test('on the 2026 wire, a first read of a completed task takes its result and records both reads in one transaction', async () => {
-  const wire = extWire(stack.mcpUrl);
-  const token = await stack.token('omar', 'acme');
-  const id = await wire.start(token, 'generate_report', { report: 'one-transaction' });
-  // Waited for without reading it: the read below is the owner's first of `completed`.
-  await pollUntil(
-    () => sql<{ status: string }>(stack.db.url, 'SELECT status FROM app.tasks WHERE id = $1', [id]),
-    (r) => r[0]?.status === 'completed',
-  );
-  expect(await wire.get(token, id)).toMatchObject({ ok: true, value: { status: 'completed' } });
-  const written = await sql<{ what: string; x: string }>(
-    stack.db.url,
-    `SELECT type AS what, xmin::text AS x FROM audit.events
-      WHERE task_id = $1 AND type IN ('task.status_read', 'task.result_read')
-     UNION ALL
-     SELECT 'mark', xmin::text FROM app.status_read_marks WHERE task_id = $1`,
-    [id],
-  );
-  expect(written.map((w) => w.what).sort()).toEqual([
-    'mark',
-    'task.result_read',
-    'task.status_read',
-  ]);
-  expect(new Set(written.map((w) => w.x)).size).toBe(1);
-  // Delete-on-read (this stack's generate_report): taken by that read.
-  expect(
-    await sql(stack.db.url, 'SELECT 1 FROM app.task_results WHERE task_id = $1', [id]),
-  ).toHaveLength(0);
 });
 
 test('a result over the tool’s size cap fails the task with a clear error', async () => {

@@ -26,26 +26,15 @@ const FIRST_STATUS_READ = prepared(
    SELECT ${appendEventSql('$6', '$7')} AS seq FROM mark`,
 );
 
-/**
- * Whether this read is the caller's first of `row`'s status as far as the row knows, so that
- * recording it writes a mark and commits (under `first-per-change`): a statement that reads
- * more (first-read-with-result.ts) can carry that mark and its event.
- */
-export function firstReadToMark(
+/** Records (or, under `first-per-change`, perhaps not) that the caller read `row`'s status. */
+export async function auditStatusRead(
+  pool: Pool,
   policy: StatusReadAudit,
   row: VerbTaskRow & { status_read_marked?: boolean },
-): boolean {
-  return policy === 'first-per-change' && row.status_read_marked !== true;
-}
-
-/** The `task.status_read` event of this read of `row`'s status. */
-export function statusReadEvent(
-  policy: StatusReadAudit,
-  row: VerbTaskRow,
   ctx: VerbContext,
-): AuditEvent {
+): Promise<void> {
   const p = ctx.principal;
-  return {
+  const event: AuditEvent = {
     type: 'task.status_read',
     taskId: row.id,
     tenant: p.tenant,
@@ -57,17 +46,6 @@ export function statusReadEvent(
     // auditor whether reads between two events may be missing from it.
     data: { wire: ctx.wire, status: row.status, recorded: policy },
   };
-}
-
-/** Records (or, under `first-per-change`, perhaps not) that the caller read `row`'s status. */
-export async function auditStatusRead(
-  pool: Pool,
-  policy: StatusReadAudit,
-  row: VerbTaskRow & { status_read_marked?: boolean },
-  ctx: VerbContext,
-): Promise<void> {
-  const p = ctx.principal;
-  const event = statusReadEvent(policy, row, ctx);
   if (policy === 'all') {
     await appendAuditGrouped(pool, event);
     return;

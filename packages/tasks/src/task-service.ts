@@ -1,17 +1,11 @@
 import { nowMs, systemClock, type Clock } from '@mtg/clock';
 import type { Pool } from 'pg';
 import type { ReadRouter } from '@mtg/db';
-import { appendAuditGrouped, type AuditEvent } from '@mtg/audit';
+import { appendAuditGrouped } from '@mtg/audit';
 import type { Principal } from '@mtg/identity';
 import type { Logger } from '@mtg/log';
 import type { LongToolDefinition } from '@mtg/tools';
-import {
-  auditStatusRead,
-  firstReadToMark,
-  statusReadEvent,
-  type StatusReadAudit,
-} from './audit-status-read.ts';
-import { firstReadWithResult } from './first-read-with-result.ts';
+import { auditStatusRead, type StatusReadAudit } from './audit-status-read.ts';
 import {
   authorizeTask,
   deny,
@@ -268,12 +262,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       // at worst find nothing to resume.
       const row = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (row !== auth.task) await deps.reads?.wrote(readKeys(ctx.principal, taskId));
-      // A completed task's result, read on the primary by a caller whose first read of that
-      // status this is: the mark, the result and both events are one statement.
-      const withResult = options.withResult === true && row.status === 'completed';
-      const firstWithResult =
-        withResult && !deps.reads && firstReadToMark(deps.statusReadAudit, row);
-      if (!firstWithResult) await auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
+      await auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
       const reading: TaskReading = { task: await viewOf(row), row };
       if (reading.task.inputFrom === 'caller') {
         const q = await pendingInput(deps.pool, row.id);
@@ -289,17 +278,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
           };
       }
       // Asked for the result of an ended task: always audited, as result() is.
-      if (firstWithResult) {
-        const stored = await firstReadWithResult(
-          deps.pool,
-          row,
-          ctx.principal,
-          statusReadEvent(deps.statusReadAudit, row, ctx),
-          resultReadEvent(row, ctx),
-        );
-        if (!stored) await deny(deps, ctx, 'get', row.id, 'result_gone', row.tool);
-        reading.result = stored ?? 'gone';
-      } else if (withResult)
+      if (options.withResult && row.status === 'completed')
         reading.result = (await takeResult(row, ctx, 'get', deps.reads)) ?? 'gone';
       else if (options.withResult && isTerminal(row.status))
         await auditResultRead(row, ctx, undefined);
@@ -488,8 +467,8 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     return stored;
   }
 
-  function resultReadEvent(task: VerbTaskRow, ctx: VerbContext, stored?: StoredResult): AuditEvent {
-    return {
+  async function auditResultRead(task: VerbTaskRow, ctx: VerbContext, stored?: StoredResult) {
+    await appendAuditGrouped(deps.pool, {
       type: 'task.result_read',
       taskId: task.id,
       ...owner(ctx.principal),
@@ -500,11 +479,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
         status: task.status,
         ...(stored ? { sizeBytes: stored.sizeBytes, deletedOnRead: stored.deletedOnRead } : {}),
       },
-    };
-  }
-
-  async function auditResultRead(task: VerbTaskRow, ctx: VerbContext, stored?: StoredResult) {
-    await appendAuditGrouped(deps.pool, resultReadEvent(task, ctx, stored));
+    });
   }
 
   return service;
