@@ -68,6 +68,11 @@ export interface BenchContext {
   sqlByIndex<T extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<T[]>;
   /** Stops running tasks (as a cancel would) and deletes every task and task job. */
   reset(): Promise<void>;
+  /**
+   * What autovacuum would have done by now with the dead rows the work so far left (VACUUM
+   * (ANALYZE) of the tables a task churns), without removing anything: reset() ends with it.
+   */
+  vacuum(): Promise<void>;
   topology(t: Topology): Promise<void>;
   rows: Row[];
   /** Markdown printed after a section's table (per-phase tables, method notes). */
@@ -111,6 +116,16 @@ export function createContext(
     }
   };
 
+  const vacuum = async () => {
+    // What autovacuum (on by default) would do with what the measurement before left: on
+    // a server without it, each measurement would otherwise pay for the dead rows of all
+    // those before it (the maintenance leader's probes, the fetch, the renewals walk them).
+    await sql(`VACUUM (ANALYZE) app.tasks, app.task_steps, app.task_results,
+                 app.task_credentials, app.task_inputs, app.task_progress_tokens,
+                 app.status_read_marks, app.rate_limits, app.workers, app.principals,
+                 app.active_tenants, app.active_subjects, audit.chains,
+                 pgboss.job, pgboss.queue`);
+  };
   const ctx: BenchContext = {
     options,
     db,
@@ -139,14 +154,9 @@ export function createContext(
       // A seeded history (scripts/bench/seed-volume.ts, tenants vol-*) stays: it is the load.
       await sql(`DELETE FROM app.tasks WHERE tenant NOT LIKE 'vol-%'`);
       await sql(`DELETE FROM pgboss.job WHERE name LIKE 'tool.%'`);
-      // What autovacuum (on by default) would do with what the measurement before left: on
-      // a server without it, each measurement would otherwise pay for the dead rows of all
-      // those before it (the maintenance leader's probes, the fetch, the renewals walk them).
-      await sql(`VACUUM (ANALYZE) app.tasks, app.task_steps, app.task_results,
-                   app.task_credentials, app.task_inputs, app.task_progress_tokens,
-                   app.status_read_marks, app.rate_limits, app.workers, app.principals,
-                   pgboss.job, pgboss.queue`);
+      await vacuum();
     },
+    vacuum,
     async topology(t) {
       const gEnv = JSON.stringify(t.gatewayEnv ?? {});
       const wEnv = JSON.stringify(t.workerEnv ?? {});
