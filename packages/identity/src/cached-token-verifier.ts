@@ -30,8 +30,10 @@ export function cachedTokenVerifier(
   options: VerifyAccessTokenOptions,
   cache: CachedVerifierOptions,
 ): TokenVerifier {
+  const verify: TokenVerifier = (token) => verifyAccessToken(token, options);
+  if (cache.maxAgeMs <= 0) return verify;
   const toleranceMs = (options.clockToleranceSec ?? 30) * 1000;
-  return rememberAccepted((token) => verifyAccessToken(token, options), {
+  return rememberAccepted(verify, {
     maxAgeMs: cache.maxAgeMs,
     ...(cache.maxEntries !== undefined ? { maxEntries: cache.maxEntries } : {}),
     acceptedUntil: (r) => (r.ok ? r.principal.expiresAt * 1000 + toleranceMs : undefined),
