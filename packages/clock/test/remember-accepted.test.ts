@@ -10,13 +10,14 @@ function counted(exp: number) {
   };
   return { calls, check };
 }
+const acceptedUntil = (v: { ok: boolean; exp?: number }) => (v.ok ? v.exp : undefined);
 
 test('an accepted input is checked once while remembered; a refused one every time', async () => {
   const clock = { ms: 1_000 };
   const { calls, check } = counted(100_000);
   const remembered = rememberAccepted(check, {
     maxAgeMs: 60_000,
-    acceptedUntil: (v) => (v.ok ? v.exp : undefined),
+    acceptedUntil,
     now: () => clock.ms,
   });
   expect(await remembered('ok-a')).toEqual({ ok: true, exp: 100_000 });
@@ -31,7 +32,7 @@ test('never past maxAgeMs, nor past what acceptedUntil says', async () => {
   const { calls, check } = counted(30_000);
   const remembered = rememberAccepted(check, {
     maxAgeMs: 10_000,
-    acceptedUntil: (v) => (v.ok ? v.exp : undefined),
+    acceptedUntil,
     now: () => clock.ms,
   });
   await remembered('ok-a');
@@ -55,7 +56,7 @@ test('the oldest is forgotten past maxEntries; maxAgeMs 0 remembers nothing', as
   const remembered = rememberAccepted(check, {
     maxAgeMs: 60_000,
     maxEntries: 2,
-    acceptedUntil: (v) => (v.ok ? v.exp : undefined),
+    acceptedUntil,
   });
   await remembered('ok-1');
   await remembered('ok-2');
@@ -67,7 +68,7 @@ test('the oldest is forgotten past maxEntries; maxAgeMs 0 remembers nothing', as
   const never = counted(Number.MAX_SAFE_INTEGER);
   const unremembered = rememberAccepted(never.check, {
     maxAgeMs: 0,
-    acceptedUntil: (v) => (v.ok ? v.exp : undefined),
+    acceptedUntil,
   });
   await unremembered('ok-1');
   await unremembered('ok-1');

@@ -1,4 +1,4 @@
-import { nowMs, rememberAccepted } from '@mtg/clock';
+import { rememberAccepted } from '@mtg/clock';
 import { jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 
 export interface DownstreamCaller {
@@ -9,6 +9,9 @@ export interface DownstreamCaller {
   client: string | null;
   scopes: string[];
 }
+
+/** How far past `exp` a token is still accepted (jwtVerify's `clockTolerance`), seconds. */
+const CLOCK_TOLERANCE_S = 30;
 
 /**
  * The downstream is its own resource server: a token must be issued by the trusted issuer
@@ -25,7 +28,7 @@ export async function verifyDownstreamToken(
       audience: options.audience,
       algorithms: ['ES256', 'RS256', 'PS256', 'EdDSA'],
       requiredClaims: ['exp', 'sub'],
-      clockTolerance: 30,
+      clockTolerance: CLOCK_TOLERANCE_S,
     }));
   } catch (error) {
     return { ok: false, description: error instanceof Error ? error.message : 'invalid token' };
@@ -53,13 +56,13 @@ export async function verifyDownstreamToken(
  * stage token, presented for each of its calls, pays the signature check once. Refusals are
  * not remembered; the scope and `act` checks run on every request as before.
  */
-export function rememberingVerifier(
-  options: { keys: JWTVerifyGetKey; issuer: string; audience: string },
-  now: () => number = nowMs,
-) {
+export function rememberingVerifier(options: {
+  keys: JWTVerifyGetKey;
+  issuer: string;
+  audience: string;
+}) {
   return rememberAccepted((token) => verifyDownstreamToken(token, options), {
     maxAgeMs: 60_000,
-    acceptedUntil: (v) => (v.ok ? v.caller.exp * 1000 + 30_000 : undefined),
-    now,
+    acceptedUntil: (v) => (v.ok ? (v.caller.exp + CLOCK_TOLERANCE_S) * 1000 : undefined),
   });
 }
