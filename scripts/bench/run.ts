@@ -4,9 +4,10 @@
 //
 // Environment: BENCH_RUNS (3), BENCH_DURATION_S (8), BENCH_CONNECTIONS (50),
 // BENCH_SAMPLES (30, latency samples; task batches are 10× that), BENCH_ONLY (comma list of:
-// tasks, cost, overhead, curve, starts, polls, memory, footprint, pickup, cancel, revocation,
-// failover, scaling, idle, audit, upstream, backlog, volume; `overhead` under load needs `tasks` in
-// the same run), BENCH_BACKLOG_TASKS (100000), BENCH_VOLUME_TASKS (1000000),
+// tasks, cost, overhead, peer, curve, starts, polls, memory, footprint, pickup, cancel,
+// revocation, failover, scaling, idle, audit, upstream, backlog, volume; `overhead` under load
+// needs `tasks` in the same run; `peer`, the hand-built peer that is the baseline of the `tasks`
+// and `cost` goals, runs after them), BENCH_BACKLOG_TASKS (100000), BENCH_VOLUME_TASKS (1000000),
 // BENCH_VOLUME_EVENTS_PER_TASK (10), BENCH_CHROMIUM (/usr/bin/chromium, for the curve's chart),
 // BENCH_LOG_LEVEL (info), BENCH_OUT (BENCHMARKS.md; "-" to only print), BENCH_CAVEAT (a line
 // for the report's header, e.g. that the machine was shared).
@@ -22,6 +23,7 @@ import { benchCancel, benchFailover, benchPickup, benchRevocation } from './benc
 import { benchMemory, benchPolls, benchStarts, NO_CAPS } from './benches/throughput.ts';
 import { benchCost, benchOverhead, benchTasks, benchWorkerScaling } from './benches/tasks.ts';
 import { benchIdleWorkers } from './benches/idle.ts';
+import { benchPeer } from './benches/peer.ts';
 import {
   createContext,
   type BenchContext,
@@ -37,6 +39,7 @@ const BENCHES: Array<[string, (ctx: BenchContext) => Promise<void>]> = [
   ['tasks', benchTasks],
   ['cost', benchCost],
   ['overhead', benchOverhead],
+  ['peer', benchPeer],
   ['curve', benchCurve],
   ['starts', benchStarts],
   ['polls', benchPolls],
