@@ -16,6 +16,7 @@ export function holdWorkers(ctx: BenchContext): () => void {
   const release = () => {
     if (released) return;
     released = true;
+    process.off('exit', release);
     for (const pid of pids) {
       try {
         process.kill(pid, 'SIGCONT');
