@@ -32,6 +32,7 @@ import {
 } from './lib/context.ts';
 import { preparedDatabase, MACHINE_POSTGRES } from './lib/database.ts';
 import { machineInfo } from './lib/machine.ts';
+import { machineSpeed } from './lib/machine-speed.ts';
 import { REPO_ROOT, startProcessStack } from './lib/process-stack.ts';
 import { renderReport } from './lib/report.ts';
 
@@ -88,8 +89,9 @@ async function main(): Promise<void> {
   process.env.TEST_ADMIN_DATABASE_URL ??= MACHINE_POSTGRES;
   const started = Date.now();
   const machine = await machineInfo(process.env.TEST_ADMIN_DATABASE_URL);
+  const speedAtStart = await machineSpeed();
   process.stderr.write(
-    `machine: ${JSON.stringify(machine)}\noptions: ${JSON.stringify({ ...options, only: only ? [...only] : 'all' })}\n`,
+    `machine: ${JSON.stringify(machine)}\nspeed: ${JSON.stringify(speedAtStart)}\noptions: ${JSON.stringify({ ...options, only: only ? [...only] : 'all' })}\n`,
   );
 
   const db = await preparedDatabase();
@@ -130,8 +132,11 @@ async function main(): Promise<void> {
       }
       ctx.log(`${name} took ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     }
+    const speedAtEnd = await machineSpeed();
+    ctx.log(`speed at the end: ${JSON.stringify(speedAtEnd)}`);
     const report = renderReport({
       machine,
+      speed: [speedAtStart, speedAtEnd],
       options,
       rows: ctx.rows,
       blocks: ctx.blocks,

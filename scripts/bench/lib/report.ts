@@ -1,11 +1,15 @@
 // BENCHMARKS.md: machine, settings, results next to their baselines, and what limits them.
 import type { BenchOptions, Row } from './context.ts';
 import type { MachineInfo } from './machine.ts';
+import type { MachineSpeed } from './machine-speed.ts';
+import { fmt } from './stats.ts';
 
 const cell = (s: string | undefined) => (s ?? '').replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 export function renderReport(r: {
   machine: MachineInfo;
+  /** The fixed workload at the run's start and end (lib/machine-speed.ts). */
+  speed?: [MachineSpeed, MachineSpeed];
   options: BenchOptions;
   rows: Row[];
   blocks?: Array<{ section: string; lines: string[] }>;
@@ -27,6 +31,11 @@ export function renderReport(r: {
     '',
     `- CPU: ${m.cpu}, ${m.cores} cores; memory ${m.memoryGb} GB; ${m.os}`,
     `- Node ${m.node}; PostgreSQL ${m.postgres} (${m.postgresSettings})`,
+    ...(r.speed
+      ? [
+          `- Machine speed (scripts/bench/lib/machine-speed.ts; lower is faster): a fixed compute workload ${fmt(r.speed[0].computeMs)} ms of CPU at the run's start and ${fmt(r.speed[1].computeMs)} at its end; a loopback TCP round trip ${fmt(r.speed[0].roundTripUs, 1)} and ${fmt(r.speed[1].roundTripUs, 1)} µs of CPU. Compare runs by these before comparing their figures.`,
+        ]
+      : []),
     `- Runs: ${o.runs} per throughput measurement (median reported), ${o.durationS} s each, ` +
       `${o.connections} connections; ${o.samples} samples per latency measurement; log level ${o.logLevel}` +
       (o.only ? `; only: ${[...o.only].join(', ')}` : ''),
