@@ -302,16 +302,20 @@ function report(
     },
   );
   // The goals' rows of this run, if their benches ran: the peer is their baseline.
-  const baseline = (goalId: string, text: string) => {
+  // The Goals table shows a row's goal, not its baseline: the peer's figure goes beside both.
+  const baseline = (goalId: string, text: string, short: string) => {
     const row: Row | undefined = ctx.rows.find((r) => r.goalId === goalId);
-    if (row) row.baseline = text;
+    if (!row) return;
+    row.baseline = text;
+    row.goal = `${row.goal ?? ''} (the hand-built peer in this run: ${short})`;
   };
   baseline(
     'cpu-per-task',
     `the hand-built peer in this run: ${costText} (no audit, no token exchange, no downstream; its row below)`,
+    costText,
   );
   const peerStarts = `the hand-built peer in this run, same load on the 2025-11-25 wire: ${fmt(sustained)} starts/s (its row below)`;
-  baseline('headline', peerStarts);
-  baseline('headline-2025', peerStarts);
+  baseline('headline', peerStarts, `${fmt(sustained)}/s`);
+  baseline('headline-2025', peerStarts, `${fmt(sustained)}/s`);
   ctx.log(`peer: ${costText} per task; ${fmt(sustained)} starts/s sustained; cost ${fmt(cost, 1)}`);
 }
