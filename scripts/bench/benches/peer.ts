@@ -10,13 +10,17 @@ import { cpuMeter, postgresBackends } from '../lib/cpu.ts';
 import { runLoadProcess } from '../lib/load-client.ts';
 import { freePort, spawnProc, type Proc } from '../lib/process-stack.ts';
 import { fmt, median, medianSpread, sleep } from '../lib/stats.ts';
+import {
+  POLL_CONNECTIONS,
+  RAMP_S,
+  START_CONNECTIONS,
+  STEP_MS,
+  STEPS,
+  sustainedRate,
+} from './tasks.ts';
 import { NO_CAPS } from './throughput.ts';
 
-const STEP_MS = 100;
-const RECORDS = 1000; // 2 steps, as the headline's
-const START_CONNECTIONS = 20;
-const POLL_CONNECTIONS = 50;
-const RAMP_S = 2.5;
+const RECORDS = 500 * STEPS; // the headline's tool: a step per 500 records
 
 interface Peer {
   proc: Proc;
@@ -35,6 +39,10 @@ async function startPeer(ctx: BenchContext): Promise<Peer> {
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
   await admin.query(`CREATE DATABASE "${database}"`);
+  const drop = async () => {
+    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await admin.end();
+  };
   const peerUrl = new URL(adminUrl.href);
   peerUrl.pathname = `/${database}`;
   const port = await freePort();
@@ -52,9 +60,15 @@ async function startPeer(ctx: BenchContext): Promise<Peer> {
     },
     `${ctx.stack.dataDir}/logs/peer.log`,
   );
-  await proc.ready;
   const watch = new pg.Client({ connectionString: peerUrl.href });
-  await watch.connect();
+  try {
+    await proc.ready;
+    await watch.connect();
+  } catch (error) {
+    await proc.stop();
+    await drop();
+    throw error;
+  }
   const watchPid = (await watch.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!
     .pid;
   return {
@@ -66,8 +80,7 @@ async function startPeer(ctx: BenchContext): Promise<Peer> {
     async stop() {
       await watch.end();
       await proc.stop();
-      await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
-      await admin.end();
+      await drop();
     },
   };
 }
@@ -272,17 +285,17 @@ function report(
   n: number,
 ) {
   const { runs, durationS } = ctx.options;
-  const cost = median(costs.map((c) => c.perTask));
   const costText = `${medianSpread(
     costs.map((c) => c.perTask),
     1,
   )} ms`;
-  const growth = median(loads.map((l) => l.growth));
-  const starts = median(loads.map((l) => l.starts));
-  const keptUp = growth <= Math.max(5, starts * 0.1);
-  const sustained = keptUp ? starts : median(loads.map((l) => l.completions));
-  const problems =
-    costs.reduce((s, c) => s + c.problems, 0) + loads.reduce((s, l) => s + l.failed, 0);
+  const { keptUp, rate: sustained } = sustainedRate(
+    median(loads.map((l) => l.starts)),
+    median(loads.map((l) => l.completions)),
+    median(loads.map((l) => l.growth)),
+  );
+  const costProblems = costs.reduce((s, c) => s + c.problems, 0);
+  const loadFailures = loads.reduce((s, l) => s + l.failed, 0);
   const mid = [...loads].sort((a, b) => a.completions - b.completions)[
     Math.floor(loads.length / 2)
   ]!;
@@ -290,15 +303,15 @@ function report(
   ctx.rows.push(
     {
       section: 'Tasks',
-      measure: `The hand-built peer (the MCP SDK v1 with DBOS Transact on PostgreSQL, scripts/bench/peer-server.ts; no audit trail, no token exchange, no downstream system): CPU ms per completed task, start → result, the same ${RECORDS / 500}-step tool with ${STEP_MS} ms steps on the 2025-11-25 wire, summed over its process and its database's PostgreSQL`,
+      measure: `The hand-built peer (the MCP SDK v1 with DBOS Transact on PostgreSQL, scripts/bench/peer-server.ts; no audit trail, no token exchange, no downstream system): CPU ms per completed task, start → result, the same ${STEPS}-step tool with ${STEP_MS} ms steps on the 2025-11-25 wire, summed over its process and its database's PostgreSQL`,
       result: costText,
-      samples: `median of ${runs} batches of ${n} tasks (started by ${START_CONNECTIONS} connections, run, each result read with \`tasks/result\`), after an unmeasured one${problems ? `; ${problems} failed requests or tasks` : ''}`,
+      samples: `median of ${runs} batches of ${n} tasks (started by ${START_CONNECTIONS} connections, run, each result read with \`tasks/result\`), after an unmeasured one${costProblems ? `; ${costProblems} failed requests or tasks` : ''}`,
     },
     {
       section: 'Tasks',
       measure: `The hand-built peer under the headline's load: ${START_CONNECTIONS} connections starting the tool (task-augmented \`tools/call\`, 2025-11-25 wire), ${POLL_CONNECTIONS} polling \`tasks/get\` of 64 of its ended tasks`,
       result: startsText,
-      samples: `median of ${runs} × ${durationS} s (a window ${RAMP_S} s into a load ${2 * RAMP_S} s longer)`,
+      samples: `median of ${runs} × ${durationS} s (a window ${RAMP_S} s into a load ${2 * RAMP_S} s longer)${loadFailures ? `; ${loadFailures} failed requests` : ''}`,
     },
   );
   // The goals' rows of this run, if their benches ran: the peer is their baseline.
@@ -317,5 +330,5 @@ function report(
   const peerStarts = `the hand-built peer in this run, same load on the 2025-11-25 wire: ${fmt(sustained)} starts/s (its row below)`;
   baseline('headline', peerStarts, `${fmt(sustained)}/s`);
   baseline('headline-2025', peerStarts, `${fmt(sustained)}/s`);
-  ctx.log(`peer: ${costText} per task; ${fmt(sustained)} starts/s sustained; cost ${fmt(cost, 1)}`);
+  ctx.log(`peer: ${costText} per task; ${fmt(sustained)} starts/s sustained`);
 }
