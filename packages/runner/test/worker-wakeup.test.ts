@@ -377,7 +377,8 @@ test('started followers wait for the lock in PostgreSQL: one leads as soon as th
   const waiting = () =>
     notifier.query<{ started: string; xmin: string | null }>(
       `SELECT query_start::text AS started, backend_xmin::text AS xmin FROM pg_stat_activity
-        WHERE application_name = 'follower' AND wait_event_type = 'Lock'
+        WHERE datname = current_database() AND application_name = 'follower'
+          AND wait_event_type = 'Lock'
           AND query LIKE '%LOCK TABLE app.maintenance_leader%'`,
     );
   const before = await pollUntil(
@@ -399,7 +400,8 @@ test('started followers wait for the lock in PostgreSQL: one leads as soon as th
   expect((await waiting()).rows.map((r) => r.xmin)).toEqual([null]);
   const leaderSession = await notifier.query<{ xmin: string | null; xid: string | null }>(
     `SELECT backend_xmin::text AS xmin, backend_xid::text AS xid FROM pg_stat_activity
-      WHERE state = 'idle in transaction' AND query LIKE '%LOCK TABLE app.maintenance_leader%'`,
+      WHERE datname = current_database() AND state = 'idle in transaction'
+        AND query LIKE '%LOCK TABLE app.maintenance_leader%'`,
   );
   expect(leaderSession.rows).toEqual([{ xmin: null, xid: null }]);
   expect(second.leading()).toBe(false);
