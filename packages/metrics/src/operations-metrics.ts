@@ -38,7 +38,8 @@ export function createAuditAppendMetrics(registry: Registry) {
 
 // The partition maintenance lock (packages/db/migrations 003/080, audit.lock_chain):
 // pg_advisory_xact_lock(7310042002). Each chain's own lock is its row of audit.chains
-// (migration 080), taken FOR UPDATE by append_many().
+// (migration 080), taken by append_many() (its UPDATE of the head, migration 250; FOR UPDATE
+// in the general path).
 const CHAIN_LOCK = 7_310_042_002n;
 
 /**
