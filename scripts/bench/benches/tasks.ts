@@ -459,26 +459,19 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
   const sum = median(twoRuns.map((p) => total(wholeTask(p))));
   const core = medianBatch(runs2025);
   const perTask2025 = wholeTask(core);
-  const spread = (batches: Phases[]) =>
+  const spread = (batches: Phases[], of: (p: PerGroup) => number = total) =>
     `${medianSpread(
-      batches.map((p) => total(wholeTask(p))),
+      batches.map((p) => of(wholeTask(p))),
       1,
     )} ms`;
   // The dev IdP and the demo downstream stand for a deployment's own systems, which the
   // hand-built peer has no counterpart of: the task without their processes, beside it.
-  const withoutStandIns = (batches: Phases[]) =>
-    `${medianSpread(
-      batches.map((p) => {
-        const w = wholeTask(p);
-        return total(w) - w.idp - w.downstream;
-      }),
-      1,
-    )} ms`;
+  const withoutStandIns = (p: PerGroup) => total(p) - p.idp - p.downstream;
   ctx.rows.push({
     section: 'Tasks',
     goalId: 'cpu-per-task',
     measure: `CPU ms per completed task, start → result (${STEPS}-step tool, ${STEP_MS} ms steps), summed over gateway, workers, IdP, downstream and PostgreSQL`,
-    result: `${spread(twoRuns)} (the median batch: ${describe(perTask)}); on the 2025-11-25 wire (a task-augmented \`tools/call\` as the v1 SDK sends it, the result read with \`tasks/result\`): ${spread(runs2025)}; without the stand-ins' own processes (the dev IdP and the demo downstream; their PostgreSQL work stays counted): ${withoutStandIns(twoRuns)}, ${withoutStandIns(runs2025)} on the 2025-11-25 wire`,
+    result: `${spread(twoRuns)} (the median batch: ${describe(perTask)}); on the 2025-11-25 wire (a task-augmented \`tools/call\` as the v1 SDK sends it, the result read with \`tasks/result\`): ${spread(runs2025)}; without the stand-ins' own processes (the dev IdP and the demo downstream; their PostgreSQL work stays counted): ${spread(twoRuns, withoutStandIns)}, ${spread(runs2025, withoutStandIns)} on the 2025-11-25 wire`,
     goal: 'goal ≤ 15 ms',
     met: sum <= 15,
     samples: `median of ${twoRuns.length} batches of ${n} tasks on each wire; phases measured apart (see the table below)${problems.length ? `; ${problems.join('; ')}` : ''}`,
