@@ -3,6 +3,7 @@
 // and the events link exactly as the locking path links them.
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { pollUntil } from '../support/poll.ts';
 import { sql } from '../support/sql.ts';
 
 const APPEND = 'SELECT audit.append_many($1::text[], $2::text[], NULL::uuid[], false) AS seqs';
@@ -64,8 +65,23 @@ test('an append that waited for the chain takes its time after the wait, behind 
   try {
     await holder.query('BEGIN');
     await holder.query(APPEND, [['task.started'], [body(2)]]);
+    const { rows: pids } = await waiter.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const waiting = waiter.query<{ seqs: string[] }>(APPEND, [['task.status_read'], [body(3)]]);
-    await new Promise((r) => setTimeout(r, 300));
+    // Its call has reached the chain's lock and waits there (no fixed sleep: on a loaded
+    // machine the call may take a while to arrive).
+    await pollUntil(
+      async () =>
+        (
+          await holder.query<{ wait: string | null }>(
+            'SELECT wait_event_type AS wait FROM pg_stat_activity WHERE pid = $1',
+            [pids[0]!.pid],
+          )
+        ).rows[0]?.wait,
+      (wait) => wait === 'Lock',
+      30_000,
+      20,
+      "the second append's wait for the chain",
+    );
     const { rows } = await holder.query<{ at: Date }>('SELECT clock_timestamp() AS at');
     const at = rows[0]!.at;
     await holder.query('COMMIT');
@@ -74,7 +90,7 @@ test('an append that waited for the chain takes its time after the wait, behind 
       db.url,
       `SELECT occurred_at FROM audit.events WHERE tenant = 'acme' AND seq = 3`,
     );
-    // Read after the holder committed, not when the waiter's call arrived (300 ms before).
+    // Read after the holder committed, not when the waiter's call arrived (before the wait).
     expect(third.occurred_at.getTime()).toBeGreaterThan(at.getTime());
   } finally {
     await Promise.all([holder.end(), waiter.end()]);
