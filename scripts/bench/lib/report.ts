@@ -108,9 +108,9 @@ const LIMITS: Record<string, string> = {
   'overhead-load':
     'queueing for CPU: under the headline load the machine is saturated, so every transaction and exchange of the path waits for a core (and once the backlog grows, for a worker slot too). What would move it: the same CPU savings as the headline (queueing falls steeply below saturation), and a start rate limit that keeps the machine out of saturation.',
   'pg-by-workers':
-    'what each worker still costs on its own: its lease renewals and fetches while it runs tasks, its announcement every 5 s, and its wait for the leader lock, one statement every 10 s (docs/scaling.md, "Workers: flat in worker count"). On a slow hour of this machine every process waits longer for a core, and each added worker process costs more of it (run (13): 24 %, where run (12) measured 12 %).',
+    'what each worker still costs on its own: its lease renewals and fetches while it runs tasks, its announcement every 5 s, and its wait for the leader lock, one round trip every 30 s (docs/scaling.md, "Workers: flat in worker count"). On a slow hour of this machine every process waits longer for a core, and each added worker process costs more of it (run (13): 24 %, where runs (12) and (16) measured 12 %).',
   'idle-workers':
-    "each idle worker's fixed database traffic: its announcement (an upsert and a read of app.workers every 5 s) and its wait for the maintenance-leader lock (one statement every 10 s, blocked in PostgreSQL); maintenance, pg-boss supervision and the re-announcement of unfetched work run in the leader only.",
+    "each idle worker's fixed database traffic: its announcement (one upsert of app.workers every 5 s, which also reads the live workers) and its wait for the maintenance-leader lock (one round trip every 30 s, blocked in PostgreSQL); maintenance, pg-boss supervision and the re-announcement of unfetched work run in the leader only.",
   'peer-polls':
     'the polls share the two cores with the starts and the runs of the headline load, and the starts won the larger share as the task got cheaper; on their own (the Throughput rows) the gateway answers several times more. What would move it: cheaper polls — each is one statement (the revocation check, its rate-limit count and the task read) plus its share of a group commit — and cheaper tasks.',
   pickup:
@@ -257,7 +257,7 @@ const ANALYSIS: string[] = [
   'fetched, ran its own pg-boss supervision and maintenance, and polled its queues. Now one',
   'agreed worker fetches per notification, one leader runs maintenance and supervision, and the',
   'poll is a 30 s safety net (docs/scaling.md); what is left per worker is its announcement',
-  'every 5 s and its wait for the leader lock (one statement every 10 s), which the idle row',
+  'every 5 s and its wait for the leader lock (one round trip every 30 s), which the idle row',
   'measures. What still grows under load was measured by backend (docs/scaling.md, "Workers"):',
   "the workers' statement sessions, colder when the same statements are spread over more of",
   'them, and less batching of fetches and appends with fewer slots per worker (a completed',
