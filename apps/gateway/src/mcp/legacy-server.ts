@@ -1,4 +1,4 @@
-import { nowMs, type Clock } from '@mtg/clock';
+import type { Clock } from '@mtg/clock';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
@@ -11,6 +11,7 @@ import {
   ListTasksRequestSchema,
   ListToolsRequestSchema,
   PingRequestSchema,
+  type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import { progressTokenOf, toView, type TaskError } from '@mtg/tasks';
 import type { RequestContext } from '../http/request-context.ts';
@@ -18,11 +19,10 @@ import { callContextFrom, type Dispatch } from './dispatch.ts';
 import { refuseInvalidParams } from './refuse-invalid-params.ts';
 import { INSTRUCTIONS, SERVER_INFO } from './server-info.ts';
 import { rpcErrorFor } from './task-errors.ts';
-import { coreTask, elicitationOf } from './task-shapes.ts';
-import { elicitationId } from './legacy-elicitation.ts';
+import { coreTask } from './task-shapes.ts';
+import { answerTaskResult } from './task-result-answer.ts';
 import { WireError } from './wire-error.ts';
 
-const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 export const WIRE_2025 = 'core-2025';
 const WIRE = WIRE_2025;
 
@@ -137,69 +137,17 @@ export function createLegacyServer(
   });
 
   server.setRequestHandler(GetTaskPayloadRequestSchema, async (rpc, extra) => {
-    const taskId = rpc.params.taskId;
-    const until = nowMs(options.clock) + options.resultWaitMs;
-    const asked: string[] = [];
-    let r;
-    for (;;) {
-      r = await dispatch.tasks.awaitResult(
-        taskId,
-        callContextFrom(request, undefined, WIRE),
-        Math.max(0, until - nowMs(options.clock)),
-        {
-          untilInput: true,
-          asked,
-          // The progress token of the call that started the task is valid for the task's
-          // lifetime (2025-11-25 tasks): its progress goes out on this stream as it advances.
-          onProgress: (notice) =>
-            extra.sendNotification({ method: 'notifications/progress', params: notice }),
-        },
-      );
-      if (!r.ok || !r.input) break;
-      // The task asks its caller: the question goes on this stream (the spec's way for
-      // 2025-11-25 tasks), the client's elicitation handler answers it in a POST of its own
-      // (legacy-elicitation.ts), and the wait goes on, for the result or the next question.
-      asked.push(r.input.key);
-      await server.transport!.send(
-        {
-          jsonrpc: '2.0',
-          id: elicitationId(taskId, r.input.key),
-          ...elicitationOf(r.input, taskId),
-        },
-        { relatedRequestId: extra.requestId },
-      );
+    const answer = await answerTaskResult(dispatch, request, options, rpc.params.taskId, {
+      progress: (notice) =>
+        extra.sendNotification({ method: 'notifications/progress', params: notice }),
+      ask: (message) =>
+        server.transport!.send(message as JSONRPCMessage, { relatedRequestId: extra.requestId }),
+    });
+    if ('error' in answer) {
+      const { code, message, data } = answer.error;
+      throw new WireError(code, message, data);
     }
-    if (!r.ok) {
-      if (r.code === 'result_not_ready') {
-        throw new WireError(
-          -32603,
-          `Task ${taskId} still running after ${options.resultWaitMs} ms; call tasks/result again`,
-        );
-      }
-      return fail(r);
-    }
-    if (r.input) {
-      throw new WireError(
-        -32603,
-        `Task ${taskId} still waits for your answer after ${options.resultWaitMs} ms; call tasks/result again to be asked again`,
-      );
-    }
-    if (r.result) {
-      const stored = r.result.result;
-      return {
-        ...stored,
-        _meta: { ...((stored as { _meta?: object })._meta ?? {}), [RELATED_TASK]: { taskId } },
-      };
-    }
-    throw new WireError(
-      -32603,
-      `Task ${r.task.status}: ${r.task.statusMessage ?? r.task.outcome ?? ''}`,
-      {
-        status: r.task.status,
-        outcome: r.task.outcome,
-        [RELATED_TASK]: { taskId },
-      },
-    );
+    return answer.result;
   });
 
   server.setRequestHandler(ListTasksRequestSchema, async (rpc) => {
