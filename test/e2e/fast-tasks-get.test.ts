@@ -1,10 +1,13 @@
 // The gateway answers a conforming 2026-07-28 `tasks/get` itself (mcp/fast-tasks-get.ts)
-// instead of through the SDK's per-request server. Same requests, both ways, on the same
-// tasks: the answers (HTTP status, content type, JSON-RPC body) and the audit events they
-// write must be identical; requests the fast path does not take still reach the SDK.
+// instead of through the SDK's per-request server, and so the 2025-11-25 `tasks/get`, the job
+// tools' status and the 2025-11-25 `tasks/result` (mcp/fast-tasks-result.ts, an SSE stream).
+// Same requests, both ways, on the same tasks: the answers (HTTP status, content type, JSON-RPC
+// body, each event of a stream) and the audit events they write must be identical; requests
+// the fast path does not take still reach the SDK.
 import type { Request } from 'express';
 import { coreTasksGet, plainTasksGet } from '../../apps/gateway/src/mcp/fast-tasks-get.ts';
 import { coreJobStatus } from '../../apps/gateway/src/mcp/fast-job-status.ts';
+import { coreTasksResult } from '../../apps/gateway/src/mcp/fast-tasks-result.ts';
 import { pollUntil } from '../support/poll.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { auditCounts, countsDelta } from '../support/audit-counts.ts';
@@ -25,6 +28,8 @@ beforeAll(async () => {
       // Both paths must write the same events for each read: every read is one here (under
       // the default, the first path's reads would leave the second's nothing to record).
       STATUS_READ_AUDIT: 'all',
+      // A tasks/result of a running task waits this long, both ways, then says so.
+      TASK_RESULT_WAIT_MS: '1000',
     },
   });
   alice = await stack.token('alice', 'acme');
@@ -80,7 +85,7 @@ interface Case {
    * 2025-11-25 as the v1 SDK sends it (mcp/fast-tasks-get.ts coreTasksGet); `job`: the job
    * tools' get_job_status on that wire (mcp/fast-job-status.ts); else 2026.
    */
-  wire?: '2025' | 'job';
+  wire?: '2025' | 'job' | 'result';
   /** 2025 and job only: params beside taskId (beside name and arguments for a job). */
   params?: Record<string, unknown>;
   /** job only: the tool's arguments, in place of { jobId } (read when the case runs). */
@@ -268,7 +273,73 @@ const CASES_JOB: Case[] = [
     headers: () => ({ 'mcp-protocol-version': '2025-06-18' }),
   },
 ].map((c) => ({ ...c, wire: 'job' as const }));
-const ALL = [...CASES, ...CASES_2025, ...CASES_JOB];
+const CASES_RESULT: Case[] = [
+  {
+    name: 'result: completed',
+    fast: true,
+    token: () => alice,
+    id: 61,
+    taskId: () => ids.completed,
+  },
+  {
+    name: 'result: as callToolStream asks (its task options, a progress token)',
+    fast: true,
+    token: () => alice,
+    id: 'r-62',
+    taskId: () => ids.completed,
+    params: { task: {}, _meta: { progressToken: 7 } },
+  },
+  {
+    name: 'result: cancelled',
+    fast: true,
+    token: () => alice,
+    id: 63,
+    taskId: () => ids.cancelled,
+  },
+  { name: 'result: gone', fast: true, token: () => alice, id: 64, taskId: () => ids.gone },
+  {
+    name: 'result: running (the wait runs out)',
+    fast: true,
+    token: () => alice,
+    id: 65,
+    taskId: () => ids.working,
+  },
+  { name: 'result: unknown', fast: true, token: () => alice, id: 66, taskId: () => 'd'.repeat(32) },
+  {
+    name: "result: another user's",
+    fast: true,
+    token: () => bob,
+    id: 67,
+    taskId: () => ids.working,
+  },
+  { name: 'result: malformed id', fast: true, token: () => alice, id: 68, taskId: () => 'nope' },
+  { name: 'result: taskId not a string', fast: false, token: () => alice, id: 69, taskId: () => 9 },
+  {
+    name: 'result: a related task in _meta',
+    fast: false,
+    token: () => alice,
+    id: 70,
+    taskId: () => ids.completed,
+    params: { _meta: { 'io.modelcontextprotocol/related-task': { taskId: 'x' } } },
+  },
+  {
+    name: 'result: a param of its own',
+    fast: false,
+    token: () => alice,
+    id: 71,
+    taskId: () => ids.completed,
+    params: { cursor: 'c' },
+  },
+  {
+    name: 'result: a session id',
+    fast: false,
+    token: () => alice,
+    id: 72,
+    taskId: () => ids.completed,
+    headers: () => ({ ...core(0), 'mcp-session-id': 'abc' }),
+  },
+].map((c) => ({ ...c, wire: 'result' as const }));
+const ALL = [...CASES, ...CASES_2025, ...CASES_JOB, ...CASES_RESULT];
 
 function requestOf(c: Case) {
   const taskId = c.taskId();
@@ -287,14 +358,15 @@ function requestOf(c: Case) {
       },
     };
   }
-  if (c.wire === '2025') {
+  if (c.wire === '2025' || c.wire === 'result') {
+    const method = c.wire === 'result' ? 'tasks/result' : 'tasks/get';
     return {
       headers: {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
         ...(c.headers ?? core)(taskId),
       },
-      body: { jsonrpc: '2.0', id: c.id, method: 'tasks/get', params: { taskId, ...c.params } },
+      body: { jsonrpc: '2.0', id: c.id, method, params: { taskId, ...c.params } },
     };
   }
   const headers: Record<string, string> = {
@@ -326,10 +398,20 @@ async function send(c: Case) {
     headers: { authorization: `Bearer ${c.token()}`, ...headers },
     body: JSON.stringify(body),
   });
+  const contentType = r.headers.get('content-type');
+  const text = await r.text();
   return {
     status: r.status,
-    contentType: r.headers.get('content-type'),
-    body: JSON.parse(await r.text()) as unknown,
+    contentType,
+    // A stream: each event's kind and message, in order.
+    body: contentType?.startsWith('text/event-stream')
+      ? text
+          .split('\n\n')
+          .filter((e) => e.trim())
+          .map((e) =>
+            e.split('\n').map((l) => (l.startsWith('data: ') ? JSON.parse(l.slice(6)) : l)),
+          )
+      : (JSON.parse(text) as unknown),
   };
 }
 
@@ -352,7 +434,13 @@ test('the fast path takes exactly the conforming requests', () => {
     const { headers, body } = requestOf(c);
     const r = { body, headers } as unknown as Request;
     const taken =
-      c.wire === 'job' ? coreJobStatus(r) : c.wire === '2025' ? coreTasksGet(r) : plainTasksGet(r);
+      c.wire === 'job'
+        ? coreJobStatus(r)
+        : c.wire === '2025'
+          ? coreTasksGet(r)
+          : c.wire === 'result'
+            ? coreTasksResult(r)
+            : plainTasksGet(r);
     expect({ name: c.name, taken: taken !== undefined }).toEqual({ name: c.name, taken: c.fast });
   }
 });
@@ -411,6 +499,31 @@ test('answers and audit events are the same with and without the fast path', asy
     expect(fast.answers[at('job: an empty jobId (the tool refuses it)')]).toMatchObject({
       body: { result: { isError: true } },
     });
+    const rpcOf = (name: string) => {
+      const a = fast.answers[at(name)]!;
+      expect(a).toMatchObject({ status: 200, contentType: 'text/event-stream' });
+      const events = a.body as unknown[][];
+      expect(events).toHaveLength(1);
+      expect(events[0]![0]).toBe('event: message');
+      return events[0]![1];
+    };
+    expect(rpcOf('result: completed')).toMatchObject({
+      jsonrpc: '2.0',
+      id: 61,
+      result: {
+        structuredContent: expect.any(Object),
+        _meta: { 'io.modelcontextprotocol/related-task': { taskId: ids.completed } },
+      },
+    });
+    expect(fast.audits[at('result: completed')]).toEqual({ 'task.result_read/': 1 });
+    expect(rpcOf('result: cancelled')).toMatchObject({
+      error: { code: -32603, data: { status: 'cancelled' } },
+    });
+    expect(rpcOf('result: running (the wait runs out)')).toMatchObject({
+      error: { code: -32603, message: expect.stringMatching(/still running after 1000 ms/) },
+    });
+    expect(rpcOf("result: another user's")).toMatchObject({ error: { code: -32602 } });
+    expect(fast.audits[at('result: gone')]).toEqual({ 'task.denied/result_gone': 1 });
   } finally {
     stack.env.TASKS_GET_FAST_PATH = 'on';
     await stack.restartGateway();

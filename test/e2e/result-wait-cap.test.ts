@@ -102,3 +102,38 @@ test('past its cap of held blocking results a caller is refused at once with a c
   );
   expect(denials).toEqual([{ reason: 'result_wait_limit' }]);
 }, 60_000);
+
+test('a held tasks/result stream gets a keep-alive comment while it waits, as the SDK sends one', async () => {
+  const token = await stack.token('keeper', 'acme');
+  for (const w of stack.workers) await w.stop().catch(() => {});
+  const running = await coreWire(stack.mcpUrl).start(token, 'generate_report', { report: 'kept' });
+  const abort = new AbortController();
+  const r = await fetch(stack.mcpUrl, {
+    method: 'POST',
+    signal: abort.signal,
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tasks/result',
+      params: { taskId: running },
+    }),
+  });
+  expect(r.headers.get('content-type')).toBe('text/event-stream');
+  // Nothing to say for 15 s but that the stream is alive (a proxy would cut an idle one).
+  const reader = r.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  while (!text.includes('\n\n')) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  abort.abort();
+  expect(text).toBe(': keepalive\n\n');
+}, 30_000);

@@ -8,6 +8,7 @@ import type { Dispatch } from './dispatch.ts';
 import { createLegacyServer } from './legacy-server.ts';
 import { createModernServer } from './modern-server.ts';
 import { fastTasksGet } from './fast-tasks-get.ts';
+import { fastTasksResult } from './fast-tasks-result.ts';
 import { fastTaskStart } from './fast-task-start.ts';
 import { sendAnswer } from './fast-wire.ts';
 import { answerFromResponse } from './legacy-elicitation.ts';
@@ -32,6 +33,7 @@ export function mcpEndpoint(
   options: { resultWaitMs: number; tasksGetFastPath?: boolean; clock?: Clock },
 ) {
   const fast = options.tasksGetFastPath === false ? undefined : fastTasksGet(dispatch);
+  const fastResult = fast && fastTasksResult(dispatch, options);
   const modern = toNodeHandler(
     // The factory gets the request's context back from the authInfo it was handed.
     createMcpHandler((f) => createModernServer(dispatch, requestContextFromAuthInfo(f.authInfo)), {
@@ -74,6 +76,7 @@ export function mcpEndpoint(
       }
       const request = requestContextOf(res);
       if (fast && (await fast(req, res, request))) return;
+      if (fastResult && (await fastResult(req, res, request))) return;
       const started = fast ? await fastTaskStart(dispatch, req, request) : undefined;
       if (started) return sendAnswer(res, started);
       if (await answerFromResponse(req.body, res, { dispatch, request, logger })) return;
