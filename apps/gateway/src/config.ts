@@ -170,9 +170,10 @@ export const gatewayConfigSchema = z
     METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
     /**
-     * `off` sends polls (`tasks/get` of either wire, `get_job_status`) and task starts through
-     * the MCP SDKs like every other request, instead of the gateway's own equivalent paths
-     * (mcp/fast-tasks-get.ts, mcp/fast-task-start.ts): an escape hatch.
+     * `off` sends polls (`tasks/get` of either wire, `get_job_status`), task starts and
+     * 2025-11-25 `tasks/result` through the MCP SDKs like every other request, instead of the
+     * gateway's own equivalent paths (mcp/fast-tasks-get.ts, mcp/fast-task-start.ts,
+     * mcp/fast-tasks-result.ts): an escape hatch.
      */
     TASKS_GET_FAST_PATH: z.enum(['on', 'off']).default('on'),
   })
