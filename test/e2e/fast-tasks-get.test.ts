@@ -323,6 +323,14 @@ const CASES_RESULT: Case[] = [
     params: { _meta: { 'io.modelcontextprotocol/related-task': { taskId: 'x' } } },
   },
   {
+    name: 'result: a progress token the SDK refuses (an object)',
+    fast: false,
+    token: () => alice,
+    id: 73,
+    taskId: () => ids.completed,
+    params: { _meta: { progressToken: { a: 1 } } },
+  },
+  {
     name: 'result: a param of its own',
     fast: false,
     token: () => alice,

@@ -6,6 +6,7 @@ import {
   coreStateless,
   isObj,
   modernFraming,
+  progressTokenAlone,
   validId,
   type FastAnswer,
   type Obj,
@@ -84,12 +85,7 @@ export function coreTaskStart(
   if (ttl !== undefined && !(typeof ttl === 'number' && Number.isSafeInteger(ttl) && ttl > 0))
     return undefined;
   const meta = call.params._meta;
-  if (meta !== undefined) {
-    if (!isObj(meta) || !only(meta, ['progressToken'])) return undefined;
-    const token = meta.progressToken;
-    if (!(typeof token === 'string' || (typeof token === 'number' && Number.isSafeInteger(token))))
-      return undefined;
-  }
+  if (meta !== undefined && !progressTokenAlone(meta)) return undefined;
   return {
     id: call.id,
     name: call.name,

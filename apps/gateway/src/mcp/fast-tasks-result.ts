@@ -2,12 +2,8 @@ import type { Clock } from '@mtg/clock';
 import type { Request, Response } from 'express';
 import type { RequestContext } from '../http/request-context.ts';
 import type { Dispatch } from './dispatch.ts';
-import { coreStateless, isObj, validId, type Obj } from './fast-wire.ts';
+import { coreStateless, isObj, progressTokenAlone, validId, type Obj } from './fast-wire.ts';
 import { answerTaskResult } from './task-result-answer.ts';
-
-/** A progress token as the v1 SDK's schema takes it: a string or an integer. */
-const progressToken = (v: unknown) =>
-  typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v));
 
 /**
  * The taskId of a 2025-11-25 `tasks/result` as the v1 SDK's client sends it to a stateless
@@ -24,13 +20,9 @@ export function coreTasksResult(req: Request): { id: string | number; taskId: st
   if (!validId(body.id)) return undefined;
   const params = body.params;
   if (!isObj(params) || typeof params.taskId !== 'string') return undefined;
-  for (const key of Object.keys(params)) {
-    if (key === 'taskId' || key === 'task') continue;
-    if (key !== '_meta') return undefined;
-    const meta = params._meta;
-    if (!isObj(meta) || Object.keys(meta).some((k) => k !== 'progressToken')) return undefined;
-    if (meta.progressToken !== undefined && !progressToken(meta.progressToken)) return undefined;
-  }
+  if (Object.keys(params).some((k) => k !== 'taskId' && k !== 'task' && k !== '_meta'))
+    return undefined;
+  if (params._meta !== undefined && !progressTokenAlone(params._meta)) return undefined;
   if (!coreStateless(req)) return undefined;
   return { id: body.id, taskId: params.taskId };
 }

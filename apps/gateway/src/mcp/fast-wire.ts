@@ -6,6 +6,15 @@ export type Obj = Record<string, unknown>;
 export const isObj = (v: unknown): v is Obj =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/**
+ * A `_meta` holding a progress token (a string or a safe integer) and nothing else: what the
+ * v1 client adds to a request it wants progress for.
+ */
+export function progressTokenAlone(meta: unknown): meta is Obj {
+  if (!isObj(meta) || Object.keys(meta).some((k) => k !== 'progressToken')) return false;
+  return validId(meta.progressToken);
+}
+
 /** A JSON-RPC request id the SDKs accept: a string or a safe integer. */
 export const validId = (id: unknown): id is string | number =>
   typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
