@@ -179,9 +179,9 @@ async function headline(
     ]);
   const warmFrom = await dbNow(ctx);
   // As long as a measured run (it was 3 s): after 3 s a fresh stack's first run cost every
-  // process a fifth to a quarter more per task than the runs after it, JIT compilers of five
-  // Node processes sharing two cores with the load they compile for. The longer warm-up
-  // narrowed that in one run and not in another (BENCHMARKS.md, run (18)).
+  // process a fifth to a quarter more per task than the runs after it. The longer warm-up
+  // narrowed that in one run and not in another (BENCHMARKS.md, run (18)); the cause is not
+  // known.
   await load(`warm-${Date.now()}`, durationS + 2 * RAMP_S);
   await waitEnded(
     ctx,
