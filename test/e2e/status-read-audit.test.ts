@@ -52,6 +52,16 @@ const statusReads = (taskId: string) =>
     [taskId],
   );
 
+const resultReads = async (taskId: string) =>
+  (
+    await sql<{ status: string }>(
+      stack.db.url,
+      `SELECT body::jsonb -> 'data' ->> 'status' AS status FROM audit.events
+        WHERE task_id = $1 AND type = 'task.result_read' ORDER BY seq`,
+      [taskId],
+    )
+  ).map((r) => r.status);
+
 const count = async (taskId: string, type: string, subject: string) =>
   (
     await sql<{ n: number }>(
@@ -94,12 +104,14 @@ describe.each(WIRES)('%s', (name, wireOf) => {
     // A change of status: the first read after it is recorded again, once.
     expect(await there.cancel(token, id)).toMatchObject({ ok: true });
     await poll(40, 'cancelled');
+    // The 2026 tasks/get of an ended task is its retrieval: every one recorded, as that one
+    // event, which names the status it showed.
+    const retrieval = name.startsWith('2026');
     expect(await statusReads(id)).toEqual([
       { subject: owner, status: 'working', recorded: 'first-per-change' },
-      { subject: owner, status: 'cancelled', recorded: 'first-per-change' },
+      ...(retrieval ? [] : [{ subject: owner, status: 'cancelled', recorded: 'first-per-change' }]),
     ]);
-    // The 2026 tasks/get of an ended task is also its retrieval: every one recorded.
-    expect(await count(id, 'task.result_read', owner)).toBe(name.startsWith('2026') ? 40 : 0);
+    expect(await resultReads(id)).toEqual(retrieval ? Array(40).fill('cancelled') : []);
   });
 });
 

@@ -133,10 +133,10 @@ export interface TaskService {
   get(taskId: string, ctx: VerbContext): Promise<TaskOutcome<{ task: TaskView; row: VerbTaskRow }>>;
   /**
    * get(), and with `withResult` an ended task's result, in one verb: one authorization, one
-   * rate-limit point, one audit pair (`task.status_read`, as for get() under the deps'
-   * `statusReadAudit`; then, for an
-   * ended task, `task.result_read` or the `result_gone` denial, always). For answers that
-   * carry status and result together (2026 tasks/get, get_job_result).
+   * rate-limit point, one audit event (for an ended task the retrieval, `task.result_read`
+   * or the `result_gone` denial, always; else `task.status_read`, as for get() under the
+   * deps' `statusReadAudit`). For answers that carry status and result together (2026
+   * tasks/get, get_job_result).
    */
   read(
     taskId: string,
@@ -262,7 +262,11 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       // at worst find nothing to resume.
       const row = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (row !== auth.task) await deps.reads?.wrote(readKeys(ctx.principal, taskId));
-      await auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
+      // A read that brings an ended task's result is one event, that retrieval (below): its
+      // `task.result_read` (or `result_gone` denial) names the status it showed, so a second
+      // event for the same read would tell an auditor nothing more (docs/audit.md).
+      const retrieval = options.withResult && isTerminal(row.status);
+      if (!retrieval) await auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
       const reading: TaskReading = { task: await viewOf(row), row };
       if (reading.task.inputFrom === 'caller') {
         const q = await pendingInput(deps.pool, row.id);

@@ -493,7 +493,7 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
     `| pickup + settle (claim, task.started, result, complete, job done) | ${cells(fixed)} |`,
     `| each step (boundary check, token exchange, downstream call, journal + audit, progress) | ${cells(step)} |`,
     `| of which the token exchange at the IdP (${fmt(exchangesPerTask, 1)} per task) | | | ${fmt(idpPerExchange, 1)} | | | ${fmt(idpPerExchange, 1)} |`,
-    `| result read (one \`tasks/get\` of the ended task, status + result audited) | ${cells(mid.read)} |`,
+    `| result read (one \`tasks/get\` of the ended task, audited as one \`task.result_read\`) | ${cells(mid.read)} |`,
     `| **a ${STEPS}-step task: start + run (measured) + result read** | ${cells(perTask)} |`,
     `| for comparison, a run as pickup + settle + ${STEPS} × step | ${cells(Object.fromEntries(GROUPS.map((g) => [g, fixed[g] + STEPS * step[g]])) as PerGroup)} |`,
     `| the same task on the 2025-11-25 wire: start request (task-augmented \`tools/call\`) | ${cells(core.start)} |`,
