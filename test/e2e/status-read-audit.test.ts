@@ -127,7 +127,7 @@ test('the trail says which policy the gateways ran under, and `all` records ever
   const looked = await wire.start(token, 'generate_report', { report: 'looked-at' });
   expect(await wire.get(token, looked)).toMatchObject({ ok: true });
   const told =
-    /status reads recorded: first per caller per status change .*\(policy since \d{4}-\d\d-\d\dT/;
+    /status reads recorded: first per caller per status change .*; a read that brought the result is its task\.result_read \(policy since \d{4}-\d\d-\d\dT/;
   const cli = await runScript('scripts/audit.ts', ['task', looked, '--format', 'json'], {
     DATABASE_URL: stack.db.url,
   });

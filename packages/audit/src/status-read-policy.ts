@@ -59,5 +59,6 @@ export function describeStatusReadPolicy(p: StatusReadPolicy): string {
         ? 'first per caller per status change (repeated reads of a status already seen are not events)'
         : p.policy;
   const since = p.since ? ` (policy since ${p.since.toISOString()})` : '';
-  return `status reads recorded: ${what}${since}`;
+  // Under either policy a read that also took the result is one event, that retrieval.
+  return `status reads recorded: ${what}; a read that brought the result is its task.result_read${since}`;
 }
