@@ -477,7 +477,7 @@ test('answers and audit events are the same with and without the fast path', asy
     expect(fast.answers[4]).toMatchObject({
       body: { result: { status: 'completed', result: { isError: true } } },
     });
-    expect(fast.audits[4]).toEqual({ 'task.denied/result_gone': 1 });
+    expect(fast.audits[4]).toEqual({ 'task.status_read/': 1, 'task.denied/result_gone': 1 });
     expect(fast.answers[6]).toMatchObject({ body: { error: { code: -32602 } } });
     expect(fast.audits[6]).toEqual({ 'task.denied/other_subject': 1 });
     const at = (name: string) => ALL.findIndex((c) => c.name === name);

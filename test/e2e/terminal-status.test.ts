@@ -131,7 +131,9 @@ describe.each(PATHS)('with TASKS_GET_FAST_PATH=%s', (path) => {
         },
       });
       expect(second.body.result.error).toBeUndefined();
+      // A read that finds the result gone is still a status read (its denial may fold).
       expect(await auditSince(before)).toEqual([
+        { type: 'task.status_read', reason: null, status: 'completed' },
         { type: 'task.denied', reason: 'result_gone', status: null },
       ]);
       const [row] = await sql(stack.db.url, 'SELECT status FROM app.tasks WHERE id = $1', [id]);

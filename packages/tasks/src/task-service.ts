@@ -133,10 +133,10 @@ export interface TaskService {
   get(taskId: string, ctx: VerbContext): Promise<TaskOutcome<{ task: TaskView; row: VerbTaskRow }>>;
   /**
    * get(), and with `withResult` an ended task's result, in one verb: one authorization, one
-   * rate-limit point, one audit event (for an ended task the retrieval, `task.result_read`
-   * or the `result_gone` denial, always; else `task.status_read`, as for get() under the
-   * deps' `statusReadAudit`). For answers that carry status and result together (2026
-   * tasks/get, get_job_result).
+   * rate-limit point; for an ended task one audit event, its retrieval (`task.result_read`,
+   * always), or for a result no longer stored `task.status_read` (under the deps'
+   * `statusReadAudit`) and the `result_gone` denial; else `task.status_read`, as for get().
+   * For answers that carry status and result together (2026 tasks/get, get_job_result).
    */
   read(
     taskId: string,
@@ -263,10 +263,12 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       const row = await resumeIfPaused(deps, auth.task, scopeOf(auth.task.tool) ?? '', ctx);
       if (row !== auth.task) await deps.reads?.wrote(readKeys(ctx.principal, taskId));
       // A read that brings an ended task's result is one event, that retrieval (below): its
-      // `task.result_read` (or `result_gone` denial) names the status it showed, so a second
-      // event for the same read would tell an auditor nothing more (docs/audit.md).
+      // `task.result_read` names the status it showed, so a second event for the same read
+      // would tell an auditor nothing more (docs/audit.md). One that finds the result gone is
+      // still a status read: its denial may fold with others.
+      const statusRead = () => auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
       const retrieval = options.withResult && isTerminal(row.status);
-      if (!retrieval) await auditStatusRead(deps.pool, deps.statusReadAudit, row, ctx);
+      if (!retrieval) await statusRead();
       const reading: TaskReading = { task: await viewOf(row), row };
       if (reading.task.inputFrom === 'caller') {
         const q = await pendingInput(deps.pool, row.id);
@@ -283,7 +285,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       }
       // Asked for the result of an ended task: always audited, as result() is.
       if (options.withResult && row.status === 'completed')
-        reading.result = (await takeResult(row, ctx, 'get', deps.reads)) ?? 'gone';
+        reading.result = (await takeResult(row, ctx, 'get', deps.reads, statusRead)) ?? 'gone';
       else if (options.withResult && isTerminal(row.status))
         await auditResultRead(row, ctx, undefined);
       return { ok: true, ...reading };
@@ -450,14 +452,15 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
 
   /**
    * A completed task's stored result (deleted by the same read if delete-on-read), audited
-   * as `task.result_read`; undefined, audited as the `result_gone` denial, once it is not
-   * stored any more.
+   * as `task.result_read`; undefined, audited as the `result_gone` denial (after `gone`, if
+   * given), once it is not stored any more.
    */
   async function takeResult(
     task: VerbTaskRow,
     ctx: VerbContext,
     verb: string,
     reads?: ReadRouter,
+    gone?: () => Promise<void>,
   ): Promise<StoredResult | undefined> {
     // A kept result may come from the replica (its row and the task's end commit together);
     // a delete-on-read one, or none there, is the primary's to take or to deny.
@@ -467,7 +470,10 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
       : undefined;
     const stored = kept ?? (await readResult(deps.pool, task.id));
     if (stored) await auditResultRead(task, ctx, stored);
-    else await deny(deps, ctx, verb, task.id, 'result_gone', task.tool);
+    else {
+      await gone?.();
+      await deny(deps, ctx, verb, task.id, 'result_gone', task.tool);
+    }
     return stored;
   }
 
