@@ -5,6 +5,7 @@
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../support/clients.ts';
 import { pollUntil } from '../support/poll.ts';
+import { mcpPost } from '../support/raw-post.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { coreWire } from '../support/wires.ts';
@@ -108,21 +109,14 @@ test('a held tasks/result stream gets a keep-alive comment while it waits, as th
   for (const w of stack.workers) await w.stop().catch(() => {});
   const running = await coreWire(stack.mcpUrl).start(token, 'generate_report', { report: 'kept' });
   const abort = new AbortController();
+  // Raw, not postMcp: the stream is read as it comes.
   const r = await fetch(stack.mcpUrl, {
-    method: 'POST',
+    ...mcpPost(
+      token,
+      { 'mcp-protocol-version': '2025-11-25' },
+      { jsonrpc: '2.0', id: 1, method: 'tasks/result', params: { taskId: running } },
+    ),
     signal: abort.signal,
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tasks/result',
-      params: { taskId: running },
-    }),
   });
   expect(r.headers.get('content-type')).toBe('text/event-stream');
   // Nothing to say for 15 s but that the stream is alive (a proxy would cut an idle one).

@@ -1,6 +1,7 @@
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../support/clients.ts';
 import { pollUntil } from '../support/poll.ts';
+import { mcpPost } from '../support/raw-post.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { planUpstreams } from '../support/upstreams.ts';
@@ -55,21 +56,19 @@ test('upstream tools appear prefixed for a caller with their scope and are hidde
     await without.close();
   }
   // Calling one without the scope: the same 403 insufficient_scope as our own tools.
-  const r = await fetch(stack.mcpUrl, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${await stack.token('bob', 'acme', { scope: 'reports:run' })}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: { name: 'demo.lookup_ticket', arguments: { id: 'T-1' } },
-    }),
-  });
+  const r = await fetch(
+    stack.mcpUrl,
+    mcpPost(
+      await stack.token('bob', 'acme', { scope: 'reports:run' }),
+      { 'mcp-protocol-version': '2025-11-25' },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'demo.lookup_ticket', arguments: { id: 'T-1' } },
+      },
+    ),
+  );
   expect(r.status).toBe(403);
   expect(r.headers.get('www-authenticate')).toContain('insufficient_scope');
   expect(r.headers.get('www-authenticate')).toContain('upstream:demo');

@@ -1,15 +1,13 @@
 /**
- * POSTs one JSON body to the MCP endpoint with `token`, as a client of the wire `headers`
- * name would (the protocol version header among them); the status and the body (JSON, or the
- * text of an SSE or empty answer).
+ * The fetch init of one JSON body POSTed to the MCP endpoint with `token`, as a client of the
+ * wire `headers` name would (the protocol version header among them).
  */
-export async function postMcp(
-  mcpUrl: string,
+export function mcpPost(
   token: string,
   headers: Record<string, string>,
   body: unknown,
-): Promise<{ status: number; body: any }> {
-  const r = await fetch(mcpUrl, {
+): RequestInit & { method: 'POST' } {
+  return {
     method: 'POST',
     headers: {
       authorization: `Bearer ${token}`,
@@ -18,7 +16,20 @@ export async function postMcp(
       ...headers,
     },
     body: JSON.stringify(body),
-  });
+  };
+}
+
+/**
+ * POSTs one JSON body to the MCP endpoint (mcpPost); the status and the body (JSON, or the
+ * text of an SSE or empty answer).
+ */
+export async function postMcp(
+  mcpUrl: string,
+  token: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<{ status: number; body: any }> {
+  const r = await fetch(mcpUrl, mcpPost(token, headers, body));
   const text = await r.text();
   return { status: r.status, body: text.startsWith('{') ? JSON.parse(text) : text };
 }
