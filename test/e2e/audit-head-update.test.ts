@@ -82,16 +82,21 @@ test('an append that waited for the chain takes its time after the wait, behind 
       20,
       "the second append's wait for the chain",
     );
-    const { rows } = await holder.query<{ at: Date }>('SELECT clock_timestamp() AS at');
+    // Kept as text: a Date holds milliseconds, and the commit and the waiter's clock read can
+    // fall in the same millisecond as this one; PostgreSQL compares the microseconds.
+    const { rows } = await holder.query<{ at: string }>('SELECT clock_timestamp()::text AS at');
     const at = rows[0]!.at;
     await holder.query('COMMIT');
     expect((await waiting).rows[0]!.seqs.map(Number)).toEqual([3]);
     const [third] = await sql(
       db.url,
-      `SELECT occurred_at FROM audit.events WHERE tenant = 'acme' AND seq = 3`,
+      `SELECT occurred_at > $1::timestamptz AS after_wait, occurred_at::text AS at
+         FROM audit.events WHERE tenant = 'acme' AND seq = 3`,
+      [at],
     );
     // Read after the holder committed, not when the waiter's call arrived (before the wait).
-    expect(third.occurred_at.getTime()).toBeGreaterThan(at.getTime());
+    // (Both times go in the received object, so a failure shows them.)
+    expect({ committed_after: at, ...third }).toMatchObject({ after_wait: true });
   } finally {
     await Promise.all([holder.end(), waiter.end()]);
   }
