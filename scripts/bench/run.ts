@@ -7,7 +7,8 @@
 // tasks, cost, overhead, peer, curve, starts, polls, memory, footprint, pickup, cancel,
 // revocation, failover, scaling, idle, audit, upstream, backlog, volume; `overhead` under load
 // needs `tasks` in the same run; `peer`, the hand-built peer that is the baseline of the `tasks`
-// and `cost` goals, runs after them), BENCH_BACKLOG_TASKS (100000), BENCH_VOLUME_TASKS (1000000),
+// and `cost` goals, is measured between their runs and batches when they run, else on its
+// own), BENCH_BACKLOG_TASKS (100000), BENCH_VOLUME_TASKS (1000000),
 // BENCH_VOLUME_EVENTS_PER_TASK (10), BENCH_CHROMIUM (/usr/bin/chromium, for the curve's chart),
 // BENCH_LOG_LEVEL (info), BENCH_OUT (BENCHMARKS.md; "-" to only print), BENCH_CAVEAT (a line
 // for the report's header, e.g. that the machine was shared).

@@ -20,7 +20,9 @@ import {
 } from './tasks.ts';
 import { NO_CAPS } from './throughput.ts';
 
-const RECORDS = 500 * STEPS; // the headline's tool: a step per 500 records
+// The headline's tool: a step per 500 records. A function: tasks.ts, whose constant it
+// reads, imports this module too (peerBeside), and may be the one still loading.
+const records = () => 500 * STEPS;
 
 interface Peer {
   proc: Proc;
@@ -135,7 +137,7 @@ const startScenario = (ctx: BenchContext, tag: string) => ({
   kind: 'start' as const,
   tokens: ctx.users.map((u) => u.token),
   runTag: tag,
-  count: RECORDS,
+  count: records(),
   wire: '2025' as const,
 });
 
@@ -234,57 +236,135 @@ async function headlineRun(
   };
 }
 
-export async function benchPeer(ctx: BenchContext): Promise<void> {
-  const { runs, durationS } = ctx.options;
-  // The IdP signs the tokens; the gateway only names their audience and does nothing here.
-  await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
-  await ctx.reset();
-  const peer = await startPeer(ctx);
-  try {
-    const n = Math.max(60, ctx.options.samples * 10);
-    await costBatch(ctx, peer, n); // warm-up, unmeasured
-    const costs = [];
-    for (let r = 0; r < runs; r++) {
-      const c = await costBatch(ctx, peer, n);
-      ctx.log(
-        `peer cost batch ${r + 1}: ${fmt(c.perTask, 1)} ms per task (peer ${fmt(c.peer, 1)}, postgres ${fmt(c.postgres, 1)}), ${c.completed} completed, ${c.problems} problems`,
-      );
-      costs.push(c);
-    }
+type CostBatch = Awaited<ReturnType<typeof costBatch>>;
+type HeadlineLoad = NonNullable<Awaited<ReturnType<typeof headlineRun>>>;
 
-    // What the pollers read: 64 of the peer's tasks (ended: the peer's tasks take 200 ms).
-    const since = await dbNowMs(peer);
-    await runLoadProcess({
-      urls: [peer.url],
-      connections: 8,
-      durationS: 60,
-      amount: 64,
-      scenario: startScenario(ctx, `peer-targets-${Date.now()}`),
-    });
-    const pairs = pairsOf(ctx, await waitAllEnded(peer, since));
-    await headlineRun(ctx, peer, pairs, Math.min(3, durationS), false);
-    const loads = [];
-    for (let r = 0; r < runs; r++) {
-      const h = (await headlineRun(ctx, peer, pairs, durationS, true))!;
-      ctx.log(
-        `peer headline run ${r + 1}: ${fmt(h.starts)} starts/s, ${fmt(h.completions)} completed/s, ${fmt(h.polls)} polls/s; open tasks changed by ${h.growth}; ${fmt(h.cpu, 1)} ms CPU per completed task; ${h.failed} failed requests`,
-      );
-      loads.push(h);
-      await waitAllEnded(peer, since);
+/**
+ * The peer's batches and headline runs taken between the product's (benchCost, benchTasks):
+ * on this shared machine the speed moves within a run, by a third within minutes at times
+ * (BENCHMARKS.md, run (22)), so a peer measured after the product may stand beside figures of
+ * another machine. benchPeer reports what was taken here and measures on its own only what
+ * was not (a run without the product's benches).
+ */
+const beside = { costs: [] as CostBatch[], loads: [] as HeadlineLoad[] };
+
+export interface PeerBeside {
+  /** One measured cost batch (the first call runs an unmeasured one before it). */
+  cost(): Promise<void>;
+  /** One measured headline run (the first call readies its poll targets and warms up). */
+  headline(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The peer, started beside the product's stack, if this run measures it; else undefined. */
+export async function peerBeside(ctx: BenchContext): Promise<PeerBeside | undefined> {
+  if (ctx.options.only && !ctx.options.only.has('peer')) return undefined;
+  const peer = await startPeer(ctx);
+  let warm = false;
+  let targets: { since: number; pairs: Array<{ token: string; taskId: string }> } | undefined;
+  return {
+    async cost() {
+      // The meters count the server's shared background processes (the WAL writer): what
+      // they still do for the product's batch is not the peer's.
+      await sleep(SETTLE_MS);
+      const n = costBatchSize(ctx);
+      if (!warm) await costBatch(ctx, peer, n);
+      warm = true;
+      const c = await costBatch(ctx, peer, n);
+      logCost(ctx, c, beside.costs.length + 1);
+      beside.costs.push(c);
+    },
+    async headline() {
+      await sleep(SETTLE_MS);
+      targets ??= await headlineTargets(ctx, peer);
+      const h = (await headlineRun(ctx, peer, targets.pairs, ctx.options.durationS, true))!;
+      logLoad(ctx, h, beside.loads.length + 1);
+      beside.loads.push(h);
+      await waitAllEnded(peer, targets.since);
+    },
+    stop: () => peer.stop(),
+  };
+}
+
+/** A pause before each of the peer's measurements taken beside the product's. */
+const SETTLE_MS = 500;
+
+const costBatchSize = (ctx: BenchContext) => Math.max(60, ctx.options.samples * 10);
+
+function logCost(ctx: BenchContext, c: CostBatch, nth: number) {
+  ctx.log(
+    `peer cost batch ${nth}: ${fmt(c.perTask, 1)} ms per task (peer ${fmt(c.peer, 1)}, postgres ${fmt(c.postgres, 1)}), ${c.completed} completed, ${c.problems} problems`,
+  );
+}
+
+function logLoad(ctx: BenchContext, h: HeadlineLoad, nth: number) {
+  ctx.log(
+    `peer headline run ${nth}: ${fmt(h.starts)} starts/s, ${fmt(h.completions)} completed/s, ${fmt(h.polls)} polls/s; open tasks changed by ${h.growth}; ${fmt(h.cpu, 1)} ms CPU per completed task; ${h.failed} failed requests`,
+  );
+}
+
+/** What the pollers read: 64 of the peer's tasks (ended: they take 200 ms); then a warm-up. */
+async function headlineTargets(ctx: BenchContext, peer: Peer) {
+  const since = await dbNowMs(peer);
+  await runLoadProcess({
+    urls: [peer.url],
+    connections: 8,
+    durationS: 60,
+    amount: 64,
+    scenario: startScenario(ctx, `peer-targets-${Date.now()}`),
+  });
+  const pairs = pairsOf(ctx, await waitAllEnded(peer, since));
+  await headlineRun(ctx, peer, pairs, Math.min(3, ctx.options.durationS), false);
+  return { since, pairs };
+}
+
+export async function benchPeer(ctx: BenchContext): Promise<void> {
+  const { runs } = ctx.options;
+  const costs = beside.costs;
+  const loads = beside.loads;
+  // Taken beside the product's (peerBeside) when its benches ran; else measured here.
+  const own = { costs: costs.length === 0, loads: loads.length === 0 };
+  if (own.costs || own.loads) {
+    // The IdP signs the tokens; the gateway only names their audience and does nothing here.
+    await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
+    await ctx.reset();
+    const peer = await startPeer(ctx);
+    try {
+      if (own.costs) {
+        const n = costBatchSize(ctx);
+        await costBatch(ctx, peer, n); // warm-up, unmeasured
+        for (let r = 0; r < runs; r++) {
+          const c = await costBatch(ctx, peer, n);
+          logCost(ctx, c, r + 1);
+          costs.push(c);
+        }
+      }
+      if (own.loads) {
+        const targets = await headlineTargets(ctx, peer);
+        for (let r = 0; r < runs; r++) {
+          const h = (await headlineRun(ctx, peer, targets.pairs, ctx.options.durationS, true))!;
+          logLoad(ctx, h, r + 1);
+          loads.push(h);
+          await waitAllEnded(peer, targets.since);
+        }
+      }
+    } finally {
+      await peer.stop();
     }
-    report(ctx, costs, loads, n);
-  } finally {
-    await peer.stop();
   }
+  report(ctx, costs, loads, costBatchSize(ctx), own);
 }
 
 function report(
   ctx: BenchContext,
-  costs: Array<Awaited<ReturnType<typeof costBatch>>>,
-  loads: Array<NonNullable<Awaited<ReturnType<typeof headlineRun>>>>,
+  costs: CostBatch[],
+  loads: HeadlineLoad[],
   n: number,
+  own: { costs: boolean; loads: boolean },
 ) {
-  const { runs, durationS } = ctx.options;
+  const { durationS } = ctx.options;
+  const when = (alone: boolean, beside: string) =>
+    alone ? 'on its own: this run did not measure the product beside it' : beside;
   const costText = `${medianSpread(
     costs.map((c) => c.perTask),
     1,
@@ -305,13 +385,13 @@ function report(
       section: 'Tasks',
       measure: `The hand-built peer (the MCP SDK v1 with DBOS Transact on PostgreSQL, scripts/bench/peer-server.ts; no audit trail, no token exchange, no downstream system): CPU ms per completed task, start → result, the same ${STEPS}-step tool with ${STEP_MS} ms steps on the 2025-11-25 wire, summed over its process and its database's PostgreSQL`,
       result: costText,
-      samples: `median of ${runs} batches of ${n} tasks (started by ${START_CONNECTIONS} connections, run, each result read with \`tasks/result\`), after an unmeasured one${costProblems ? `; ${costProblems} failed requests or tasks` : ''}`,
+      samples: `median of ${costs.length} batches of ${n} tasks (started by ${START_CONNECTIONS} connections, run, each result read with \`tasks/result\`), after an unmeasured one; ${when(own.costs, "each taken in the cost bench after a pair of the product's 2-step batches (one per wire), so that it ran on the same minutes of the machine")}${costProblems ? `; ${costProblems} failed requests or tasks` : ''}`,
     },
     {
       section: 'Tasks',
       measure: `The hand-built peer under the headline's load: ${START_CONNECTIONS} connections starting the tool (task-augmented \`tools/call\`, 2025-11-25 wire), ${POLL_CONNECTIONS} polling \`tasks/get\` of 64 of its ended tasks`,
       result: startsText,
-      samples: `median of ${runs} × ${durationS} s (a window ${RAMP_S} s into a load ${2 * RAMP_S} s longer)${loadFailures ? `; ${loadFailures} failed requests` : ''}`,
+      samples: `median of ${loads.length} × ${durationS} s (a window ${RAMP_S} s into a load ${2 * RAMP_S} s longer); ${when(own.loads, "each taken in the headline bench right after one of the product's runs (one after each run on each wire), so that it ran on the same minutes of the machine")}${loadFailures ? `; ${loadFailures} failed requests` : ''}`,
     },
   );
   // The goals' rows of this run, if their benches ran: the peer is their baseline.

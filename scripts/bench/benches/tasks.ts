@@ -25,6 +25,7 @@ import {
   statementTable,
   type StatementRow,
 } from '../lib/statement-split.ts';
+import { peerBeside, type PeerBeside } from './peer.ts';
 import { NO_CAPS, stackGroups } from './throughput.ts';
 
 /** The headline tool: bulk_update_records of 1,000 records = 2 steps (batches of 500). */
@@ -150,7 +151,13 @@ export async function benchTasks(ctx: BenchContext): Promise<void> {
   const targets = await pollTargets(ctx);
   const pairs = targets.map((t) => ({ token: t.token, taskId: t.id }));
   const exclude = targets.map((t) => t.id);
-  for (const wire of ['2026', '2025'] as const) await headline(ctx, wire, pairs, exclude);
+  // The peer's headline runs, one after each of the product's (peer.ts, peerBeside).
+  const peer = await peerBeside(ctx);
+  try {
+    for (const wire of ['2026', '2025'] as const) await headline(ctx, wire, pairs, exclude, peer);
+  } finally {
+    await peer?.stop();
+  }
   await ctx.reset();
 }
 
@@ -160,6 +167,7 @@ async function headline(
   wire: '2026' | '2025',
   pairs: Array<{ token: string; taskId: string }>,
   exclude: string[],
+  peer?: PeerBeside,
 ): Promise<void> {
   const { runs, durationS } = ctx.options;
   const load = (tag: string, seconds: number) =>
@@ -257,6 +265,7 @@ async function headline(
     ctx.log(
       `headline (${wire} wire) run ${r + 1}: ${fmt(res.starts)} starts/s, ${fmt(res.completions)} completed/s, ${fmt(res.polls)} polls/s over ${fmt(windowS, 1)} s; backlog grew by ${growth} (${w!.created} created; drained ${fmt(drainS, 1)} s after the load), ${res.failed} not completed; CPU ms per completed task (polls included): ${describe(res.cpu)}`,
     );
+    await peer?.headline();
   }
   const mid = [...results].sort((a, b) => a.completions - b.completions)[
     Math.floor(results.length / 2)
@@ -339,90 +348,99 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
     [2, '2025'],
   ];
   for (let r = 1; r < ctx.options.runs; r++) batches.push([2, '2026'], [2, '2025']);
-  for (const [index, [steps, wire]] of batches.entries()) {
-    await ctx.reset();
-    const since = await dbNow(ctx);
-    // PostgreSQL publishes an idle backend's row counts up to 10 s late: the first measured
-    // 2-step batch waits that out before and after, and reports rows per task for the
-    // batch as a whole (start, run and result read).
-    const counted = steps === 2 && wire === '2026' && index > 0 && twoRuns.length === 0;
-    if (counted) await sleep(11_000);
-    const writesStart = counted ? await tableWrites(ctx) : undefined;
-    if (counted && withStatements) await resetStatements(ctx);
-    const release = holdWorkers(ctx);
-    let startCpu: CpuReport;
-    let startLoad: Awaited<ReturnType<typeof runLoadProcess>>;
-    try {
-      await sleep(200);
-      const meter = cpuMeter(stackGroups(ctx));
-      startLoad = await runLoadProcess({
-        urls: [ctx.stack.mcpUrl],
-        connections: START_CONNECTIONS,
-        durationS: 60,
-        amount: n,
-        scenario: startScenario(ctx, `cost${steps}-${wire}-${Date.now()}`, 500 * steps, wire),
-      });
-      startCpu = meter.stop();
-      await sleep(200);
-    } catch (error) {
+  // The peer's cost batches, one after each of the product's 2-step 2025-11-25 batches (each
+  // closes a pair with a 2026 one): the same minutes of the machine (peer.ts, peerBeside).
+  const peer = await peerBeside(ctx);
+  try {
+    for (const [index, [steps, wire]] of batches.entries()) {
+      await ctx.reset();
+      const since = await dbNow(ctx);
+      // PostgreSQL publishes an idle backend's row counts up to 10 s late: the first measured
+      // 2-step batch waits that out before and after, and reports rows per task for the
+      // batch as a whole (start, run and result read).
+      const counted = steps === 2 && wire === '2026' && index > 0 && twoRuns.length === 0;
+      if (counted) await sleep(11_000);
+      const writesStart = counted ? await tableWrites(ctx) : undefined;
+      if (counted && withStatements) await resetStatements(ctx);
+      const release = holdWorkers(ctx);
+      let startCpu: CpuReport;
+      let startLoad: Awaited<ReturnType<typeof runLoadProcess>>;
+      try {
+        await sleep(200);
+        const meter = cpuMeter(stackGroups(ctx));
+        startLoad = await runLoadProcess({
+          urls: [ctx.stack.mcpUrl],
+          connections: START_CONNECTIONS,
+          durationS: 60,
+          amount: n,
+          scenario: startScenario(ctx, `cost${steps}-${wire}-${Date.now()}`, 500 * steps, wire),
+        });
+        startCpu = meter.stop();
+        await sleep(200);
+      } catch (error) {
+        release();
+        throw error;
+      }
+      const refs = await tasksSince(ctx, since);
+      if (refs.length === 0)
+        throw new Error(`no task started: ${JSON.stringify(startLoad.statusCounts)}`);
+      const ids = refs.map((r) => r.id);
+      const runMeter = cpuMeter(stackGroups(ctx));
       release();
-      throw error;
-    }
-    const refs = await tasksSince(ctx, since);
-    if (refs.length === 0)
-      throw new Error(`no task started: ${JSON.stringify(startLoad.statusCounts)}`);
-    const ids = refs.map((r) => r.id);
-    const runMeter = cpuMeter(stackGroups(ctx));
-    release();
-    const open = await waitEnded(ctx, ids, 120_000);
-    const runCpu = runMeter.stop();
-    const readMeter = cpuMeter(stackGroups(ctx));
-    const read = await runLoadProcess({
-      urls: [ctx.stack.mcpUrl],
-      connections: Math.min(START_CONNECTIONS, refs.length),
-      durationS: 60,
-      amount: refs.length,
-      scenario: {
-        kind: wire === '2025' ? 'result-2025' : 'poll',
-        pairs: refs.map((r) => ({ token: r.token, taskId: r.id })),
-      },
-    });
-    const readCpu = readMeter.stop();
-    if (counted && withStatements) statements = await statementSplit(ctx, refs.length);
-    if (counted) await sleep(11_000);
-    const writesEnd = counted ? await tableWrites(ctx) : undefined;
-    const counts = await runCounts(ctx, ids);
-    const [d] = await ctx.sql<{ n: number }>(
-      `SELECT count(*)::int AS n FROM audit.events WHERE task_id = ANY($1) AND type = 'task.delegated'`,
-      [ids],
-    );
-    const startFailed = startLoad.non2xx + startLoad.errors + startLoad.rpcErrors;
-    const readFailed = read.non2xx + read.errors + read.rpcErrors;
-    if (startFailed || readFailed || counts.failed || open)
-      problems.push(
-        `${steps}-step batch (${wire} wire): ${startFailed} starts and ${readFailed} result reads failed (HTTP ${JSON.stringify({ ...startLoad.statusCounts })} / ${JSON.stringify({ ...read.statusCounts })}), ${counts.failed} tasks failed, ${open} did not end`,
+      const open = await waitEnded(ctx, ids, 120_000);
+      const runCpu = runMeter.stop();
+      const readMeter = cpuMeter(stackGroups(ctx));
+      const read = await runLoadProcess({
+        urls: [ctx.stack.mcpUrl],
+        connections: Math.min(START_CONNECTIONS, refs.length),
+        durationS: 60,
+        amount: refs.length,
+        scenario: {
+          kind: wire === '2025' ? 'result-2025' : 'poll',
+          pairs: refs.map((r) => ({ token: r.token, taskId: r.id })),
+        },
+      });
+      const readCpu = readMeter.stop();
+      if (counted && withStatements) statements = await statementSplit(ctx, refs.length);
+      if (counted) await sleep(11_000);
+      const writesEnd = counted ? await tableWrites(ctx) : undefined;
+      const counts = await runCounts(ctx, ids);
+      const [d] = await ctx.sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM audit.events WHERE task_id = ANY($1) AND type = 'task.delegated'`,
+        [ids],
       );
-    ctx.log(
-      `cost ${steps}-step (${wire} wire): ${refs.length} started, ${counts.completed} completed (${counts.failed} failed, ${open} open), ${counts.steps} steps, ${counts.exchanges} exchanges, ${counts.writes} downstream writes, ${read.requests} result reads (${read.non2xx + read.errors + read.rpcErrors} failed); start ${describe(perGroup(startCpu, refs.length))}; run ${describe(perGroup(runCpu, counts.completed))}; read ${describe(perGroup(readCpu, read.requests))}`,
-    );
-    const measured: Phases = {
-      start: perGroup(startCpu, refs.length),
-      run: perGroup(runCpu, counts.completed),
-      read: perGroup(readCpu, read.requests),
-      counts,
-      delegations: d!.n,
-      startIdp: startCpu.ms.idp ?? 0,
-      writes:
-        writesStart && writesEnd ? describeWrites(writesStart, writesEnd, counts.completed) : '',
-      events: await auditEventsPerTask(ctx, ids),
-    };
-    if (index === 0) continue;
-    if (wire === '2025') runs2025.push(measured);
-    else {
-      if (steps === 2) twoRuns.push(measured);
-      // The fit takes the first measured batch of each step count.
-      if (!phases.has(steps)) phases.set(steps, measured);
+      const startFailed = startLoad.non2xx + startLoad.errors + startLoad.rpcErrors;
+      const readFailed = read.non2xx + read.errors + read.rpcErrors;
+      if (startFailed || readFailed || counts.failed || open)
+        problems.push(
+          `${steps}-step batch (${wire} wire): ${startFailed} starts and ${readFailed} result reads failed (HTTP ${JSON.stringify({ ...startLoad.statusCounts })} / ${JSON.stringify({ ...read.statusCounts })}), ${counts.failed} tasks failed, ${open} did not end`,
+        );
+      ctx.log(
+        `cost ${steps}-step (${wire} wire): ${refs.length} started, ${counts.completed} completed (${counts.failed} failed, ${open} open), ${counts.steps} steps, ${counts.exchanges} exchanges, ${counts.writes} downstream writes, ${read.requests} result reads (${read.non2xx + read.errors + read.rpcErrors} failed); start ${describe(perGroup(startCpu, refs.length))}; run ${describe(perGroup(runCpu, counts.completed))}; read ${describe(perGroup(readCpu, read.requests))}`,
+      );
+      const measured: Phases = {
+        start: perGroup(startCpu, refs.length),
+        run: perGroup(runCpu, counts.completed),
+        read: perGroup(readCpu, read.requests),
+        counts,
+        delegations: d!.n,
+        startIdp: startCpu.ms.idp ?? 0,
+        writes:
+          writesStart && writesEnd ? describeWrites(writesStart, writesEnd, counts.completed) : '',
+        events: await auditEventsPerTask(ctx, ids),
+      };
+      if (index === 0) continue;
+      if (wire === '2025') {
+        runs2025.push(measured);
+        await peer?.cost();
+      } else {
+        if (steps === 2) twoRuns.push(measured);
+        // The fit takes the first measured batch of each step count.
+        if (!phases.has(steps)) phases.set(steps, measured);
+      }
     }
+  } finally {
+    await peer?.stop();
   }
   await ctx.reset();
 
