@@ -682,7 +682,10 @@ async function scalingBatch(ctx: BenchContext, workers: number, n: number, slots
  * a tenth between runs). An idle stack's cost is measured apart (idle.ts).
  */
 export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
-  const n = Math.max(60, ctx.options.samples * 5);
+  // 300 tasks a batch (150 until run (23)): a batch's run lasts some 3 s, and over 1.5 s the
+  // server's background writers and the machine's other load moved a batch's figure by a
+  // third (BENCHMARKS.md, run (23)).
+  const n = Math.max(60, ctx.options.samples * 10);
   const SLOTS = 24;
   const COUNTS = [1, 2, 4, 8];
   const batches = new Map<number, Array<Awaited<ReturnType<typeof scalingBatch>>>>();
