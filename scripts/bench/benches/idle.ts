@@ -1,7 +1,7 @@
 import type { BenchContext } from '../lib/context.ts';
 import { cpuMeter, threadCpuMsOf, stackBackends, type PidSource } from '../lib/cpu.ts';
 import { fmt, median, sleep } from '../lib/stats.ts';
-import { WORKERS_ENV } from './tasks.ts';
+import { WORKERS_ENV } from './headline-shape.ts';
 import { NO_CAPS, stackGroups } from './throughput.ts';
 
 const WINDOW_MS = 10_000;

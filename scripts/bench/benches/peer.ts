@@ -17,12 +17,10 @@ import {
   STEP_MS,
   STEPS,
   sustainedRate,
-} from './tasks.ts';
+} from './headline-shape.ts';
 import { NO_CAPS } from './throughput.ts';
 
-// The headline's tool: a step per 500 records. A function: tasks.ts, whose constant it
-// reads, imports this module too (peerBeside), and may be the one still loading.
-const records = () => 500 * STEPS;
+const RECORDS = 500 * STEPS; // the headline's tool: a step per 500 records
 
 interface Peer {
   proc: Proc;
@@ -137,7 +135,7 @@ const startScenario = (ctx: BenchContext, tag: string) => ({
   kind: 'start' as const,
   tokens: ctx.users.map((u) => u.token),
   runTag: tag,
-  count: records(),
+  count: RECORDS,
   wire: '2025' as const,
 });
 
@@ -286,7 +284,7 @@ export async function peerBeside(ctx: BenchContext): Promise<PeerBeside | undefi
   };
 }
 
-/** A pause before each of the peer's measurements taken beside the product's. */
+/** A pause before each of the peer's measurements (beside the product's, after its batch). */
 const SETTLE_MS = 500;
 
 const costBatchSize = (ctx: BenchContext) => Math.max(60, ctx.options.samples * 10);
@@ -319,40 +317,21 @@ async function headlineTargets(ctx: BenchContext, peer: Peer) {
 }
 
 export async function benchPeer(ctx: BenchContext): Promise<void> {
-  const { runs } = ctx.options;
-  const costs = beside.costs;
-  const loads = beside.loads;
   // Taken beside the product's (peerBeside) when its benches ran; else measured here.
-  const own = { costs: costs.length === 0, loads: loads.length === 0 };
+  const own = { costs: beside.costs.length === 0, loads: beside.loads.length === 0 };
   if (own.costs || own.loads) {
     // The IdP signs the tokens; the gateway only names their audience and does nothing here.
     await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
     await ctx.reset();
-    const peer = await startPeer(ctx);
+    const peer = (await peerBeside(ctx))!;
     try {
-      if (own.costs) {
-        const n = costBatchSize(ctx);
-        await costBatch(ctx, peer, n); // warm-up, unmeasured
-        for (let r = 0; r < runs; r++) {
-          const c = await costBatch(ctx, peer, n);
-          logCost(ctx, c, r + 1);
-          costs.push(c);
-        }
-      }
-      if (own.loads) {
-        const targets = await headlineTargets(ctx, peer);
-        for (let r = 0; r < runs; r++) {
-          const h = (await headlineRun(ctx, peer, targets.pairs, ctx.options.durationS, true))!;
-          logLoad(ctx, h, r + 1);
-          loads.push(h);
-          await waitAllEnded(peer, targets.since);
-        }
-      }
+      if (own.costs) for (let r = 0; r < ctx.options.runs; r++) await peer.cost();
+      if (own.loads) for (let r = 0; r < ctx.options.runs; r++) await peer.headline();
     } finally {
       await peer.stop();
     }
   }
-  report(ctx, costs, loads, costBatchSize(ctx), own);
+  report(ctx, beside.costs, beside.loads, costBatchSize(ctx), own);
 }
 
 function report(
