@@ -9,8 +9,17 @@ type Listener = (payload: Record<string, unknown>) => void;
  */
 export interface TaskEvents {
   on(channel: string, listener: Listener): () => void;
-  /** Resolves true when `taskId` settles, false after timeoutMs. */
-  waitForSettled(taskId: string, timeoutMs: number, channel: string): Promise<boolean>;
+  /**
+   * Resolves true when `taskId` settles, false after timeoutMs or when `signal` aborts. It
+   * listens from the call on: call it before the statement after which a settlement would
+   * notify (watch-settle.ts), so none falls between the two.
+   */
+  waitForSettled(
+    taskId: string,
+    timeoutMs: number,
+    channel: string,
+    signal?: AbortSignal,
+  ): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -69,19 +78,21 @@ export async function createTaskEvents(
 
   return {
     on,
-    waitForSettled(taskId, timeoutMs, channel) {
+    waitForSettled(taskId, timeoutMs, channel, signal) {
       return new Promise((resolve) => {
-        const off = on(channel, (payload) => {
-          if (payload.taskId === taskId) {
-            clearTimeout(timer);
-            off();
-            resolve(true);
-          }
-        });
-        const timer = setTimeout(() => {
+        const end = (settled: boolean) => {
+          clearTimeout(timer);
           off();
-          resolve(false);
-        }, timeoutMs);
+          signal?.removeEventListener('abort', abort);
+          resolve(settled);
+        };
+        const abort = () => end(false);
+        const off = on(channel, (payload) => {
+          if (payload.taskId === taskId) end(true);
+        });
+        const timer = setTimeout(abort, timeoutMs);
+        if (signal?.aborted) abort();
+        else signal?.addEventListener('abort', abort, { once: true });
       });
     },
     async close() {

@@ -30,6 +30,7 @@ import type { JobQueue } from './job-queue.ts';
 import type { DelegationDeps } from './delegate-task.ts';
 import { createDenialFold } from './fold-denials.ts';
 import { resumeIfPaused } from './task-state/resume-task.ts';
+import { watchSettle } from './task-state/watch-settle.ts';
 import {
   answeredAlready,
   pendingInput,
@@ -343,6 +344,8 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     async awaitResult(taskId, ctx, waitMs, options) {
       const until = nowMs(deps.clock) + waitMs;
       let token: { value: ProgressToken | undefined } | undefined;
+      // The ending notifies only once watched (watch-settle.ts): once per wait, not per look.
+      let watched = false;
       // On the primary: the settle that wakes the wait is there at once, perhaps not yet on
       // the replica (and a blocking wait is far rarer than a poll).
       for (;;) {
@@ -370,14 +373,26 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
           }
         }
         // A question or a step's progress is no settle: while one may come, look each second.
-        await deps.events.waitForSettled(
+        // Listening before the watch commits, so an ending right after it is heard.
+        const stop = new AbortController();
+        const settled = deps.events.waitForSettled(
           taskId,
           Math.min(
             until - nowMs(deps.clock),
             options?.untilInput || options?.onProgress ? 1000 : 5000,
           ),
           CHANNELS.settled,
+          stop.signal,
         );
+        if (!watched) {
+          watched = true;
+          if (!(await watchSettle(deps.pool, taskId))) {
+            // It ended since the read: read it again now (once; after that, on the timer).
+            stop.abort();
+            continue;
+          }
+        }
+        await settled;
       }
     },
 

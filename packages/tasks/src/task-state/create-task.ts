@@ -96,6 +96,8 @@ export async function createTask(
     delegation?: DelegationDeps;
     placement(tool: string): ToolPlacement;
     denials: DenialFold;
+    /** Reads go to a replica: every ending must notify this gateway, so each is watched. */
+    reads?: unknown;
   },
   input: StartInput,
 ): Promise<StartOutcome> {
@@ -208,43 +210,47 @@ export async function createTask(
         ]
       : [];
     const sealed = delegation ? sealDelegation(deps.delegation!.cipher, id, delegation) : [];
-    const r = await runPrepared<StartRow>(deps.pool, startStatement(job.text, !!delegation), [
-      id,
-      p.issuer,
-      p.tenant,
-      p.subject,
-      p.client,
-      p.scopes,
-      tool.name,
-      JSON.stringify(input.args),
-      JSON.stringify(summary),
-      hash,
-      key,
-      explicit ? 'explicit' : 'derived',
-      explicit ? null : deps.limits.derivedDedupeWindowMs,
-      input.correlationId,
-      deadlineMs,
-      ttlMs,
-      deps.limits.pollIntervalMs,
-      jobId,
-      tool.limits.requireLiveUserEachStage === true,
-      placement.queue,
-      placement.version,
-      placement.fingerprint,
-      placement.registryFingerprint,
-      deps.limits.maxActivePerUser,
-      deps.limits.maxActivePerTenant,
-      p.issuedAt ?? null,
-      job.value,
-      // The queue in the payload lets a worker that does not serve it stay asleep.
-      CHANNELS.created,
-      JSON.stringify({ taskId: id, queue: placement.queue }),
-      [createdType, ...after.map(([type]) => type)],
-      createdParts,
-      createdNames,
-      after.map(([, body]) => body),
-      ...sealed,
-    ]);
+    const r = await runPrepared<StartRow>(
+      deps.pool,
+      startStatement(job.text, !!delegation, !!deps.reads),
+      [
+        id,
+        p.issuer,
+        p.tenant,
+        p.subject,
+        p.client,
+        p.scopes,
+        tool.name,
+        JSON.stringify(input.args),
+        JSON.stringify(summary),
+        hash,
+        key,
+        explicit ? 'explicit' : 'derived',
+        explicit ? null : deps.limits.derivedDedupeWindowMs,
+        input.correlationId,
+        deadlineMs,
+        ttlMs,
+        deps.limits.pollIntervalMs,
+        jobId,
+        tool.limits.requireLiveUserEachStage === true,
+        placement.queue,
+        placement.version,
+        placement.fingerprint,
+        placement.registryFingerprint,
+        deps.limits.maxActivePerUser,
+        deps.limits.maxActivePerTenant,
+        p.issuedAt ?? null,
+        job.value,
+        // The queue in the payload lets a worker that does not serve it stay asleep.
+        CHANNELS.created,
+        JSON.stringify({ taskId: id, queue: placement.queue }),
+        [createdType, ...after.map(([type]) => type)],
+        createdParts,
+        createdNames,
+        after.map(([, body]) => body),
+        ...sealed,
+      ],
+    );
     const row = r.rows[0]!;
     if (row.id !== null) return { ok: true, task: taskRowOf(row), created: true };
     // Not inserted: refused (the counts did not count it), or its idempotency slot is taken.

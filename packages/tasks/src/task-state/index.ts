@@ -59,5 +59,6 @@ export { markInputRequired } from './await-input.ts';
 export { parkForInput, pendingInput, recordAnswer, type PendingInput } from './ask-input.ts';
 export { parkForApproval, recordDecision, type DecisionOutcome } from './await-approval.ts';
 export { flagPrincipalTasks, requestCancel } from './request-cancel.ts';
+export { watchSettle } from './watch-settle.ts';
 export { purgeExpired, signalDeadline, type LateTask } from './purge-tasks.ts';
 export type { OnTaskEnded, Settlement } from './settle-task.ts';

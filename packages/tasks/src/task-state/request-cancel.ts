@@ -8,7 +8,8 @@ import type { CancelledBy } from './end-task.ts';
 /**
  * Flags an active task for cancellation (the first request's who and why stand), tells its
  * worker at once (`mtg_task_control`, delivered at commit) and writes `task.cancel_requested`,
- * in one transaction. The task ends when its worker (or the caller, cancelTaskNow) settles it.
+ * in one transaction. The task ends when its worker (or the caller, cancelTaskNow) settles
+ * it; the request waits for that ending, so it watches it (watch-settle.ts): it notifies.
  *
  * A request the row already records — same who, path and reason: the retry of a request
  * whose commit's outcome its sender did not learn — writes no second event (the worker is
@@ -29,7 +30,8 @@ export async function requestCancel(
     // to the chain lock: a deadlock between a cancel and a running step.
     const r = await c.query<{ before: Record<string, unknown> | null }>(
       `UPDATE app.tasks t SET cancel_requested_at = COALESCE(t.cancel_requested_at, now()),
-              cancel_requested_by = COALESCE(t.cancel_requested_by, $2), updated_at = now()
+              cancel_requested_by = COALESCE(t.cancel_requested_by, $2), updated_at = now(),
+              settle_watched = true
          FROM (SELECT id, cancel_requested_by FROM app.tasks WHERE id = $1 FOR NO KEY UPDATE) prior
         WHERE t.id = prior.id AND ${NOT_ENDED}
         RETURNING prior.cancel_requested_by AS before`,

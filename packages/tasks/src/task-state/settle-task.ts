@@ -34,8 +34,8 @@ export type OnTaskEnded = (task: TaskRow) => void;
 /**
  * Moves an active task to a terminal state exactly once, inside the caller's transaction.
  * Returns the row, or undefined when the task was already terminal or the lease was lost.
- * Notifies waiters on commit. Only end-task.ts calls it: every ending also writes its audit
- * event and fires the hook.
+ * Notifies waiters on commit, if any watch (watch-settle.ts). Only end-task.ts calls it: every
+ * ending also writes its audit event and fires the hook.
  */
 export async function settleTask(db: Queryable, s: Settlement): Promise<TaskRow | undefined> {
   const result = await runPrepared<TaskRow>(db, SETTLE, settleParams(s));
@@ -69,7 +69,10 @@ const NO_STOP = `cancel_requested_at IS NULL AND deadline > now()
  * The settlement as common table expressions, for a statement that does more with it (a
  * completion stores its result and appends its event in the same statement): `settled`, the
  * row as it ended; the end of the task-bound delegation (it ends with the task); and the
- * notification to waiters (sent on commit), each only when the task settled. Parameters
+ * notification to waiters (sent on commit), each only when the task settled, the
+ * notification only when someone watches for it (`settle_watched`, migration 260: every
+ * NOTIFY wakes every listening session of the database, the workers' too). `notified` is one
+ * row either way, so a statement joins it without losing the settled row. Parameters
  * $1 … $11 (`settleParams`). `atBoundary` (a completion at the run's end, in place of the
  * end's boundary read): it settles only if no stop stands either — no cancel requested, the
  * deadline not passed, the owner not revoked (what a boundary reads: lease.ts).
@@ -89,10 +92,10 @@ export const settledCte = (atBoundary = false) => `settled AS (
         AND ${NO_STOP}`
             : ''
         }
-      RETURNING ${TASK_SELECT}),
+      RETURNING ${TASK_SELECT}, settle_watched),
    ended_delegation AS (
      DELETE FROM app.task_credentials c USING settled WHERE c.task_id = settled.id
      RETURNING c.task_id),
-   notified AS (SELECT pg_notify($9, $10) FROM settled)`;
+   notified AS (SELECT count(pg_notify($9, $10)) AS n FROM settled WHERE settled.settle_watched)`;
 const SETTLED = settledCte();
 const SETTLE = prepared(`WITH ${SETTLED} SELECT settled.* FROM settled CROSS JOIN notified`);

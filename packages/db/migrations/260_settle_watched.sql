@@ -1,0 +1,12 @@
+-- Whether anyone listens for this task's end: a settlement notifies `mtg_task_settled` only
+-- when it is set. In PostgreSQL before 19 every NOTIFY wakes every session of the database
+-- that LISTENs, whatever its channels (each reads the notification and drops it), so the
+-- notification of every ending woke every worker's listening session as well as the
+-- gateways': PostgreSQL CPU per task that grew with the number of processes. It is set by a
+-- gateway that waits for the end (a blocking result read, a cancel), in a statement of its
+-- own before it waits, and at the start by a gateway that reads from a replica (which must
+-- hear of every ending). The settlement reads it from the row it updates, so a waiter's mark
+-- committed before the settlement's update is seen even when it came after the settlement's
+-- snapshot. A release without this migration never names the column; one before it notified
+-- every ending, and its gateways, not setting the column, are woken by their timeouts.
+ALTER TABLE app.tasks ADD COLUMN IF NOT EXISTS settle_watched boolean NOT NULL DEFAULT false;
