@@ -386,7 +386,14 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
         );
         if (!watched) {
           watched = true;
-          if (!(await watchSettle(deps.pool, taskId))) {
+          const ended = await watchSettle(deps.pool, taskId).then(
+            (watching) => !watching,
+            (error: unknown) => {
+              stop.abort();
+              throw error;
+            },
+          );
+          if (ended) {
             // It ended since the read: read it again now (once; after that, on the timer).
             stop.abort();
             continue;
