@@ -35,6 +35,7 @@ import {
   WORKERS_ENV,
 } from './headline-shape.ts';
 import { peerBeside, type PeerBeside } from './peer.ts';
+import { describeSessions, sessionMeter } from '../lib/session-split.ts';
 import { NO_CAPS, stackGroups } from './throughput.ts';
 
 const GROUPS = ['gateway', 'workers', 'idp', 'downstream', 'postgres'] as const;
@@ -642,11 +643,13 @@ async function scalingBatch(ctx: BenchContext, workers: number, n: number, slots
   const ids = (await tasksSince(ctx, since)).map((t) => t.id);
   const withStatements = await statementsAvailable(ctx);
   if (withStatements) await resetStatements(ctx);
+  const bySession = await sessionMeter(ctx);
   const t0 = performance.now();
   const meter = cpuMeter(stackGroups(ctx));
   release();
   const open = await waitEnded(ctx, ids, 120_000);
   const cpu = meter.stop();
+  const sessions = await bySession.stop();
   const statements = withStatements ? await statementSplit(ctx, ids.length, 12) : undefined;
   const s = (performance.now() - t0) / 1000;
   const counts = await runCounts(ctx, ids);
@@ -659,6 +662,7 @@ async function scalingBatch(ctx: BenchContext, workers: number, n: number, slots
     missing: ids.length - counts.completed,
     open,
     groups: perGroup(cpu, counts.completed),
+    sessions: describeSessions(sessions, counts.completed),
     statements,
   };
 }
@@ -684,7 +688,7 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
       const b = await scalingBatch(ctx, workers, n, SLOTS);
       batches.set(workers, [...(batches.get(workers) ?? []), b]);
       ctx.log(
-        `scaling round ${round + 1}, ${workers} worker${workers > 1 ? 's' : ''} × ${SLOTS / workers} slots: PostgreSQL ${fmt(b.pg, 1)} ms per task, workers ${fmt(b.workersMs, 1)} ms; ${fmt(b.rate)} completed/s${b.open ? `; ${b.open} not ended` : ''}`,
+        `scaling round ${round + 1}, ${workers} worker${workers > 1 ? 's' : ''} × ${SLOTS / workers} slots: PostgreSQL ${fmt(b.pg, 1)} ms per task (${b.sessions}), workers ${fmt(b.workersMs, 1)} ms; ${fmt(b.rate)} completed/s${b.open ? `; ${b.open} not ended` : ''}`,
       );
     }
   }
@@ -702,7 +706,7 @@ export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
       measure: `${workers} worker process${workers > 1 ? 'es' : ''} (${SLOTS / workers} slots each) running a batch of ${mid.tasks} ${STEPS}-step tasks`,
       result: `PostgreSQL ${fmt(pg, 1)} (${fmt(Math.min(...pgs), 1)}–${fmt(Math.max(...pgs), 1)}) ms CPU per task; ${fmt(median(runs.map((b) => b.rate)))} tasks completed/s`,
       samples: `median of ${runs.length} batches, the counts in turn (1 to 8, then 8 to 1); each after an unmeasured warm-up batch of the same size on the same workers, started with the workers frozen, then run to the end${missing ? `; ${missing} did not complete` : ''}`,
-      note: `run phase only, the median batch: ${describe(mid.groups)}`,
+      note: `run phase only, the median batch: ${describe(mid.groups)}; its PostgreSQL by session: ${mid.sessions}`,
     });
   }
   // Where pg_stat_statements is loaded: the fewest and the most workers' statements side by
