@@ -108,7 +108,7 @@ const LIMITS: Record<string, string> = {
   'overhead-load':
     'queueing for CPU: under the headline load the machine is saturated, so every transaction and exchange of the path waits for a core (and once the backlog grows, for a worker slot too). What would move it: the same CPU savings as the headline (queueing falls steeply below saturation), and a start rate limit that keeps the machine out of saturation.',
   'pg-by-workers':
-    'what each worker still costs on its own: its lease renewals and fetches while it runs tasks, its announcement every 5 s, and its wait for the leader lock, one round trip every 30 s (docs/scaling.md, "Workers: flat in worker count"). On a slow hour of this machine every process waits longer for a core, and each added worker process costs more of it (run (13): 24 %, where runs (12) and (16) measured 12 %).',
+    "the same work spread over more processes on two cores: split by session (each row's note), what grows is the workers' pools, whose statements read no more buffers per task with 8 workers than with 1 but each run colder and wait longer for a core; every ending's notification no longer wakes each worker (docs/scaling.md, \"Workers: flat in worker count\"). On a slow hour of this machine every process waits longer for a core, and each added worker process costs more of it (run (13): 24 %, where runs (12) and (16) measured 12 %).",
   'idle-workers':
     "each idle worker's fixed database traffic: its announcement (one upsert of app.workers every 5 s, which also reads the live workers) and its wait for the maintenance-leader lock (one round trip every 30 s, blocked in PostgreSQL); maintenance, pg-boss supervision and the re-announcement of unfetched work run in the leader only.",
   'peer-polls':
