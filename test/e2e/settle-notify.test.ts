@@ -2,42 +2,24 @@
 // tasks/result asks for it (app.tasks.settle_watched) before it waits, and wakes on it; an
 // ending nobody waits for wakes no listening session (every NOTIFY wakes every listening
 // session of the database, the workers' too: docs/scaling.md).
-import pg from 'pg';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectV1 } from '../support/clients.ts';
 import { pollUntil } from '../support/poll.ts';
+import { listenSettled } from '../support/settled-listener.ts';
 import { sql } from '../support/sql.ts';
 import { startStack, type Stack } from '../support/stack.ts';
 import { coreWire } from '../support/wires.ts';
 
 let stack: Stack;
-let listener: pg.Client;
-const heard: string[] = [];
+let settled: Awaited<ReturnType<typeof listenSettled>>;
 beforeAll(async () => {
   stack = await startStack({ workers: 1 });
-  listener = new pg.Client({ connectionString: stack.db.url });
-  await listener.connect();
-  listener.on('notification', (m) => heard.push(JSON.parse(m.payload!).taskId as string));
-  await listener.query('LISTEN mtg_task_settled');
+  settled = await listenSettled(stack.db.url);
 });
 afterAll(async () => {
-  await listener?.end();
+  await settled?.close();
   await stack?.close();
 });
-
-/** What the channel carried so far: notifications arrive in commit order, a marker last. */
-async function heardSoFar(): Promise<string[]> {
-  const marker = `marker-${Date.now()}`;
-  await sql(stack.db.url, 'SELECT pg_notify($1, $2)', [
-    'mtg_task_settled',
-    JSON.stringify({ taskId: marker }),
-  ]);
-  await pollUntil(
-    async () => heard.includes(marker),
-    (found) => found,
-  );
-  return heard.filter((id) => !id.startsWith('marker-'));
-}
 
 const status = async (id: string) =>
   (await sql(stack.db.url, 'SELECT status, settle_watched FROM app.tasks WHERE id = $1', [id]))[0];
@@ -75,7 +57,7 @@ test('a blocking tasks/result watches the ending, which notifies; an ending nobo
   );
   await client.close();
 
-  const notified = await heardSoFar();
+  const notified = await settled.soFar();
   expect(notified).toContain(awaited);
   expect(notified).not.toContain(alone);
   expect(notified).not.toContain(polled);

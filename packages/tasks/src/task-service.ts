@@ -386,14 +386,14 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
         );
         if (!watched) {
           watched = true;
-          const ended = await watchSettle(deps.pool, taskId).then(
-            (watching) => !watching,
-            (error: unknown) => {
-              stop.abort();
-              throw error;
-            },
-          );
-          if (ended) {
+          let watching: boolean;
+          try {
+            watching = await watchSettle(deps.pool, taskId);
+          } catch (error) {
+            stop.abort();
+            throw error;
+          }
+          if (!watching) {
             // It ended since the read: read it again now (once; after that, on the timer).
             stop.abort();
             continue;

@@ -1,5 +1,5 @@
-import pg from 'pg';
-import { CHANNELS } from '../../src/channels.ts';
+import { listenSettled } from '../../../../test/support/settled-listener.ts';
+import { pollUntil } from '../../../../test/support/poll.ts';
 import {
   completeTask,
   requestCancel,
@@ -12,34 +12,15 @@ import { claimLease, insertTask, openStateDatabase, type StateDatabase } from '.
 // watches for it (every NOTIFY wakes every listening session of the database, the workers'
 // too). A watch that commits while the settlement waits for the row is still seen.
 let s: StateDatabase;
-let listener: pg.Client;
-const heard: string[] = [];
+let settled: Awaited<ReturnType<typeof listenSettled>>;
 beforeAll(async () => {
   s = await openStateDatabase();
-  listener = new pg.Client({ connectionString: s.db.url });
-  await listener.connect();
-  listener.on('notification', (m) => heard.push(JSON.parse(m.payload!).taskId as string));
-  await listener.query(`LISTEN ${CHANNELS.settled}`);
+  settled = await listenSettled(s.db.url);
 });
 afterAll(async () => {
-  await listener?.end();
+  await settled?.close();
   await s?.close();
 });
-
-/**
- * What `mtg_task_settled` carried up to now: a marker notified after everything before it
- * committed, and notifications arrive in commit order, so when the marker is heard every
- * earlier one has been.
- */
-async function heardSoFar(): Promise<string[]> {
-  const marker = `marker-${heard.length}-${Date.now()}`;
-  await s.admin.query('SELECT pg_notify($1, $2)', [
-    CHANNELS.settled,
-    JSON.stringify({ taskId: marker }),
-  ]);
-  while (!heard.includes(marker)) await new Promise((r) => setTimeout(r, 10));
-  return heard.filter((id) => !id.startsWith('marker-'));
-}
 
 const complete = (taskId: string, lease: Lease) =>
   completeTask(
@@ -60,16 +41,19 @@ const complete = (taskId: string, lease: Lease) =>
   );
 
 /** Until `n` sessions of the test database wait for a lock. */
-async function lockWaiters(n: number): Promise<void> {
-  for (;;) {
-    const r = await s.admin.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-    );
-    if (r.rows[0]!.n >= n) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const lockWaiters = (n: number) =>
+  pollUntil(
+    async () =>
+      (
+        await s.admin.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        )
+      ).rows[0]!.n,
+    (waiting) => waiting >= n,
+    10_000,
+    10,
+  );
 
 test('an ending nobody watches notifies nobody; a watched one notifies', async () => {
   const unwatched = await insertTask(s.admin);
@@ -77,7 +61,7 @@ test('an ending nobody watches notifies nobody; a watched one notifies', async (
   expect(await watchSettle(s.gateway, watched)).toBe(true);
   await complete(unwatched, await claimLease(s, unwatched, 'w1'));
   await complete(watched, await claimLease(s, watched, 'w1'));
-  const notified = await heardSoFar();
+  const notified = await settled.soFar();
   expect(notified).toContain(watched);
   expect(notified).not.toContain(unwatched);
 });
@@ -107,7 +91,7 @@ test('a cancel request watches the ending it waits for', async () => {
     },
   );
   await complete(id, lease);
-  expect(await heardSoFar()).toContain(id);
+  expect(await settled.soFar()).toContain(id);
 });
 
 test("a watch committed after the settlement's snapshot, while it waits for the row, is seen", async () => {
@@ -129,5 +113,5 @@ test("a watch committed after the settlement's snapshot, while it waits for the 
   } finally {
     holder.release();
   }
-  expect(await heardSoFar()).toContain(id);
+  expect(await settled.soFar()).toContain(id);
 });
