@@ -155,8 +155,14 @@ export async function buildGateway(
       `queues ${missing.join(', ')} are not installed: run \`npm run migrate\` with the same TOOL_PACKS${upstreams ? ' and UPSTREAMS_FILE' : ''}`,
     );
   }
-  const events = await createTaskEvents(config.DATABASE_URL, [CHANNELS.settled], (error) =>
-    logger.warn('task events connection error', { error: error.message }),
+  // Endings are heard only while a verb waits for one (or, reading from a replica, always:
+  // the task service then listens for its read-your-writes), so a gateway that waits for
+  // nothing is not woken by every notification of the database (task-events.ts).
+  const events = await createTaskEvents(
+    config.DATABASE_URL,
+    [],
+    (error) => logger.warn('task events connection error', { error: error.message }),
+    { onDemand: [CHANNELS.settled] },
   );
 
   const { keys, verify } = await trustIssuer(

@@ -11,8 +11,8 @@ export interface TaskEvents {
   on(channel: string, listener: Listener): () => void;
   /**
    * Resolves true when `taskId` settles, false after timeoutMs or when `signal` aborts. It
-   * listens from the call on: call it before the statement after which a settlement would
-   * notify (watch-settle.ts), so none falls between the two.
+   * listens from the call on, once `heard(channel)` resolves: await that before the statement
+   * after which a settlement would notify (watch-settle.ts), so none falls between the two.
    */
   waitForSettled(
     taskId: string,
@@ -20,18 +20,59 @@ export interface TaskEvents {
     channel: string,
     signal?: AbortSignal,
   ): Promise<boolean>;
+  /**
+   * Resolves once what is notified on `channel` from now on reaches this process's listeners:
+   * at once for a channel listened to from the start; for an on-demand one, when the LISTEN
+   * its first listener asked for is in effect. Never rejects: with the connection down it
+   * resolves, and waits fall back on their timers.
+   */
+  heard(channel: string): Promise<void>;
+  /**
+   * The channels the connection listens to now, as the server says (`pg_listening_channels()`);
+   * none while it is down.
+   */
+  listening(): Promise<string[]>;
   close(): Promise<void>;
 }
+
+export interface TaskEventsOptions {
+  /**
+   * Channels listened to only while a listener in this process wants them: LISTEN when the
+   * first comes, UNLISTEN `lingerMs` after the last went. Before PostgreSQL 19 every NOTIFY
+   * of the database wakes every session that LISTENs to anything, so a process that listens
+   * only while it waits is not woken by the notifications meant for others (a gateway's by
+   * every task creation's, which wakes the workers).
+   */
+  onDemand?: string[];
+  /** How long an on-demand channel stays listened to after its last listener (default 10 s). */
+  lingerMs?: number;
+}
+
+const LINGER_MS = 10_000;
 
 export async function createTaskEvents(
   connectionString: string,
   channels: string[],
   onError: (error: Error) => void = () => {},
+  options: TaskEventsOptions = {},
 ): Promise<TaskEvents> {
   const listeners = new Map<string, Set<Listener>>();
+  const onDemand = new Set(options.onDemand ?? []);
+  const lingerMs = options.lingerMs ?? LINGER_MS;
+  // An on-demand channel listened to (or about to be): its LISTEN in flight or done, and the
+  // timer that will UNLISTEN it while nobody listens.
+  const wanted = new Map<string, { listened: Promise<void>; linger?: NodeJS.Timeout }>();
   let client: pg.Client | undefined;
   let closed = false;
   let reconnectTimer: NodeJS.Timeout | undefined;
+
+  const send = (c: pg.Client | undefined, command: 'LISTEN' | 'UNLISTEN', channel: string) =>
+    c
+      ? c.query(`${command} ${pg.escapeIdentifier(channel)}`).then(
+          () => {},
+          () => {}, // the connection failed: its reconnect listens again to what is wanted
+        )
+      : Promise.resolve();
 
   const connect = async () => {
     const c = new pg.Client({ connectionString, application_name: 'task-events' });
@@ -52,7 +93,9 @@ export async function createTaskEvents(
     c.on('end', () => scheduleReconnect());
     await c.connect();
     for (const ch of channels) await c.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
+    // From here an on-demand channel wanted meanwhile is listened to on this connection.
     client = c;
+    await Promise.all([...wanted.keys()].map((ch) => send(c, 'LISTEN', ch)));
   };
   const scheduleReconnect = () => {
     if (closed || reconnectTimer) return;
@@ -69,11 +112,37 @@ export async function createTaskEvents(
 
   await connect();
 
+  /** The first listener of an on-demand channel: listen to it, or keep listening. */
+  const want = (channel: string) => {
+    const w = wanted.get(channel);
+    if (w) {
+      clearTimeout(w.linger);
+      w.linger = undefined;
+      return;
+    }
+    // The client runs its commands in order, so this LISTEN follows any UNLISTEN before it.
+    wanted.set(channel, { listened: send(client, 'LISTEN', channel) });
+  };
+  /** The last listener of an on-demand channel went: stop listening a while later. */
+  const unwant = (channel: string) => {
+    const w = wanted.get(channel);
+    if (!w) return;
+    w.linger = setTimeout(() => {
+      if (listeners.get(channel)?.size) return;
+      wanted.delete(channel);
+      void send(client, 'UNLISTEN', channel);
+    }, lingerMs);
+    w.linger.unref();
+  };
+
   const on = (channel: string, listener: Listener) => {
     let set = listeners.get(channel);
     if (!set) listeners.set(channel, (set = new Set()));
     set.add(listener);
-    return () => set.delete(listener);
+    if (onDemand.has(channel) && set.size === 1) want(channel);
+    return () => {
+      if (set.delete(listener) && onDemand.has(channel) && set.size === 0) unwant(channel);
+    };
   };
 
   return {
@@ -95,9 +164,19 @@ export async function createTaskEvents(
         else signal?.addEventListener('abort', abort, { once: true });
       });
     },
+    heard(channel) {
+      return wanted.get(channel)?.listened ?? Promise.resolve();
+    },
+    async listening() {
+      const r = await client
+        ?.query<{ channel: string }>('SELECT pg_listening_channels() AS channel')
+        .catch(() => undefined); // the connection is down: it listens to nothing
+      return (r?.rows ?? []).map((row) => row.channel).sort();
+    },
     async close() {
       closed = true;
       clearTimeout(reconnectTimer);
+      for (const w of wanted.values()) clearTimeout(w.linger);
       await client?.end().catch(() => {});
     },
   };

@@ -388,6 +388,7 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
           watched = true;
           let watching: boolean;
           try {
+            await deps.events.heard(CHANNELS.settled);
             watching = await watchSettle(deps.pool, taskId);
           } catch (error) {
             stop.abort();
