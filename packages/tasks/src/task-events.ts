@@ -93,9 +93,11 @@ export async function createTaskEvents(
     c.on('end', () => scheduleReconnect());
     await c.connect();
     for (const ch of channels) await c.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
-    // From here an on-demand channel wanted meanwhile is listened to on this connection.
+    // From here an on-demand channel wanted meanwhile is listened to on this connection; one
+    // wanted before (a reconnect) is heard once its LISTEN here is in effect.
     client = c;
-    await Promise.all([...wanted.keys()].map((ch) => send(c, 'LISTEN', ch)));
+    for (const [ch, w] of wanted) w.listened = send(c, 'LISTEN', ch);
+    await Promise.all([...wanted.values()].map((w) => w.listened));
   };
   const scheduleReconnect = () => {
     if (closed || reconnectTimer) return;
