@@ -1,5 +1,6 @@
 import type { BenchContext } from '../lib/context.ts';
-import { cpuMeter, threadCpuMsOf, stackBackends, type PidSource } from '../lib/cpu.ts';
+import { cpuMeter, stackBackends, type PidSource } from '../lib/cpu.ts';
+import { byName, describeSessionTotals, sessionMeter } from '../lib/session-split.ts';
 import { fmt, median, sleep } from '../lib/stats.ts';
 import { WORKERS_ENV } from './headline-shape.ts';
 import { NO_CAPS, stackGroups } from './throughput.ts';
@@ -25,7 +26,7 @@ export async function benchIdleWorkers(ctx: BenchContext): Promise<void> {
     for (const workers of [1, 8]) {
       await ctx.topology({ gateways: 1, workers, gatewayEnv: NO_CAPS, workerEnv: WORKERS_ENV });
       await sleep(settleMs);
-      const before = new Map(own().map((pid) => [pid, threadCpuMsOf(pid) ?? 0]));
+      const bySession = await sessionMeter(ctx, byName);
       const meter = cpuMeter(
         { postgres: stackGroups(ctx).postgres!, backends: own },
         { precise: true },
@@ -34,7 +35,7 @@ export async function benchIdleWorkers(ctx: BenchContext): Promise<void> {
       const cpu = meter.stop();
       seen[workers] = cpu.ms.backends ?? 0;
       ctx.log(
-        `idle round ${round + 1}, ${workers} workers: PostgreSQL ${fmt(cpu.ms.postgres ?? 0, 1)} ms in 10 s (the bench database's backends ${fmt(seen[workers], 1)} ms); by session: ${await bySession(ctx, before)}`,
+        `idle round ${round + 1}, ${workers} workers: PostgreSQL ${fmt(cpu.ms.postgres ?? 0, 1)} ms in 10 s (the bench database's backends ${fmt(seen[workers], 1)} ms); by session: ${describeSessionTotals(await bySession.stop())}`,
       );
     }
     samples.push({ one: seen[1]!, eight: seen[8]!, extra: (seen[8]! - seen[1]!) / 7 });
@@ -55,35 +56,4 @@ export async function benchIdleWorkers(ctx: BenchContext): Promise<void> {
     note: "an idle worker announces itself every 5 s and waits for the maintenance leader lock in PostgreSQL, one round trip every 30 s (no snapshot held); only the leader runs maintenance and pg-boss supervision. Backend CPU from the scheduler's count (/proc/<pid>/schedstat)",
   });
   await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
-}
-
-/** "worker-3 12 ms (2 sessions, 1 opened in the window: 9 ms), …", largest first. */
-async function bySession(ctx: BenchContext, before: Map<number, number>): Promise<string> {
-  const rows = await ctx.sql<{ pid: number; name: string }>(
-    `SELECT pid, coalesce(nullif(application_name, ''), backend_type) AS name
-       FROM pg_stat_activity WHERE datname = current_database()`,
-  );
-  const groups = new Map<string, { ms: number; sessions: number; born: number; bornMs: number }>();
-  for (const { pid, name } of rows) {
-    if (ctx.ownBackends.has(pid)) continue;
-    const now = threadCpuMsOf(pid);
-    if (now === undefined) continue;
-    const start = before.get(pid);
-    const ms = now - (start ?? 0);
-    const g = groups.get(name) ?? { ms: 0, sessions: 0, born: 0, bornMs: 0 };
-    g.ms += ms;
-    g.sessions += 1;
-    if (start === undefined) {
-      g.born += 1;
-      g.bornMs += ms;
-    }
-    groups.set(name, g);
-  }
-  return [...groups]
-    .sort((a, b) => b[1].ms - a[1].ms)
-    .map(
-      ([name, g]) =>
-        `${name} ${fmt(g.ms, 1)} ms (${g.sessions} session${g.sessions > 1 ? 's' : ''}${g.born ? `, ${g.born} opened in the window: ${fmt(g.bornMs, 1)} ms` : ''})`,
-    )
-    .join(', ');
 }

@@ -35,7 +35,7 @@ import {
   WORKERS_ENV,
 } from './headline-shape.ts';
 import { peerBeside, type PeerBeside } from './peer.ts';
-import { describeSessions, sessionMeter } from '../lib/session-split.ts';
+import { byKind, describeSessions, sessionMeter } from '../lib/session-split.ts';
 import { NO_CAPS, stackGroups } from './throughput.ts';
 
 const GROUPS = ['gateway', 'workers', 'idp', 'downstream', 'postgres'] as const;
@@ -643,7 +643,7 @@ async function scalingBatch(ctx: BenchContext, workers: number, n: number, slots
   const ids = (await tasksSince(ctx, since)).map((t) => t.id);
   const withStatements = await statementsAvailable(ctx);
   if (withStatements) await resetStatements(ctx);
-  const bySession = await sessionMeter(ctx);
+  const bySession = await sessionMeter(ctx, byKind);
   const t0 = performance.now();
   const meter = cpuMeter(stackGroups(ctx));
   release();

@@ -1,8 +1,25 @@
-// PostgreSQL CPU of the stack's sessions over one measurement, by what opened them (their
-// application_name): which share grows with the worker count (the Scaling rows). Found with
-// it: every ending's notification woke every worker's listening session (docs/scaling.md).
+// PostgreSQL CPU of the stack's sessions over one measurement, grouped by what opened them
+// (their application_name): which share grows with the worker count (the Scaling rows), what
+// idle workers' sessions do (the idle bench's log). Found with it: every ending's notification
+// woke every worker's listening session (docs/scaling.md).
 import type { BenchContext } from './context.ts';
 import { threadCpuMsOf } from './cpu.ts';
+import { fmt } from './stats.ts';
+
+/** A backend of the bench database, not one of the bench's own. */
+export interface Session {
+  pid: number;
+  app: string;
+  type: string;
+}
+
+/** One group's CPU over the measurement, and how much of it went to sessions opened meanwhile. */
+export interface SessionTally {
+  ms: number;
+  sessions: number;
+  born: number;
+  bornMs: number;
+}
 
 const KINDS: Array<[RegExp, string]> = [
   [/^task-events$/, 'listening'],
@@ -11,45 +28,73 @@ const KINDS: Array<[RegExp, string]> = [
   [/^console/, 'console'],
 ];
 
-/** A session's kind: anything not named above is a worker's pool (it is named by its id). */
-const kindOf = (app: string) => KINDS.find(([re]) => re.test(app))?.[1] ?? 'worker pools';
+/**
+ * A client session's kind: anything not named above is a worker's pool (it is named by its
+ * id). The server's own processes are left out.
+ */
+export const byKind = (s: Session) =>
+  s.type === 'client backend'
+    ? (KINDS.find(([re]) => re.test(s.app))?.[1] ?? 'worker pools')
+    : undefined;
 
-type Session = { pid: number; app: string };
+/** Every session by its application_name (the server's own by their backend type). */
+export const byName = (s: Session) => s.app || s.type;
 
 async function sessions(ctx: BenchContext): Promise<Session[]> {
   const rows = await ctx.sql<Session>(
-    `SELECT pid, application_name AS app FROM pg_stat_activity
-      WHERE datname = current_database() AND backend_type = 'client backend'`,
+    `SELECT pid, application_name AS app, backend_type AS type FROM pg_stat_activity
+      WHERE datname = current_database()`,
   );
   return rows.filter((r) => !ctx.ownBackends.has(r.pid));
 }
 
 /**
- * Starts counting; `stop` gives ms of CPU by kind. A session opened meanwhile counts whole (it
- * did all its work within); one closed meanwhile is lost (the warm-up batch opens them).
+ * Starts counting; `stop` gives each group's CPU (`groupOf`; undefined leaves a session
+ * out). A session opened meanwhile counts whole (it did all its work within); one closed
+ * meanwhile is lost (a warm-up opens them).
  */
-export async function sessionMeter(ctx: BenchContext) {
+export async function sessionMeter(ctx: BenchContext, groupOf: (s: Session) => string | undefined) {
   const start = new Map((await sessions(ctx)).map((s) => [s.pid, threadCpuMsOf(s.pid) ?? 0]));
   return {
-    async stop(): Promise<Record<string, number>> {
-      const ms: Record<string, number> = {};
+    async stop(): Promise<Map<string, SessionTally>> {
+      const groups = new Map<string, SessionTally>();
       for (const s of await sessions(ctx)) {
+        const group = groupOf(s);
         const now = threadCpuMsOf(s.pid);
-        if (now === undefined) continue;
-        const kind = kindOf(s.app);
-        ms[kind] = (ms[kind] ?? 0) + now - (start.get(s.pid) ?? 0);
+        if (group === undefined || now === undefined) continue;
+        const before = start.get(s.pid);
+        const ms = now - (before ?? 0);
+        const g = groups.get(group) ?? { ms: 0, sessions: 0, born: 0, bornMs: 0 };
+        g.ms += ms;
+        g.sessions += 1;
+        if (before === undefined) {
+          g.born += 1;
+          g.bornMs += ms;
+        }
+        groups.set(group, g);
       }
-      return ms;
+      return groups;
     },
   };
 }
 
-/** `ms` per task, largest first: "worker pools 6.2, downstream 1.1, …". */
-export function describeSessions(ms: Record<string, number>, tasks: number): string {
-  return Object.entries(ms)
-    .map(([kind, v]) => [kind, v / Math.max(1, tasks)] as const)
+/** Each group's ms per task, largest first: "worker pools 6.20, downstream 1.10, …". */
+export function describeSessions(groups: Map<string, SessionTally>, tasks: number): string {
+  return [...groups]
+    .map(([kind, g]) => [kind, g.ms / Math.max(1, tasks)] as const)
     .filter(([, v]) => v >= 0.005)
     .sort((a, b) => b[1] - a[1])
     .map(([kind, v]) => `${kind} ${v.toFixed(2)}`)
+    .join(', ');
+}
+
+/** "worker-3 12.0 ms (2 sessions, 1 opened in the window: 9.0 ms), …", largest first. */
+export function describeSessionTotals(groups: Map<string, SessionTally>): string {
+  return [...groups]
+    .sort((a, b) => b[1].ms - a[1].ms)
+    .map(
+      ([name, g]) =>
+        `${name} ${fmt(g.ms, 1)} ms (${g.sessions} session${g.sessions > 1 ? 's' : ''}${g.born ? `, ${g.born} opened in the window: ${fmt(g.bornMs, 1)} ms` : ''})`,
+    )
     .join(', ');
 }
