@@ -66,11 +66,15 @@ export async function createTaskEvents(
   let closed = false;
   let reconnectTimer: NodeJS.Timeout | undefined;
 
-  const send = (c: pg.Client | undefined, command: 'LISTEN' | 'UNLISTEN', channel: string) =>
+  const command = (verb: 'LISTEN' | 'UNLISTEN', channel: string) =>
+    `${verb} ${pg.escapeIdentifier(channel)}`;
+  // An on-demand channel's command: a failure is the connection's, whose reconnect listens
+  // again to what is wanted.
+  const send = (c: pg.Client | undefined, verb: 'LISTEN' | 'UNLISTEN', channel: string) =>
     c
-      ? c.query(`${command} ${pg.escapeIdentifier(channel)}`).then(
+      ? c.query(command(verb, channel)).then(
           () => {},
-          () => {}, // the connection failed: its reconnect listens again to what is wanted
+          () => {},
         )
       : Promise.resolve();
 
@@ -92,7 +96,7 @@ export async function createTaskEvents(
     });
     c.on('end', () => scheduleReconnect());
     await c.connect();
-    for (const ch of channels) await c.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
+    for (const ch of channels) await c.query(command('LISTEN', ch));
     // From here an on-demand channel wanted meanwhile is listened to on this connection; one
     // wanted before (a reconnect) is heard once its LISTEN here is in effect.
     client = c;
