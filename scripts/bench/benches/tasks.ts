@@ -34,7 +34,7 @@ import {
   sustainedRate,
   WORKERS_ENV,
 } from './headline-shape.ts';
-import { peerBeside, type PeerBeside } from './peer.ts';
+import { peerBeside } from './peer.ts';
 import { byKind, describeSessions, sessionMeter } from '../lib/session-split.ts';
 import { NO_CAPS, stackGroups } from './throughput.ts';
 
@@ -138,124 +138,154 @@ export async function benchTasks(ctx: BenchContext): Promise<void> {
   await ctx.topology({ gateways: 1, workers: 2, gatewayEnv: NO_CAPS, workerEnv: WORKERS_ENV });
   await ctx.reset();
   const targets = await pollTargets(ctx);
-  const pairs = targets.map((t) => ({ token: t.token, taskId: t.id }));
-  const exclude = targets.map((t) => t.id);
+  const h: Headline = {
+    ctx,
+    pairs: targets.map((t) => ({ token: t.token, taskId: t.id })),
+    exclude: targets.map((t) => t.id),
+  };
   // The peer's headline runs, one after each of the product's (peer.ts, peerBeside).
   const peer = await peerBeside(ctx);
+  const results: Record<Wire, HeadlineRun[]> = { '2026': [], '2025': [] };
   try {
-    for (const wire of ['2026', '2025'] as const) await headline(ctx, wire, pairs, exclude, peer);
+    for (const wire of WIRES) await warm(h, wire);
+    // The wires take turns, each round in the other order, so that each wire's median comes
+    // from the same minutes of the machine: in run (28), where each wire's runs came in one
+    // block, every process, the stand-ins too, cost a fifth more per task in the first block.
+    for (let r = 0; r < ctx.options.runs; r++) {
+      for (const wire of r % 2 === 0 ? WIRES : [...WIRES].reverse()) {
+        results[wire].push(await headlineRun(h, wire, r));
+        await peer?.headline();
+      }
+    }
   } finally {
     await peer?.stop();
   }
+  for (const wire of WIRES) await headlineRows(ctx, wire, results[wire]);
   await ctx.reset();
 }
 
-/** The headline on one wire: starts and polls of that wire, 2 workers running the tasks. */
-async function headline(
-  ctx: BenchContext,
-  wire: '2026' | '2025',
-  pairs: Array<{ token: string; taskId: string }>,
-  exclude: string[],
-  peer?: PeerBeside,
-): Promise<void> {
-  const { runs, durationS } = ctx.options;
-  const load = (tag: string, seconds: number) =>
-    Promise.all([
-      runLoadProcess({
-        urls: [ctx.stack.mcpUrl],
-        connections: START_CONNECTIONS,
-        durationS: seconds,
-        scenario: startScenario(ctx, tag, 500 * STEPS, wire),
-      }),
-      runLoadProcess({
-        urls: [ctx.stack.mcpUrl],
-        connections: POLL_CONNECTIONS,
-        durationS: seconds,
-        scenario: { kind: wire === '2025' ? 'poll-2025' : 'poll', pairs },
-      }),
-    ]);
-  const warmFrom = await dbNow(ctx);
-  // As long as a measured run (it was 3 s): after 3 s a fresh stack's first run cost every
-  // process a fifth to a quarter more per task than the runs after it. The longer warm-up
-  // narrowed that in one run and not in another (BENCHMARKS.md, run (18)); the cause is not
-  // known.
-  await load(`warm-${Date.now()}`, durationS + 2 * RAMP_S);
+type Wire = '2026' | '2025';
+const WIRES: readonly Wire[] = ['2026', '2025'];
+
+/** What every headline run shares: the stack, and the tasks the pollers read. */
+interface Headline {
+  ctx: BenchContext;
+  pairs: Array<{ token: string; taskId: string }>;
+  /** The pollers' targets, left out of every count. */
+  exclude: string[];
+}
+
+interface HeadlineRun {
+  starts: number;
+  completions: number;
+  polls: number;
+  backlogGrowth: number;
+  created: number;
+  drainS: number;
+  failed: number;
+  requestFailures: number;
+  cpu: PerGroup;
+  ids: string[];
+}
+
+/** The headline's load on one wire: starts and polls of that wire, for `seconds`. */
+const headlineLoad = (h: Headline, wire: Wire, tag: string, seconds: number) =>
+  Promise.all([
+    runLoadProcess({
+      urls: [h.ctx.stack.mcpUrl],
+      connections: START_CONNECTIONS,
+      durationS: seconds,
+      scenario: startScenario(h.ctx, tag, 500 * STEPS, wire),
+    }),
+    runLoadProcess({
+      urls: [h.ctx.stack.mcpUrl],
+      connections: POLL_CONNECTIONS,
+      durationS: seconds,
+      scenario: { kind: wire === '2025' ? 'poll-2025' : 'poll', pairs: h.pairs },
+    }),
+  ]);
+
+/**
+ * An unmeasured load as long as a measured run (it was 3 s): after 3 s a fresh stack's first
+ * run cost every process a fifth to a quarter more per task than the runs after it. The
+ * longer warm-up narrowed that in one run and not in another (BENCHMARKS.md, run (18)); the
+ * cause is not known.
+ */
+async function warm(h: Headline, wire: Wire): Promise<void> {
+  const { ctx } = h;
+  const from = await dbNow(ctx);
+  await headlineLoad(h, wire, `warm-${wire}-${Date.now()}`, ctx.options.durationS + 2 * RAMP_S);
   await waitEnded(
     ctx,
-    (await tasksSince(ctx, warmFrom, exclude)).map((t) => t.id),
+    (await tasksSince(ctx, from, h.exclude)).map((t) => t.id),
     60_000,
   );
+}
 
-  const results: Array<{
-    starts: number;
-    completions: number;
-    polls: number;
-    backlogGrowth: number;
-    created: number;
-    drainS: number;
-    failed: number;
-    cpu: PerGroup;
-    ids: string[];
-  }> = [];
-  let requestFailures = 0;
-  for (let r = 0; r < runs; r++) {
-    // Each run starts where autovacuum would have left the last one's dead rows: on a server
-    // without it, the later runs (and the second wire's) paid for every run before them.
-    await ctx.vacuum();
-    const running = load(`h${r}-${Date.now()}`, durationS + 2 * RAMP_S);
-    await sleep(RAMP_S * 1000);
-    const openAt = async (at: Date) =>
-      (
-        await ctx.sql<{ n: number }>(
-          `SELECT count(*)::int AS n FROM app.tasks
-            WHERE created_at <= $1 AND (ended_at IS NULL OR ended_at > $1) AND NOT (id = ANY($2))`,
-          [at, exclude],
-        )
-      )[0]!.n;
-    const from = await dbNow(ctx);
-    const meter = cpuMeter(stackGroups(ctx));
-    await sleep(durationS * 1000);
-    const cpu = meter.stop();
-    const to = await dbNow(ctx);
-    const [starts, polls] = await running;
-    const windowS = (to.getTime() - from.getTime()) / 1000;
-    const [w] = await ctx.sql<{ created: number; completed: number }>(
-      `SELECT count(*) FILTER (WHERE created_at > $1 AND created_at <= $2)::int AS created,
-              count(*) FILTER (WHERE status = 'completed' AND ended_at > $1 AND ended_at <= $2)::int AS completed
-         FROM app.tasks WHERE NOT (id = ANY($3))`,
-      [from, to, exclude],
-    );
-    const growth = (await openAt(to)) - (await openAt(from));
-    const ids = (
-      await ctx.sql<{ id: string }>(
-        `SELECT id FROM app.tasks WHERE created_at > $1 AND created_at <= $2 AND NOT (id = ANY($3))`,
-        [from, to, exclude],
+/** One measured run of the headline on one wire, 2 workers running the tasks. */
+async function headlineRun(h: Headline, wire: Wire, r: number): Promise<HeadlineRun> {
+  const { ctx, exclude } = h;
+  const { durationS } = ctx.options;
+  // Each run starts where autovacuum would have left the last one's dead rows: on a server
+  // without it, the later runs (and the other wire's) paid for every run before them.
+  await ctx.vacuum();
+  const loadFrom = await dbNow(ctx);
+  const running = headlineLoad(h, wire, `h${r}-${wire}-${Date.now()}`, durationS + 2 * RAMP_S);
+  await sleep(RAMP_S * 1000);
+  const openAt = async (at: Date) =>
+    (
+      await ctx.sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM app.tasks
+          WHERE created_at <= $1 AND (ended_at IS NULL OR ended_at > $1) AND NOT (id = ANY($2))`,
+        [at, exclude],
       )
-    ).map((t) => t.id);
-    const drainFrom = Date.now();
-    const all = (await tasksSince(ctx, warmFrom, exclude)).map((t) => t.id);
-    const notEnded = await waitEnded(ctx, all, 120_000);
-    const drainS = (Date.now() - drainFrom) / 1000;
-    const counts = await runCounts(ctx, ids);
-    requestFailures +=
-      starts.non2xx + starts.errors + starts.rpcErrors + polls.non2xx + polls.errors;
-    const res = {
-      starts: w!.created / windowS,
-      completions: w!.completed / windowS,
-      polls: polls.perSecond,
-      backlogGrowth: growth,
-      created: w!.created,
-      drainS,
-      failed: counts.failed + counts.other + notEnded,
-      cpu: perGroup(cpu, w!.completed),
-      ids,
-    };
-    results.push(res);
-    ctx.log(
-      `headline (${wire} wire) run ${r + 1}: ${fmt(res.starts)} starts/s, ${fmt(res.completions)} completed/s, ${fmt(res.polls)} polls/s over ${fmt(windowS, 1)} s; backlog grew by ${growth} (${w!.created} created; drained ${fmt(drainS, 1)} s after the load), ${res.failed} not completed; CPU ms per completed task (polls included): ${describe(res.cpu)}`,
-    );
-    await peer?.headline();
-  }
+    )[0]!.n;
+  const from = await dbNow(ctx);
+  const meter = cpuMeter(stackGroups(ctx));
+  await sleep(durationS * 1000);
+  const cpu = meter.stop();
+  const to = await dbNow(ctx);
+  const [starts, polls] = await running;
+  const windowS = (to.getTime() - from.getTime()) / 1000;
+  const [w] = await ctx.sql<{ created: number; completed: number }>(
+    `SELECT count(*) FILTER (WHERE created_at > $1 AND created_at <= $2)::int AS created,
+            count(*) FILTER (WHERE status = 'completed' AND ended_at > $1 AND ended_at <= $2)::int AS completed
+       FROM app.tasks WHERE NOT (id = ANY($3))`,
+    [from, to, exclude],
+  );
+  const growth = (await openAt(to)) - (await openAt(from));
+  const ids = (
+    await ctx.sql<{ id: string }>(
+      `SELECT id FROM app.tasks WHERE created_at > $1 AND created_at <= $2 AND NOT (id = ANY($3))`,
+      [from, to, exclude],
+    )
+  ).map((t) => t.id);
+  const drainFrom = Date.now();
+  const all = (await tasksSince(ctx, loadFrom, exclude)).map((t) => t.id);
+  const notEnded = await waitEnded(ctx, all, 120_000);
+  const drainS = (Date.now() - drainFrom) / 1000;
+  const counts = await runCounts(ctx, ids);
+  const res: HeadlineRun = {
+    starts: w!.created / windowS,
+    completions: w!.completed / windowS,
+    polls: polls.perSecond,
+    backlogGrowth: growth,
+    created: w!.created,
+    drainS,
+    failed: counts.failed + counts.other + notEnded,
+    requestFailures: starts.non2xx + starts.errors + starts.rpcErrors + polls.non2xx + polls.errors,
+    cpu: perGroup(cpu, w!.completed),
+    ids,
+  };
+  ctx.log(
+    `headline (${wire} wire) run ${r + 1}: ${fmt(res.starts)} starts/s, ${fmt(res.completions)} completed/s, ${fmt(res.polls)} polls/s over ${fmt(windowS, 1)} s; backlog grew by ${growth} (${w!.created} created; drained ${fmt(drainS, 1)} s after the load), ${res.failed} not completed; CPU ms per completed task (polls included): ${describe(res.cpu)}`,
+  );
+  return res;
+}
+
+/** The headline's rows of one wire, from its runs. */
+async function headlineRows(ctx: BenchContext, wire: Wire, results: HeadlineRun[]) {
+  const { runs, durationS } = ctx.options;
   const mid = [...results].sort((a, b) => a.completions - b.completions)[
     Math.floor(results.length / 2)
   ]!;
@@ -267,6 +297,7 @@ async function headline(
   const growth = median(results.map((x) => x.backlogGrowth));
   const { keptUp, rate: sustained } = sustainedRate(starts, completions, growth);
   const failed = results.reduce((s, x) => s + x.failed, 0);
+  const requestFailures = results.reduce((s, x) => s + x.requestFailures, 0);
   ctx.rows.push({
     section: 'Tasks',
     goalId: wire === '2026' ? 'headline' : 'headline-2025',
@@ -282,7 +313,7 @@ async function headline(
     baseline: 'starts with no worker running: see the diagnostic row under Throughput',
     goal: 'goal ≥ 100/s',
     met: sustained >= 100 && failed === 0,
-    samples: `median of ${runs} × ${durationS} s (after an unmeasured load as long as one run, on each wire; a window ${RAMP_S} s into a load ${2 * RAMP_S} s longer; each run after a VACUUM of the tables the runs before churned, as autovacuum would)${failed ? `; ${failed} tasks did not complete` : ''}${requestFailures ? `; ${requestFailures} failed requests` : ''}`,
+    samples: `median of ${runs} × ${durationS} s (after an unmeasured load as long as one run on each wire; the two wires' runs in turn, each round in the other order; a window ${RAMP_S} s into a load ${2 * RAMP_S} s longer; each run after a VACUUM of the tables the runs before churned, as autovacuum would)${failed ? `; ${failed} tasks did not complete` : ''}${requestFailures ? `; ${requestFailures} failed requests` : ''}`,
     note: `CPU ms per completed task during the load, polls included: ${describe(mid.cpu)}`,
   });
   if (wire === '2025') return;
