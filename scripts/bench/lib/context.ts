@@ -153,7 +153,11 @@ export function createContext(
       }
       // A seeded history (scripts/bench/seed-volume.ts, tenants vol-*) stays: it is the load.
       await sql(`DELETE FROM app.tasks WHERE tenant NOT LIKE 'vol-%'`);
-      await sql(`DELETE FROM pgboss.job WHERE name LIKE 'tool.%'`);
+      // The tools' jobs, and the queues the bench makes of its own (the raw pg-boss send
+      // baseline's, the pickup's): a baseline's tens of thousands of queued jobs left behind
+      // were read by every later measurement's maintenance probe (docs/scaling.md, "A deep
+      // backlog").
+      await sql(`DELETE FROM pgboss.job WHERE name LIKE 'tool.%' OR name LIKE 'bench-%'`);
       await vacuum();
     },
     vacuum,
