@@ -264,8 +264,8 @@ export async function installQueue(
  * a pooled session keeps, built from statistics that said most jobs were queued (a backlog, or
  * another queue's), scanned every job of the table at each tick: 30 ms a tick with another
  * queue's 100,000 queued jobs, 100 ms with a served queue's, against 0.2 ms this way
- * (docs/scaling.md, "A deep backlog"). The order and the LIMIT inside a LATERAL keep that
- * index the only cheap path: PostgreSQL drops them from an EXISTS.
+ * (docs/scaling.md, "The maintenance leader's probe"). The order and the LIMIT inside a
+ * LATERAL keep that index the only cheap path: PostgreSQL drops them from an EXISTS.
  */
 export const UNCLAIMED_QUEUES = `SELECT q.name
   FROM (SELECT DISTINCT unnest(w.queues) AS name FROM app.workers w

@@ -208,7 +208,8 @@ const headlineLoad = (h: Headline, wire: Wire, tag: string, seconds: number) =>
 /**
  * An unmeasured load as long as a measured run (it was 3 s): after 3 s a fresh stack's first
  * run cost every process a fifth to a quarter more per task than the runs after it. The
- * longer warm-up narrowed that in one run and not in another (BENCHMARKS.md, run (18)); the
+ * longer warm-up narrowed that in one run and not in another (docs/benchmark-history.md,
+ * run (18)); the
  * cause is not known.
  */
 async function warm(h: Headline, wire: Wire): Promise<void> {
@@ -707,7 +708,7 @@ async function scalingBatch(ctx: BenchContext, workers: number, n: number, slots
 export async function benchWorkerScaling(ctx: BenchContext): Promise<void> {
   // 300 tasks a batch (150 until run (23)): a batch's run lasts some 3 s, and over 1.5 s the
   // server's background writers and the machine's other load moved a batch's figure by a
-  // third (BENCHMARKS.md, run (23)).
+  // third (docs/benchmark-history.md, run (23)).
   const n = Math.max(60, ctx.options.samples * 10);
   const SLOTS = 24;
   const COUNTS = [1, 2, 4, 8];

@@ -155,8 +155,8 @@ export function createContext(
       await sql(`DELETE FROM app.tasks WHERE tenant NOT LIKE 'vol-%'`);
       // The tools' jobs, and the queues the bench makes of its own (the raw pg-boss send
       // baseline's, the pickup's): a baseline's tens of thousands of queued jobs left behind
-      // were read by every later measurement's maintenance probe (docs/scaling.md, "A deep
-      // backlog").
+      // were read by every later measurement's maintenance probe (docs/scaling.md, "The
+      // maintenance leader's probe").
       await sql(`DELETE FROM pgboss.job WHERE name LIKE 'tool.%' OR name LIKE 'bench-%'`);
       await vacuum();
     },
