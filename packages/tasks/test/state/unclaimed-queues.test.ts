@@ -24,9 +24,13 @@ beforeAll(async () => {
       [UNSERVED, BACKLOG],
     ],
   );
-  // Only `live` counts: `gone` was last seen a minute ago.
+  // Only `live` counts: `gone` was last seen a minute ago. `live` is seen an hour ahead, so
+  // that however slowly the tests run it stays within the 15 s a live worker has.
   await s.admin.query(
     `UPDATE app.workers SET seen_at = now() - interval '1 minute' WHERE id = 'gone'`,
+  );
+  await s.admin.query(
+    `UPDATE app.workers SET seen_at = now() + interval '1 hour' WHERE id = 'live'`,
   );
 });
 afterAll(async () => {
@@ -41,7 +45,9 @@ test('it names the served queues holding a job created over a second ago or a re
   // QUEUE: a created job two seconds old (its notification was missed).
   await job(QUEUE, `'created', now() - interval '2 seconds', now() - interval '2 seconds', false`);
   // FRESH: a job created just now, a deferred one, a blocked one, an active one, a completed one.
-  await job(FRESH, `'created', now(), now(), false`);
+  // "Just now" is written a minute ahead, so that a slow machine cannot age it past the
+  // second between this insert and the sweep.
+  await job(FRESH, `'created', now() + interval '1 minute', now(), false`);
   await job(FRESH, `'created', now() - interval '1 minute', now() + interval '1 hour', false`);
   await job(FRESH, `'created', now() - interval '1 minute', now() - interval '1 minute', true`);
   await job(FRESH, `'active', now() - interval '1 minute', now() - interval '1 minute', false`);
