@@ -41,6 +41,8 @@ import { NO_CAPS, stackGroups } from './throughput.ts';
 const GROUPS = ['gateway', 'workers', 'idp', 'downstream', 'postgres'] as const;
 type Group = (typeof GROUPS)[number];
 type PerGroup = Record<Group, number>;
+/** The two wires the headline and the cost bench measure on. */
+type Wire = '2026' | '2025';
 
 const perGroup = (cpu: CpuReport, n: number): PerGroup =>
   Object.fromEntries(GROUPS.map((g) => [g, (cpu.ms[g] ?? 0) / Math.max(1, n)])) as PerGroup;
@@ -77,7 +79,7 @@ const startScenario = (
   ctx: BenchContext,
   tag: string,
   count = 500 * STEPS,
-  wire: '2026' | '2025' = '2026',
+  wire: Wire = '2026',
 ) => ({
   kind: 'start' as const,
   tokens: ctx.users.map((u) => u.token),
@@ -164,7 +166,6 @@ export async function benchTasks(ctx: BenchContext): Promise<void> {
   await ctx.reset();
 }
 
-type Wire = '2026' | '2025';
 const WIRES: readonly Wire[] = ['2026', '2025'];
 
 /** What every headline run shares: the stack, and the tasks the pollers read. */
@@ -361,7 +362,7 @@ export async function benchCost(ctx: BenchContext): Promise<void> {
   const runs2025: Phases[] = [];
   const problems: string[] = [];
   // A warm-up batch first, unmeasured: JIT, pools, the workers' own tokens.
-  const batches: Array<[number, '2026' | '2025']> = [
+  const batches: Array<[number, Wire]> = [
     [2, '2026'],
     [1, '2026'],
     [2, '2026'],
