@@ -56,9 +56,31 @@ export interface JobInsert {
   value: string;
 }
 
+/**
+ * How long pg-boss keeps a finished job (completed, failed or cancelled) before a supervision
+ * pass deletes it; pg-boss's own default is 7 days. The task's row, journal and audit trail
+ * are the record of a task; a finished job is read only to link a poll's span to the trace
+ * that started the task. pg-boss's queue counts read its job table whole at each pass, so a
+ * week of finished jobs would make every pass cost a week's throughput (docs/scaling.md,
+ * "Finished jobs").
+ */
+export const FINISHED_JOB_SECONDS = 3600;
+/**
+ * How often a supervision pass may run pg-boss's retention sweep of a queue (pg-boss's
+ * default: once a day, which would keep a day of finished jobs past FINISHED_JOB_SECONDS).
+ * The sweep walks the queue's jobs, so a queue holds at most this plus FINISHED_JOB_SECONDS
+ * of them and each sweep reads that many.
+ */
+export const JOB_SWEEP_SECONDS = 300;
+
 // A crash uses a retry (pg-boss counts claims), so allow many; the task's own deadline is
 // the real bound on how long work may go on.
-export const JOB_OPTIONS = { retryLimit: 50, retryDelay: 1, retryBackoff: false } as const;
+export const JOB_OPTIONS = {
+  retryLimit: 50,
+  retryDelay: 1,
+  retryBackoff: false,
+  deleteAfterSeconds: FINISHED_JOB_SECONDS,
+} as const;
 export const HEARTBEAT_SECONDS = 10;
 /**
  * How often pg-boss's supervision runs (in workers: the maintenance leader's call), and with
@@ -86,6 +108,7 @@ export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss 
     // How often a supervise pass may expire jobs and fail lapsed heartbeats (timer or call).
     superviseIntervalSeconds: SUPERVISE_SECONDS,
     monitorIntervalSeconds: SUPERVISE_SECONDS,
+    maintenanceIntervalSeconds: JOB_SWEEP_SECONDS,
   });
 }
 
@@ -212,9 +235,10 @@ export async function missingQueues(boss: PgBoss, queues: Iterable<string>): Pro
 
 /**
  * Installs the pg-boss schema and one queue per long tool (`queues`, from the registry) as
- * the database owner, then grants the application roles what pg-boss needs at run time.
- * Idempotent; run by the launcher and `npm run migrate`. Creating a queue is DDL (pg-boss
- * gives each its own partition), which application roles may not do.
+ * the database owner (an existing queue gets this release's FINISHED_JOB_SECONDS), then grants
+ * the application roles what pg-boss needs at run time. Idempotent; run by the launcher and
+ * `npm run migrate`. Creating a queue goes through pg-boss's `create_queue` (DDL for a
+ * queue of its own partition), which this leaves to the owner.
  */
 export async function installQueue(
   ownerUrl: string,
@@ -225,12 +249,18 @@ export async function installQueue(
   boss.on('error', () => {});
   await boss.start();
   try {
-    for (const queue of await missingQueues(boss, queues)) {
-      await boss.createQueue(queue, {
-        policy: 'standard',
-        ...JOB_OPTIONS,
-        heartbeatSeconds: HEARTBEAT_SECONDS,
-      });
+    for (const queue of queues) {
+      const existing = await boss.getQueue(queue);
+      if (!existing)
+        await boss.createQueue(queue, {
+          policy: 'standard',
+          ...JOB_OPTIONS,
+          heartbeatSeconds: HEARTBEAT_SECONDS,
+        });
+      // A queue made by an earlier release keeps pg-boss's week; each job carries its own
+      // figure too, so jobs sent before the upgrade still leave after theirs.
+      else if (existing.deleteAfterSeconds !== FINISHED_JOB_SECONDS)
+        await boss.updateQueue(queue, { deleteAfterSeconds: FINISHED_JOB_SECONDS });
     }
   } finally {
     await boss.stop({ graceful: false, close: true });
