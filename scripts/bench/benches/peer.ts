@@ -240,9 +240,9 @@ type HeadlineLoad = NonNullable<Awaited<ReturnType<typeof headlineRun>>>;
 /**
  * The peer's batches and headline runs taken between the product's (benchCost, benchTasks):
  * on this shared machine the speed moves within a run, by a third within minutes at times
- * (docs/benchmark-history.md, run (22)), so a peer measured after the product may stand beside figures of
- * another machine. benchPeer reports what was taken here and measures on its own only what
- * was not (a run without the product's benches).
+ * (docs/benchmark-history.md, run (22)), so a peer measured after the product may stand
+ * beside figures of another machine. benchPeer reports what was taken here and measures on
+ * its own only what was not (a run without the product's benches).
  */
 const beside = { costs: [] as CostBatch[], loads: [] as HeadlineLoad[] };
 

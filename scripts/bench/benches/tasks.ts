@@ -210,8 +210,7 @@ const headlineLoad = (h: Headline, wire: Wire, tag: string, seconds: number) =>
  * An unmeasured load as long as a measured run (it was 3 s): after 3 s a fresh stack's first
  * run cost every process a fifth to a quarter more per task than the runs after it. The
  * longer warm-up narrowed that in one run and not in another (docs/benchmark-history.md,
- * run (18)); the
- * cause is not known.
+ * run (18)); the cause is not known.
  */
 async function warm(h: Headline, wire: Wire): Promise<void> {
   const { ctx } = h;
