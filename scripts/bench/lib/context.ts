@@ -43,6 +43,11 @@ export interface Topology {
   workers: number;
   gatewayEnv?: Record<string, string>;
   workerEnv?: Record<string, string>;
+  /**
+   * Start every wanted process anew, even one already running with the same environment: for
+   * a bench that reads a process's memory from its start, not what an earlier bench left.
+   */
+  fresh?: boolean;
 }
 
 export interface BenchContext {
@@ -169,7 +174,7 @@ export function createContext(
         const p = stack.gateways[i];
         const key = `gateway-${i}`;
         const want = i < t.gateways;
-        const current = p?.running() && envKey.get(key) === gEnv;
+        const current = !t.fresh && p?.running() && envKey.get(key) === gEnv;
         if (p?.running() && (!want || !current)) await p.stop();
         if (want && !current) {
           envKey.set(key, gEnv);
@@ -180,7 +185,7 @@ export function createContext(
         const id = `worker-${i}`;
         const p = stack.workers.get(id);
         const want = i <= t.workers;
-        const current = p?.running() && envKey.get(id) === wEnv;
+        const current = !t.fresh && p?.running() && envKey.get(id) === wEnv;
         if (p?.running() && (!want || !current)) await p.stop();
         if (want && !current) {
           envKey.set(id, wEnv);
