@@ -86,12 +86,9 @@ async function measureRound(ctx: BenchContext, durationS: number): Promise<Round
     });
   const peakOfSecond = async (connections: number) => {
     await poll(connections);
-    let load: Awaited<ReturnType<typeof poll>> | undefined;
-    const peak = await peakDuring(
-      gateway.pid,
-      poll(connections).then((l) => (load = l)),
-    );
-    return { peak, load: load! };
+    const measured = poll(connections);
+    const peak = await peakDuring(gateway.pid, measured);
+    return { peak, load: await measured };
   };
   const few = await peakOfSecond(FEW);
   const many = await peakOfSecond(CONNECTIONS);
