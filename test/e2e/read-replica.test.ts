@@ -143,6 +143,21 @@ suite('read replica (DATABASE_READ_URL)', () => {
   let done: string;
   let direct: string;
 
+  /**
+   * Until the first gateway reads `done` from the paused replica: up, measured, within its bound
+   * and past alice's writes. A read or check of it that failed (a loaded machine) marks it down
+   * until the next check; the primary answers meanwhile, for that reason, and would show a write
+   * made on the primary after this.
+   */
+  const replicaAnswers = () =>
+    pollUntil(
+      () => routed(() => extWire(stack.mcpUrl).get(alice, done)),
+      (r) => Object.keys(r.primary).length === 0,
+      60_000,
+      100,
+      'the first gateway to read the paused replica',
+    );
+
   test('polls, result reads and lists are answered from the replica', async () => {
     done = await extWire(stack.mcpUrl).start(alice, 'generate_report', { report: 'r', rows: 1 });
     await pollUntil(
@@ -153,7 +168,9 @@ suite('read replica (DATABASE_READ_URL)', () => {
       () => statusOn(replicaDb, done),
       (s) => s === 'completed',
     );
+    await catchUp();
     await pauseReplay();
+    await replicaAnswers();
     // Straight to the primary (as another writer would): the message changes there, and
     // alice gets a task the replica has not seen.
     await sql(
@@ -246,17 +263,7 @@ suite('read replica (DATABASE_READ_URL)', () => {
     try {
       await catchUp();
       await pauseReplay();
-      // The first gateway reads `done` from the paused replica before the write: up, measured,
-      // within its bound and past alice's writes. A read or check of it that failed (a loaded
-      // machine) marks it down until the next check; the primary answers meanwhile, for that
-      // reason, and would show the write below.
-      await pollUntil(
-        () => routed(() => extWire(stack.mcpUrl).get(alice, done)),
-        (r) => Object.keys(r.primary).length === 0,
-        60_000,
-        100,
-        'the first gateway to read the paused replica',
-      );
+      await replicaAnswers();
       await sql(stack.db.url, `UPDATE app.tasks SET status_message = 'moved later' WHERE id = $1`, [
         done,
       ]);
