@@ -346,17 +346,22 @@ suite('read replica (DATABASE_READ_URL)', () => {
       maxLagMs: 300_000,
     });
     try {
+      // The pool answers from the replica (a read or check of it that failed marks it down
+      // until the next check, and the primary would answer the next query).
+      const poolOnReplica = () =>
+        pollUntil(
+          async () => (await pool.query('SELECT pg_is_in_recovery() AS standby')).rows[0].standby,
+          (standby) => standby === true,
+        );
       // In use once measured (as long as the replica streams, nothing is stale yet).
-      await pollUntil(
-        async () => (await pool.query('SELECT pg_is_in_recovery() AS standby')).rows[0].standby,
-        (standby) => standby === true,
-      );
+      await poolOnReplica();
       await pauseReplay();
       // A task the replica has not replayed: its task.created is on the primary only.
       fresh = await extWire(stack.mcpUrl).start(alice, 'generate_report', {
         report: 'audited',
         rows: 1,
       });
+      await poolOnReplica();
       const scope = { tenant: 'acme' };
       // The console's timeline query is answered by the replica …
       expect(await taskTimeline(pool, scope, fresh)).toBeUndefined();
