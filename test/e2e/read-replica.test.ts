@@ -29,7 +29,7 @@ import {
   whyNotReplicable,
   type PgServer,
 } from '../support/hot-standby.ts';
-import { sample } from '../support/metrics-sample.ts';
+import { sample, sampleBy } from '../support/metrics-sample.ts';
 import { pollUntil } from '../support/poll.ts';
 import { rpc2026 } from '../support/raw-2026.ts';
 import { sql } from '../support/sql.ts';
@@ -64,11 +64,13 @@ const reads = async (labels: Record<string, string>) =>
   0;
 
 /** The first gateway's reads the primary answered so far, by reason. */
-const primaryReads = async () => {
-  const text = await (await fetch(`${stack.gatewayUrl}/metrics`)).text();
-  const reasons = [...text.matchAll(/^mtg_db_reads_total\{[^}]*target="primary"[^}]*\} (\S+)$/gm)];
-  return new Map(reasons.map((m) => [/reason="(\w+)"/.exec(m[0])![1]!, Number(m[1])] as const));
-};
+const primaryReads = async () =>
+  sampleBy(
+    await (await fetch(`${stack.gatewayUrl}/metrics`)).text(),
+    'mtg_db_reads_total',
+    { target: 'primary' },
+    'reason',
+  );
 
 /**
  * A read of `done` through `get`, as what an assertion needs to say what went wrong: whether
