@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Pool } from '@mtg/db';
 import { jobFetch } from '../../src/job-queue.ts';
 import { claimNextJob } from '../../src/task-state/index.ts';
+import { scansOf, type PlanNode } from './plan-scans.ts';
 import { insertTask, openStateDatabase, QUEUE, type StateDatabase } from './state-database.ts';
 
 // A worker's fetch of the next job (pg-boss's, embedded in claimNextJob) reads the job it
@@ -30,30 +31,14 @@ afterAll(async () => {
   await s?.close();
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Join Filter'?: number;
-  Plans?: PlanNode[];
-}
-
 /** Every scan of pgboss.job_common in the plan: the job rows it read, kept or filtered out. */
-const jobRowsRead = (node: PlanNode): Array<{ scan: string; rows: number }> => [
-  ...(node['Relation Name'] === 'job_common' && node['Node Type'] !== 'ModifyTable'
-    ? [
-        {
-          scan: node['Node Type'],
-          rows:
-            ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) *
-            (node['Actual Loops'] ?? 1),
-        },
-      ]
-    : []),
-  ...(node.Plans ?? []).flatMap(jobRowsRead),
-];
+const jobRowsRead = (plan: PlanNode) =>
+  scansOf(plan, 'job_common').map((node) => ({
+    scan: node['Node Type'],
+    rows:
+      ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) *
+      (node['Actual Loops'] ?? 1),
+  }));
 
 test('the fetch with its claim reads one job row per scan, with statistics of an empty queue', async () => {
   const taskId = await insertTask(s.admin);

@@ -8,6 +8,7 @@ import {
   renewLease,
   type Lease,
 } from '../../src/task-state/index.ts';
+import { scansOf, type PlanNode } from './plan-scans.ts';
 import { insertTask, openStateDatabase, type StateDatabase } from './state-database.ts';
 
 // The statements a run makes for its one task (claim, boundary read, renewal, journal,
@@ -84,19 +85,6 @@ afterAll(async () => {
   await s?.close();
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  Plans?: PlanNode[];
-}
-
-const scansOfTasks = (node: PlanNode): PlanNode[] => [
-  ...(node['Relation Name'] === 'tasks' && node['Node Type'] !== 'ModifyTable' ? [node] : []),
-  ...(node.Plans ?? []).flatMap(scansOfTasks),
-];
-
 test('each statement of a run reads app.tasks by its primary key, with stale statistics', async () => {
   const prepared = await session.query<{ name: string; statement: string; n: number }>(
     `SELECT name, statement, cardinality(parameter_types) AS n FROM pg_prepared_statements
@@ -112,7 +100,7 @@ test('each statement of a run reads app.tasks by its primary key, with stale sta
     const explained = await session.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
       `EXPLAIN (FORMAT JSON) EXECUTE ${r.name}${r.n ? `(${nulls})` : ''}`,
     );
-    for (const scan of scansOfTasks(explained.rows[0]!['QUERY PLAN'][0]!.Plan)) {
+    for (const scan of scansOf(explained.rows[0]!['QUERY PLAN'][0]!.Plan, 'tasks')) {
       const byId = scan['Index Name'] === 'tasks_pkey' && /\bid = /.test(scan['Index Cond'] ?? '');
       if (!byId) {
         offending.push(
