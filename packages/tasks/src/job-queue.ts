@@ -217,9 +217,10 @@ export async function jobFetch(boss: Pick<PgBoss, 'fetch'>, queue: string): Prom
  * quiet hour, or after a reset) and up to about a thousand jobs in the table since, a pooled
  * session's generic plan reads every job of the queue (its finished ones too, kept for an
  * hour) by the primary key's first column and filters them on id, once per fetch. Measured
- * with 600 jobs queued after such statistics: 575 buffers a fetch, against 7 by key. So the chosen job is found by its row address as the CTE locked it
- * (a TID scan, which no statistics change), the id still checked. Should pg-boss's text take
- * another shape, it is kept as it is: right, only planned by the statistics.
+ * with 600 jobs queued after such statistics: 575 buffers a fetch, against 7 by key. So the
+ * chosen job is found by its row address as the CTE locked it (a TID scan, which no
+ * statistics change), the id still checked. Should pg-boss's text take another shape, it is
+ * kept as it is: right, only planned by the statistics.
  */
 function byRowAddress(ctes: string, update: string): { ctes: string; update: string } {
   const chosen = ctes.replace(/^(\s*next AS \(\s*SELECT j\.id)(\s+FROM\s)/, '$1, j.ctid$2');

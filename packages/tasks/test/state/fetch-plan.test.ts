@@ -84,7 +84,7 @@ test('the fetch with its claim reads one job row per scan, with statistics of an
 function literal(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
   if (typeof v === 'number') return String(v);
-  if (typeof v === 'string') return `'${v.replace(/'/g, "''")}'`;
+  if (typeof v === 'string') return session.escapeLiteral(v);
   if (Array.isArray(v)) return v.length ? `ARRAY[${v.map(literal).join(', ')}]` : `'{}'`;
   throw new Error(`no literal for ${JSON.stringify(v)}`);
 }
