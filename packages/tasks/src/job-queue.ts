@@ -109,6 +109,11 @@ export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss 
     superviseIntervalSeconds: SUPERVISE_SECONDS,
     monitorIntervalSeconds: SUPERVISE_SECONDS,
     maintenanceIntervalSeconds: JOB_SWEEP_SECONDS,
+    // pg-boss's instance registry (its `instance` table, a heartbeat row every 30 s) samples
+    // the event loop on a 20 ms timer in every process that holds a PgBoss, idle or not: 50
+    // wake-ups a second of each gateway and worker. The workers announce themselves in
+    // `app.workers`, and nothing reads pg-boss's table.
+    registerInstance: false,
   });
 }
 
@@ -266,7 +271,12 @@ export async function installQueue(
   roles: string[],
   queues: Iterable<string>,
 ): Promise<void> {
-  const boss = new PgBoss({ connectionString: ownerUrl, schedule: false, supervise: false });
+  const boss = new PgBoss({
+    connectionString: ownerUrl,
+    schedule: false,
+    supervise: false,
+    registerInstance: false,
+  });
   boss.on('error', () => {});
   await boss.start();
   try {
