@@ -8,9 +8,10 @@ import { NO_CAPS, stackGroups } from './throughput.ts';
 const WINDOW_MS = 10_000;
 
 /**
- * What waiting workers cost the database: an idle stack with 1 and then with 8 idle workers,
- * 10 s each, in rounds (BENCH_RUNS, at least 2); each round's difference over the 7 added
- * workers is one sample. A window opens `BENCH_IDLE_SETTLE_MS` (10 s) after the workers
+ * What waiting workers cost the database, and themselves: an idle stack with 1 and then with 8
+ * idle workers, 10 s each, in rounds (BENCH_RUNS, at least 2); each round's difference over
+ * the 7 added workers is one sample, for the database's backends and for the worker processes
+ * (their own CPU, every thread). A window opens `BENCH_IDLE_SETTLE_MS` (10 s) after the workers
  * reported ready: a worker's start-up is not idle (its first leader wait takes the session
  * its start used, and its first announcement after that opens another, about 25 ms of backend
  * CPU once). The log splits each window's CPU by session (application_name) and says how much
@@ -19,32 +20,36 @@ const WINDOW_MS = 10_000;
 export async function benchIdleWorkers(ctx: BenchContext): Promise<void> {
   const settleMs = Number(process.env.BENCH_IDLE_SETTLE_MS ?? 10_000);
   const rounds = Math.max(2, ctx.options.runs);
-  const own: PidSource = () => stackBackends(ctx, { background: false });
+  const ownSessions: PidSource = () => stackBackends(ctx, { background: false });
   const samples: Array<{ one: number; eight: number; extra: number }> = [];
+  const processSamples: Array<{ one: number; eight: number; extra: number }> = [];
   for (let round = 0; round < rounds; round++) {
     const seen: Record<number, number> = {};
+    const seenProcesses: Record<number, number> = {};
     for (const workers of [1, 8]) {
       await ctx.topology({ gateways: 1, workers, gatewayEnv: NO_CAPS, workerEnv: WORKERS_ENV });
       await sleep(settleMs);
       const bySession = await sessionMeter(ctx, byName);
       const meter = cpuMeter(
-        { postgres: stackGroups(ctx).postgres!, backends: own },
+        {
+          postgres: stackGroups(ctx).postgres!,
+          backends: ownSessions,
+          workers: stackGroups(ctx).workers!,
+        },
         { precise: true },
       );
       await sleep(WINDOW_MS);
       const cpu = meter.stop();
       seen[workers] = cpu.ms.backends ?? 0;
+      seenProcesses[workers] = cpu.ms.workers ?? 0;
       ctx.log(
-        `idle round ${round + 1}, ${workers} workers: PostgreSQL ${fmt(cpu.ms.postgres ?? 0, 1)} ms in 10 s (the bench database's backends ${fmt(seen[workers], 1)} ms); by session: ${describeSessionTotals(await bySession.stop())}`,
+        `idle round ${round + 1}, ${workers} workers: PostgreSQL ${fmt(cpu.ms.postgres ?? 0, 1)} ms in 10 s (the bench database's backends ${fmt(seen[workers], 1)} ms); the worker processes ${fmt(seenProcesses[workers], 1)} ms; by session: ${describeSessionTotals(await bySession.stop())}`,
       );
     }
-    samples.push({ one: seen[1]!, eight: seen[8]!, extra: (seen[8]! - seen[1]!) / 7 });
+    samples.push(perExtraWorker(seen));
+    processSamples.push(perExtraWorker(seenProcesses));
   }
-  const extras = samples.map((s) => s.extra);
-  const extra = median(extras);
-  const mid = samples.reduce((a, b) =>
-    Math.abs(b.extra - extra) < Math.abs(a.extra - extra) ? b : a,
-  );
+  const { extra, extras, mid } = summary(samples);
   ctx.rows.push({
     section: 'Scaling',
     goalId: 'idle-workers',
@@ -55,5 +60,28 @@ export async function benchIdleWorkers(ctx: BenchContext): Promise<void> {
     samples: `median (min–max) of ${rounds} rounds of 1 then 8 workers, 10 s each, ${fmt(settleMs / 1000, 1)} s after the workers were ready`,
     note: "an idle worker announces itself every 5 s and waits for the maintenance leader lock in PostgreSQL, one round trip every 30 s (no snapshot held); only the leader runs maintenance and pg-boss supervision. Backend CPU from the scheduler's count (/proc/<pid>/schedstat)",
   });
+  const processes = summary(processSamples);
+  ctx.rows.push({
+    section: 'Scaling',
+    measure: "The worker processes' own CPU in the same windows: 1 idle worker vs 8 idle workers",
+    result: `${fmt(processes.extra, 1)} (${fmt(Math.min(...processes.extras), 1)}–${fmt(Math.max(...processes.extras), 1)}) ms per extra idle worker (the median round: ${fmt(processes.mid.one)} ms with 1 worker vs ${fmt(processes.mid.eight)} ms with 8)`,
+    samples: `median (min–max) of ${rounds} rounds, the windows of the row above`,
+    note: "every thread of each worker process, from the scheduler's count (/proc/<pid>/task/<tid>/schedstat): its timers (the announcement every 5 s, the maintenance tick every second, the leader wait), the metrics' event-loop sampling every 100 ms, and what the runtime does between them",
+  });
   await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
+}
+
+/** One round's cost of each of the 7 workers added to the first. */
+function perExtraWorker(seen: Record<number, number>) {
+  return { one: seen[1]!, eight: seen[8]!, extra: (seen[8]! - seen[1]!) / 7 };
+}
+
+/** The median extra worker's cost over the rounds, and the round nearest to it. */
+function summary(samples: Array<{ one: number; eight: number; extra: number }>) {
+  const extras = samples.map((s) => s.extra);
+  const extra = median(extras);
+  const mid = samples.reduce((a, b) =>
+    Math.abs(b.extra - extra) < Math.abs(a.extra - extra) ? b : a,
+  );
+  return { extra, extras, mid };
 }

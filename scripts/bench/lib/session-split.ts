@@ -3,7 +3,7 @@
 // idle workers' sessions do (the idle bench's log). Found with it: every ending's notification
 // woke every worker's listening session (docs/scaling.md).
 import type { BenchContext } from './context.ts';
-import { threadCpuMsOf } from './cpu.ts';
+import { schedCpuMsOf } from './cpu.ts';
 import { fmt } from './stats.ts';
 
 /** A backend of the bench database, not one of the bench's own. */
@@ -54,13 +54,13 @@ async function sessions(ctx: BenchContext): Promise<Session[]> {
  * meanwhile is lost (a warm-up opens them).
  */
 export async function sessionMeter(ctx: BenchContext, groupOf: (s: Session) => string | undefined) {
-  const start = new Map((await sessions(ctx)).map((s) => [s.pid, threadCpuMsOf(s.pid) ?? 0]));
+  const start = new Map((await sessions(ctx)).map((s) => [s.pid, schedCpuMsOf(s.pid) ?? 0]));
   return {
     async stop(): Promise<Map<string, SessionTally>> {
       const groups = new Map<string, SessionTally>();
       for (const s of await sessions(ctx)) {
         const group = groupOf(s);
-        const now = threadCpuMsOf(s.pid);
+        const now = schedCpuMsOf(s.pid);
         if (group === undefined || now === undefined) continue;
         const before = start.get(s.pid);
         const ms = now - (before ?? 0);
