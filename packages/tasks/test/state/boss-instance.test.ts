@@ -20,8 +20,8 @@ test('a started job queue registers no pg-boss instance (and runs no event-loop 
     const { rows } = await s.admin.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM pgboss.instance`,
     );
-    // The state database's queue (the gateway's, started by its installer and started
-    // again) and this one.
+    // Three PgBoss instances have started on this database: the queue's installer, the
+    // state database's (as the gateway's) and this one (as a worker's).
     expect(rows[0]!.n).toBe(0);
   } finally {
     await boss.stop({ graceful: false, close: false });
