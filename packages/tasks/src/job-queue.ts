@@ -93,6 +93,14 @@ export const HEARTBEAT_SECONDS = 10;
  */
 export const SUPERVISE_SECONDS = 10;
 
+/**
+ * Every PgBoss of the product starts without pg-boss's instance registry (its `instance`
+ * table, a heartbeat row every 30 s), which samples the event loop on a 20 ms timer in every
+ * process that holds a PgBoss, idle or not: 50 wake-ups a second of each gateway and worker.
+ * The workers announce themselves in `app.workers`, and nothing reads pg-boss's table.
+ */
+const WITHOUT_REGISTRY = { registerInstance: false } as const;
+
 /** A pg-boss instance over our pool (so its queries run under the process's role). */
 export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss {
   return new PgBoss({
@@ -109,11 +117,7 @@ export function createBoss(pool: Pool, options: { supervise: boolean }): PgBoss 
     superviseIntervalSeconds: SUPERVISE_SECONDS,
     monitorIntervalSeconds: SUPERVISE_SECONDS,
     maintenanceIntervalSeconds: JOB_SWEEP_SECONDS,
-    // pg-boss's instance registry (its `instance` table, a heartbeat row every 30 s) samples
-    // the event loop on a 20 ms timer in every process that holds a PgBoss, idle or not: 50
-    // wake-ups a second of each gateway and worker. The workers announce themselves in
-    // `app.workers`, and nothing reads pg-boss's table.
-    registerInstance: false,
+    ...WITHOUT_REGISTRY,
   });
 }
 
@@ -275,7 +279,7 @@ export async function installQueue(
     connectionString: ownerUrl,
     schedule: false,
     supervise: false,
-    registerInstance: false,
+    ...WITHOUT_REGISTRY,
   });
   boss.on('error', () => {});
   await boss.start();

@@ -30,12 +30,9 @@ export async function benchIdleWorkers(ctx: BenchContext): Promise<void> {
       await ctx.topology({ gateways: 1, workers, gatewayEnv: NO_CAPS, workerEnv: WORKERS_ENV });
       await sleep(settleMs);
       const bySession = await sessionMeter(ctx, byName);
+      const { postgres, workers: processes } = stackGroups(ctx);
       const meter = cpuMeter(
-        {
-          postgres: stackGroups(ctx).postgres!,
-          backends: ownSessions,
-          workers: stackGroups(ctx).workers!,
-        },
+        { postgres: postgres!, backends: ownSessions, workers: processes! },
         { precise: true },
       );
       await sleep(WINDOW_MS);
