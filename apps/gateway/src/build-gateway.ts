@@ -37,7 +37,7 @@ import {
   countUnservedTasks,
   createBoss,
   createJobQueue,
-  createQueueServed,
+  createWorkerDirectory,
   createTaskEvents,
   createTaskService,
   missingQueues,
@@ -251,7 +251,7 @@ export async function buildGateway(
       if (upstream) return { ...upstream, registryFingerprint: tools.fingerprint };
       return tools.placement(name);
     },
-    queueServed: createQueueServed(pool),
+    workers: createWorkerDirectory(pool),
     delegation,
     limits: {
       maxActivePerUser: config.MAX_ACTIVE_TASKS_PER_USER,

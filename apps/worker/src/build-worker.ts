@@ -32,6 +32,7 @@ import {
 } from '@mtg/runner';
 import {
   announceWorker,
+  wakeChannelOf,
   CHANNELS,
   createBoss,
   createTaskEvents,
@@ -128,9 +129,11 @@ export async function buildWorker(
       `queues ${missing.join(', ')} are not installed: run \`npm run migrate\` with the same TOOL_PACKS`,
     );
   }
+  // The tasks a gateway chose this worker for come on its own channel (worker-directory.ts).
+  const wakeChannel = wakeChannelOf(config.workerId);
   const events = await createTaskEvents(
     config.DATABASE_URL,
-    [CHANNELS.created, CHANNELS.control, ...(upstreams ? [CATALOGUE_CHANNEL] : [])],
+    [wakeChannel, CHANNELS.created, CHANNELS.control, ...(upstreams ? [CATALOGUE_CHANNEL] : [])],
     (error) => logger.warn('task events connection error', { error: error.message }),
   );
   upstreams?.listen(events);
@@ -207,6 +210,7 @@ export async function buildWorker(
         id: config.workerId,
         queues,
         registryFingerprint: registry.fingerprint,
+        wakeChannel,
       }),
     );
   };
@@ -219,6 +223,7 @@ export async function buildWorker(
     logger,
     peers,
     workerId: config.workerId,
+    wakeChannel,
     forward: async (payload) => {
       await pool.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify(payload)]);
     },

@@ -37,6 +37,11 @@ export interface WorkerLoopOptions {
   peers?: WorkerPeers;
   /** This worker's id (as in app.workers), for `peers`. */
   workerId?: string;
+  /**
+   * This worker's own wake-up channel (wakeChannelOf, announced in app.workers; `events` must
+   * LISTEN on it): a gateway notifies it of the tasks chosen for this worker.
+   */
+  wakeChannel?: string;
   /** Re-sends a created notification (when the chosen worker is full, once, to the next). */
   forward?: (payload: Record<string, unknown>) => Promise<void>;
   /** Metrics hook: called after every run with how it ended. */
@@ -47,12 +52,13 @@ export interface WorkerLoopOptions {
 type TaskJobData = { taskId?: unknown };
 
 /**
- * Pulls task jobs and runs them. Pickup is pushed, not polled: the gateway NOTIFYs on our
- * own channel in the transaction that creates the task, and the notification (delivered at
- * commit) wakes one worker — the one the serving workers agree on for that task
- * (worker-peers.ts), which fetches one job at once. A worker of another pool is not woken, and
- * neither are the other workers of this one, so an idle worker costs the database nothing per
- * task. A full worker remembers the queue and fetches from it when a run ends; if it was the
+ * Pulls task jobs and runs them. Pickup is pushed, not polled: the gateway NOTIFYs in the
+ * transaction that creates the task, and the notification (delivered at commit) wakes one
+ * worker — the one the serving workers agree on for that task (worker-peers.ts), on its own
+ * channel (worker-directory.ts) — which fetches one job at once. A worker of another pool is
+ * not woken, and neither are the other workers of this one: an idle worker's process does no
+ * work per task (its listening session still reads and drops each notification before
+ * PostgreSQL 19, which wakes every listener of a database). A full worker remembers the queue and fetches from it when a run ends; if it was the
  * chosen one it passes the notification on, once. Cancel/deadline/revocation notifications
  * reach the running task's abort signal directly.
  */
@@ -150,7 +156,8 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     }
   };
 
-  const onCreated = (payload: Record<string, unknown>) => {
+  /** `aimed`: on this worker's own channel, where a gateway chose it already. */
+  const onCreated = (payload: Record<string, unknown>, aimed = false) => {
     const queue = payload.queue;
     if (typeof queue !== 'string') return void kick(served);
     // Another pool's work: stay asleep (no fetch, no database work).
@@ -159,7 +166,7 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
     if (payload.again === true) return void kick([queue]);
     const key = typeof payload.taskId === 'string' ? payload.taskId : randomUUID();
     const skip = typeof payload.skip === 'string' ? payload.skip : undefined;
-    const chosen = peers.preferred(queue, key, skip) === self;
+    const chosen = aimed || peers.preferred(queue, key, skip) === self;
     if (free() > 0) {
       if (chosen) void kick([queue], 1);
       return;
@@ -287,7 +294,9 @@ export function createWorkerLoop(o: WorkerLoopOptions) {
   return {
     running: () => running.size,
     async start() {
-      offs.push(o.events.on(CHANNELS.created, onCreated));
+      offs.push(o.events.on(CHANNELS.created, (payload) => onCreated(payload)));
+      if (o.wakeChannel)
+        offs.push(o.events.on(o.wakeChannel, (payload) => onCreated(payload, true)));
       offs.push(
         o.events.on(CHANNELS.control, (payload) => {
           const entry = running.get(String(payload.taskId));

@@ -1,13 +1,15 @@
-import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
-import { liveWorkers } from '@mtg/tasks';
+import { liveWorkers, preferredWorker } from '@mtg/tasks';
 
 /**
- * Which worker a created task's notification is for. Every worker LISTENs, so every worker
- * hears every notification; if each fetched, one task would cost the database one fetch per
+ * Which worker a notification on the shared channel is for. Every worker LISTENs there, so
+ * every worker hears it; if each fetched, one task would cost the database one fetch per
  * idle worker, N-1 of them empty. Instead the workers agree, without talking, on one of them
  * per notification: rendezvous hashing of the task id over the live workers that serve its
- * queue (app.workers, read every few seconds). The others stay asleep.
+ * queue (app.workers, read every few seconds). The others stay asleep. A gateway makes the
+ * same choice and notifies the chosen worker's own channel (worker-directory.ts); the shared
+ * channel carries what a gateway could not aim (the chosen worker has no channel of its own),
+ * a full worker's pass-on, and the maintenance leader's re-announcements.
  */
 export interface WorkerPeers {
   /** The worker that should fetch for `key` on `queue`, skipping `skip`; this one if alone. */
@@ -36,16 +38,7 @@ export function createWorkerPeers(o: {
       const ids = new Set(byQueue.get(queue) ?? []);
       ids.add(o.self);
       if (skip && ids.size > 1) ids.delete(skip);
-      let best = o.self;
-      let bestScore = '';
-      for (const id of ids) {
-        const score = createHash('sha256').update(`${key}\n${id}`).digest('hex');
-        if (score > bestScore) {
-          best = id;
-          bestScore = score;
-        }
-      }
-      return best;
+      return preferredWorker(ids, key) ?? o.self;
     },
     async refresh() {
       if (!o.pool) return;

@@ -11,6 +11,7 @@ import {
   installQueue,
   SUPERVISE_SECONDS,
   type TaskEvents,
+  wakeChannelOf,
 } from '@mtg/tasks';
 import {
   createMaintenance,
@@ -132,14 +133,22 @@ async function startWorker(
     paths?: string[];
     /** Wraps the worker's pg-boss (after counting). */
     boss?: (boss: PgBoss) => PgBoss;
+    /** Every created notification the worker's process hears, on either channel. */
+    heard?: string[];
   } = {},
 ) {
   const asked = o.asked ?? [];
   const paths = o.paths ?? [];
   const counted = await countingBoss(fetched, id, asked, paths);
-  await announceWorker(pool, { id, queues: [QUEUE], registryFingerprint: 'f' });
-  const events: TaskEvents = await createTaskEvents(db.logins.worker, [CHANNELS.created]);
+  const wakeChannel = wakeChannelOf(id);
+  await announceWorker(pool, { id, queues: [QUEUE], registryFingerprint: 'f', wakeChannel });
+  const events: TaskEvents = await createTaskEvents(db.logins.worker, [
+    CHANNELS.created,
+    wakeChannel,
+  ]);
   cleanups.push(() => events.close());
+  for (const channel of [CHANNELS.created, wakeChannel])
+    events.on(channel, (payload) => o.heard?.push(`${id} ${String(payload.taskId)}`));
   const peers = createWorkerPeers({ self: id, pool });
   const loop = createWorkerLoop({
     boss: o.boss ? o.boss(counted) : counted,
@@ -150,6 +159,7 @@ async function startWorker(
     logger: silent,
     peers,
     workerId: id,
+    wakeChannel,
     forward: async (payload) => {
       await pool.query('SELECT pg_notify($1, $2)', [CHANNELS.created, JSON.stringify(payload)]);
     },
@@ -198,6 +208,42 @@ test('each created task wakes exactly one of the idle workers, the one they all 
   // arrive during a fetch are taken together, in one batch).
   expect([...new Set(fetched)].sort()).toEqual([...new Set(expected)].sort());
   expect(fetched.length).toBeLessThanOrEqual(tasks.length);
+});
+
+test("a task aimed at a worker's own channel wakes that worker's process alone, whichever the others would agree on", async () => {
+  const fetched: string[] = [];
+  const heard: string[] = [];
+  const ids = ['worker-a', 'worker-b', 'worker-c'];
+  const workers: Array<Awaited<ReturnType<typeof startWorker>>> = [];
+  for (const id of ids) workers.push(await startWorker(id, fetched, { heard }));
+  for (const w of workers) await w.peers.refresh();
+  cleanups.push(async () => {
+    for (const w of workers) await w.loop.stop(0);
+  });
+  fetched.length = 0; // the start-up fetches
+  // Tasks the agreement gives to worker-a, aimed (as a gateway with an older view of the
+  // workers might aim them) at worker-c: the gateway's choice stands.
+  const tasks = Array.from({ length: 40 }, (_, i) => `aimed-${i}`)
+    .filter((t) => workers[0]!.peers.preferred(QUEUE, t) === 'worker-a')
+    .slice(0, 3);
+  expect(tasks.length).toBe(3);
+  for (const taskId of tasks) {
+    await notifier.query('SELECT pg_notify($1, $2)', [
+      wakeChannelOf('worker-c'),
+      JSON.stringify({ taskId, queue: QUEUE }),
+    ]);
+  }
+  await pollUntil(
+    async () => fetched.length,
+    (n) => n >= 1,
+    10_000,
+    10,
+    'a fetch by the aimed worker',
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  expect(new Set(fetched)).toEqual(new Set(['worker-c']));
+  // No other worker's process heard of the tasks at all.
+  expect(heard.sort()).toEqual(tasks.map((t) => `worker-c ${t}`).sort());
 });
 
 test('a full worker passes the notification on, once, to the next worker', async () => {

@@ -99,13 +99,13 @@ export {
   type RevocationSource,
 } from './revoke-principal.ts';
 export type { DelegationDeps } from './delegate-task.ts';
+export { announceWorker, liveWorkers, retireWorker, countUnservedTasks } from './live-workers.ts';
 export {
-  announceWorker,
-  liveWorkers,
-  retireWorker,
-  createQueueServed,
-  countUnservedTasks,
-} from './live-workers.ts';
+  createWorkerDirectory,
+  preferredWorker,
+  wakeChannelOf,
+  type WorkerDirectory,
+} from './worker-directory.ts';
 export { createDenialFold, type DenialFold } from './fold-denials.ts';
 export { progressTokenOf, type ProgressToken } from './progress-token.ts';
 export { maintenanceSweep, type Sweep } from './maintenance-sweep.ts';

@@ -15,8 +15,10 @@ export const WORKER_SEEN_WITHIN_MS = 15_000;
 // announced row comes from RETURNING instead. Prepared: an idle worker's one statement every
 // 5 s, parsed and planned once per session instead of at each.
 const ANNOUNCE = prepared(`WITH announced AS (
-    INSERT INTO app.workers (id, queues, registry_fingerprint) VALUES ($1, $2, $3)
-    ON CONFLICT (id) DO UPDATE SET queues = $2, registry_fingerprint = $3, seen_at = now()
+    INSERT INTO app.workers (id, queues, registry_fingerprint, wake_channel)
+    VALUES ($1, $2, $3, $5)
+    ON CONFLICT (id) DO UPDATE
+      SET queues = $2, registry_fingerprint = $3, wake_channel = $5, seen_at = now()
     RETURNING id, queues)
   SELECT id, queues FROM announced
   UNION ALL
@@ -25,7 +27,13 @@ const ANNOUNCE = prepared(`WITH announced AS (
 
 export async function announceWorker(
   pool: Pool,
-  worker: { id: string; queues: string[]; registryFingerprint: string },
+  worker: {
+    id: string;
+    queues: string[];
+    registryFingerprint: string;
+    /** The channel it LISTENs on for the tasks chosen for it (worker-directory.ts), if any. */
+    wakeChannel?: string;
+  },
   seenWithinMs = WORKER_SEEN_WITHIN_MS,
 ): Promise<Array<{ id: string; queues: string[] }>> {
   const r = await runPrepared<{ id: string; queues: string[] }>(pool, ANNOUNCE, [
@@ -33,6 +41,7 @@ export async function announceWorker(
     worker.queues,
     worker.registryFingerprint,
     seenWithinMs,
+    worker.wakeChannel ?? null,
   ]);
   return r.rows;
 }
@@ -51,38 +60,6 @@ export async function liveWorkers(
 
 export async function retireWorker(pool: Pool, id: string): Promise<void> {
   await pool.query(`DELETE FROM app.workers WHERE id = $1`, [id]);
-}
-
-/**
- * Whether some live worker serves a queue, read at most once per `cacheMs` for all queues:
- * status reads ask it for every queued task, and must not cost a query each.
- */
-export function createQueueServed(
-  pool: Pool,
-  options: { cacheMs?: number; seenWithinMs?: number } = {},
-): (queue: string) => Promise<boolean> {
-  const cacheMs = options.cacheMs ?? 1000;
-  const seenWithinMs = options.seenWithinMs ?? WORKER_SEEN_WITHIN_MS;
-  let served: Promise<Set<string>> | undefined;
-  let readAt = 0;
-  const read = async () => {
-    const r = await pool.query<{ queue: string }>(
-      `SELECT DISTINCT unnest(queues) AS queue FROM app.workers
-        WHERE seen_at > now() - $1 * interval '1 millisecond'`,
-      [seenWithinMs],
-    );
-    return new Set(r.rows.map((row) => row.queue));
-  };
-  return async (queue) => {
-    if (!served || performance.now() - readAt > cacheMs) {
-      readAt = performance.now();
-      served = read().catch((error) => {
-        served = undefined;
-        throw error;
-      });
-    }
-    return (await served).has(queue);
-  };
 }
 
 /** Queued tasks per tool whose queue no live worker serves (for the gateway's gauge). */

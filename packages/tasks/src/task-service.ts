@@ -43,6 +43,7 @@ import type { OnTaskEnded } from './task-state/settle-task.ts';
 import { isReadableCursor, listTasks, type TaskPage } from './list-tasks.ts';
 import { readKeptResult, readResult, type StoredResult } from './read-result.ts';
 import type { TaskEvents } from './task-events.ts';
+import type { WorkerDirectory } from './worker-directory.ts';
 import { TASK_ID } from './task-id.ts';
 import {
   claimProgressNotice,
@@ -67,10 +68,11 @@ export interface TaskServiceDeps {
   /** The queue and version a tool's new tasks get (from the registry). */
   placement(tool: string): ToolPlacement;
   /**
-   * Whether a live worker serves the queue (app.workers); a queued task whose queue none
-   * serves says so in its status. Unset: not checked.
+   * The live workers (app.workers): a created task's notification goes to the chosen worker's
+   * own channel, and a queued task whose queue no live worker serves says so in its status.
+   * Unset: every notification goes to the shared channel, and serving is not checked.
    */
-  queueServed?: (queue: string) => Promise<boolean>;
+  workers?: WorkerDirectory;
   limits: StartLimits;
   /** Task-bound delegation at creation; without it tasks carry no user credential. */
   delegation?: DelegationDeps;
@@ -222,11 +224,11 @@ export function createTaskService(options: TaskServiceDeps): TaskService {
     // Its worker died and no other has taken it yet: say so rather than its last progress.
     if (row.worker_lost) view.statusMessage = WORKER_LOST_MESSAGE;
     if (
-      deps.queueServed &&
+      deps.workers &&
       row.status === 'working' &&
       row.lease_owner === null &&
       row.started_at === null &&
-      !(await deps.queueServed(row.job_queue))
+      !(await deps.workers.serves(row.job_queue))
     ) {
       view.statusMessage = `waiting for a worker that runs ${row.tool}`;
     }

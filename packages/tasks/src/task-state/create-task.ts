@@ -20,6 +20,7 @@ import {
 } from '../delegate-task.ts';
 import { CHANNELS } from '../channels.ts';
 import type { DenialFold } from '../fold-denials.ts';
+import type { WorkerDirectory } from '../worker-directory.ts';
 import { taskError, type TaskError, type TaskOutcome } from '../errors.ts';
 import type { JobQueue } from '../job-queue.ts';
 import { revocationFromRow, type PrincipalRevocationRow } from '../revoke-principal.ts';
@@ -98,6 +99,8 @@ export async function createTask(
     denials: DenialFold;
     /** Reads go to a replica: every ending must notify this gateway, so each is watched. */
     reads?: unknown;
+    /** The live workers: the created notification goes to the chosen one's own channel. */
+    workers?: Pick<WorkerDirectory, 'wakeChannel'>;
   },
   input: StartInput,
 ): Promise<StartOutcome> {
@@ -210,6 +213,9 @@ export async function createTask(
         ]
       : [];
     const sealed = delegation ? sealDelegation(deps.delegation!.cipher, id, delegation) : [];
+    const wake = deps.workers
+      ? await deps.workers.wakeChannel(placement.queue, id)
+      : CHANNELS.created;
     const r = await runPrepared<StartRow>(
       deps.pool,
       startStatement(job.text, !!delegation, !!deps.reads),
@@ -241,8 +247,9 @@ export async function createTask(
         deps.limits.maxActivePerTenant,
         p.issuedAt ?? null,
         job.value,
-        // The queue in the payload lets a worker that does not serve it stay asleep.
-        CHANNELS.created,
+        // The chosen worker's own channel (worker-directory.ts); on the shared one, the queue
+        // in the payload lets a worker that does not serve it stay asleep.
+        wake,
         JSON.stringify({ taskId: id, queue: placement.queue }),
         [createdType, ...after.map(([type]) => type)],
         createdParts,

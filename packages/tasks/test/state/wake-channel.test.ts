@@ -1,0 +1,111 @@
+import type pg from 'pg';
+import { pollUntil } from '../../../../test/support/poll.ts';
+import { CHANNELS } from '../../src/channels.ts';
+import { createTask } from '../../src/task-state/index.ts';
+import {
+  createWorkerDirectory,
+  preferredWorker,
+  wakeChannelOf,
+} from '../../src/worker-directory.ts';
+import {
+  openStateDatabase,
+  QUEUE,
+  startDeps,
+  startInput,
+  type StateDatabase,
+} from './state-database.ts';
+
+// worker-directory.ts: a start notifies the worker the workers' own agreement chooses, on
+// that worker's channel, so no other worker's process is woken; a worker that announced no
+// channel (an earlier release) is notified on the shared channel, as before.
+let s: StateDatabase;
+let listener: pg.PoolClient;
+const heard: Array<{ channel: string; taskId: string; queue: string }> = [];
+const AIMED = ['w-a', 'w-b']; // announce a channel of their own
+const OLD = 'w-old'; // announces none
+const OTHER = 'w-other'; // serves another queue only
+beforeAll(async () => {
+  s = await openStateDatabase();
+  await s.admin.query(
+    `INSERT INTO app.workers (id, queues, registry_fingerprint, wake_channel)
+     VALUES ($1, $4, 'r', $5), ($2, $4, 'r', $6), ($3, $4, 'r', NULL), ($7, '{other}', 'r', $8)`,
+    [...AIMED, OLD, [QUEUE], ...AIMED.map(wakeChannelOf), OTHER, wakeChannelOf(OTHER)],
+  );
+  listener = await s.admin.connect();
+  listener.on('notification', (m) =>
+    heard.push({ channel: m.channel, ...JSON.parse(m.payload ?? '{}') }),
+  );
+  for (const channel of [CHANNELS.created, ...[...AIMED, OTHER].map(wakeChannelOf)])
+    await listener.query(`LISTEN ${channel}`);
+});
+afterAll(async () => {
+  listener?.release();
+  await s?.close();
+});
+
+test("each start's notification goes to the chosen worker's own channel, or the shared one for a worker without", async () => {
+  const deps = { ...startDeps(s), workers: createWorkerDirectory(s.gateway) };
+  const chosen = new Map<string, string>();
+  // Until each of the three serving workers was chosen twice (the hash spreads them).
+  for (let i = 0; i < 200; i++) {
+    const counts = [...AIMED, OLD].map((w) => [...chosen.values()].filter((c) => c === w).length);
+    if (Math.min(...counts) >= 2) break;
+    const started = await createTask(deps, startInput('waker', `wake-${i}`));
+    if (!started.ok) throw new Error(started.message);
+    chosen.set(started.task.id, preferredWorker([...AIMED, OLD], started.task.id)!);
+  }
+  await pollUntil(
+    async () => heard.length,
+    (n) => n >= chosen.size,
+    10_000,
+    10,
+    'a notification for every start',
+  );
+  await new Promise((r) => setTimeout(r, 100)); // any second notification would show by now
+  expect(heard).toHaveLength(chosen.size);
+  for (const h of heard) {
+    const worker = chosen.get(h.taskId)!;
+    expect({ ...h, worker }).toEqual({
+      channel: worker === OLD ? CHANNELS.created : wakeChannelOf(worker),
+      taskId: h.taskId,
+      queue: QUEUE,
+      worker,
+    });
+  }
+});
+
+test('a queue no live worker serves, or a directory that cannot read, leaves the shared channel', async () => {
+  const directory = createWorkerDirectory(s.gateway, { cacheMs: 0 });
+  expect(await directory.wakeChannel('nobody-serves-this', 't')).toBe(CHANNELS.created);
+  expect(await directory.serves('nobody-serves-this')).toBe(false);
+  expect(await directory.serves(QUEUE)).toBe(true);
+  // A worker not seen for longer than the live window is not chosen.
+  const gone = createWorkerDirectory(s.gateway, { cacheMs: 0, seenWithinMs: 0 });
+  expect(await gone.wakeChannel(QUEUE, 't')).toBe(CHANNELS.created);
+  expect(await gone.serves(QUEUE)).toBe(false);
+  const failing = createWorkerDirectory({
+    query: () => Promise.reject(new Error('connection refused')),
+  } as unknown as pg.Pool);
+  expect(await failing.wakeChannel(QUEUE, 't')).toBe(CHANNELS.created);
+  await expect(failing.serves(QUEUE)).rejects.toThrow('connection refused');
+});
+
+test('a directory answers from what it read until that is older than its cache, then reads again', async () => {
+  const directory = createWorkerDirectory(s.gateway, { cacheMs: 60_000 });
+  expect(await directory.serves('late-queue')).toBe(false);
+  await s.admin.query(
+    `INSERT INTO app.workers (id, queues, registry_fingerprint, wake_channel)
+     VALUES ('w-late', '{late-queue}', 'r', $1)`,
+    [wakeChannelOf('w-late')],
+  );
+  expect(await directory.serves('late-queue')).toBe(false);
+  const fresh = createWorkerDirectory(s.gateway, { cacheMs: 0 });
+  expect(await fresh.wakeChannel('late-queue', 't')).toBe(wakeChannelOf('w-late'));
+});
+
+test("a worker's channel is a plain identifier of at most 63 bytes, whatever its id", () => {
+  for (const id of ['w', 'worker-7f9c', 'host.example/with spaces "and quotes"', 'x'.repeat(500)]) {
+    expect(wakeChannelOf(id)).toMatch(/^[a-z_][a-z0-9_]{0,62}$/);
+  }
+  expect(wakeChannelOf('a')).not.toBe(wakeChannelOf('b'));
+});
