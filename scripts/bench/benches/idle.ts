@@ -10,6 +10,8 @@ import { NO_CAPS, stackGroups } from './throughput.ts';
 const WINDOW_MS = 10_000;
 /** The light load: starts/s of the headline tool, which one worker's slots carry with room. */
 const LIGHT_RATE = 10;
+/** The warm-up batch before it, closed-loop: the scaling batches' size. */
+const WARM_TASKS = 300;
 
 /**
  * What waiting workers cost the database, and themselves: an idle stack with 1 and then with 8
@@ -20,7 +22,7 @@ const LIGHT_RATE = 10;
  * its start used, and its first announcement after that opens another, about 25 ms of backend
  * CPU once). The log splits each window's CPU by session (application_name) and says how much
  * went to sessions opened during the window. After each idle window, a light load on the same
- * workers: LIGHT_RATE starts/s of the headline tool for 10 s, run to its end; the worker
+ * workers, warmed up first: LIGHT_RATE starts/s of the headline tool for 10 s, run to its end; the worker
  * processes' CPU per completed task with 1 and with 8 workers says what the workers that wait
  * cost while the others run tasks (each woken per task, or not).
  */
@@ -89,31 +91,41 @@ export async function benchIdleWorkers(ctx: BenchContext): Promise<void> {
     section: 'Scaling',
     measure: `The worker processes' CPU per task at a light load (${LIGHT_RATE} starts/s of the headline tool): 1 worker vs 8 workers`,
     result: `${fmt(light.mid.one, 2)} ms per task with 1 worker vs ${fmt(light.mid.eight, 2)} ms with 8 (the median round); ${fmt(light.extra, 2)} (${fmt(Math.min(...light.extras), 2)}–${fmt(Math.max(...light.extras), 2)}) ms per task per extra worker`,
-    samples: `median (min–max) of ${rounds} rounds; each a 10 s load after the idle window of the row above, on the same workers, run to its end`,
+    samples: `median (min–max) of ${rounds} rounds; each a 10 s load after the idle window of the row above, on the same workers after an unmeasured warm-up batch of ${WARM_TASKS} tasks, run to its end`,
     note: 'every thread of each worker process (scheduler count), start of the load to the end of its last task: the runs themselves, and whatever a created task costs the workers that do not run it',
   });
   await ctx.topology({ gateways: 1, workers: 0, gatewayEnv: NO_CAPS });
 }
 
-/** LIGHT_RATE starts/s for 10 s, run to the end: the worker processes' CPU per completed task. */
+/**
+ * LIGHT_RATE starts/s for 10 s, run to the end: the worker processes' CPU per completed task.
+ * After an unmeasured warm-up batch, run to its end: without it, each worker ran its share of
+ * the load with code not yet optimised, and 8 workers' shares cost more than one's for that
+ * alone (per extra worker 3.3 ms a task cold).
+ */
 async function lightLoad(ctx: BenchContext, workers: PidSource, tag: string) {
+  const load = async (label: string, o: { rate?: number; amount?: number }) => {
+    const since = await dbNow(ctx);
+    await runLoadProcess({
+      urls: [ctx.stack.mcpUrl],
+      connections: 20,
+      durationS: o.rate ? WINDOW_MS / 1000 : 60,
+      ...o,
+      scenario: {
+        kind: 'start' as const,
+        tokens: ctx.users.map((u) => u.token),
+        runTag: `${tag}-${label}`,
+        count: 500 * STEPS,
+      },
+    });
+    const ids = (await tasksSince(ctx, since)).map((t) => t.id);
+    return { ids, open: await waitEnded(ctx, ids, 60_000) };
+  };
   await ctx.reset();
-  const since = await dbNow(ctx);
+  await load('warm', { amount: WARM_TASKS });
+  await ctx.reset();
   const meter = cpuMeter({ workers }, { precise: true });
-  await runLoadProcess({
-    urls: [ctx.stack.mcpUrl],
-    connections: 20,
-    durationS: WINDOW_MS / 1000,
-    rate: LIGHT_RATE,
-    scenario: {
-      kind: 'start' as const,
-      tokens: ctx.users.map((u) => u.token),
-      runTag: tag,
-      count: 500 * STEPS,
-    },
-  });
-  const ids = (await tasksSince(ctx, since)).map((t) => t.id);
-  const open = await waitEnded(ctx, ids, 60_000);
+  const { ids, open } = await load('measured', { rate: LIGHT_RATE });
   const cpu = meter.stop();
   const { completed } = await runCounts(ctx, ids);
   return { perTask: (cpu.ms.workers ?? 0) / Math.max(1, completed), completed, open };
