@@ -37,9 +37,9 @@ import {
   countUnservedTasks,
   createBoss,
   createJobQueue,
-  createWorkerDirectory,
   createTaskEvents,
   createTaskService,
+  createWorkerDirectory,
   missingQueues,
 } from '@mtg/tasks';
 import {

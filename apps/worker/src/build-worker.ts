@@ -32,12 +32,12 @@ import {
 } from '@mtg/runner';
 import {
   announceWorker,
-  wakeChannelOf,
   CHANNELS,
   createBoss,
   createTaskEvents,
   missingQueues,
   retireWorker,
+  wakeChannelOf,
 } from '@mtg/tasks';
 import {
   createDownstreamResilience,

@@ -58,9 +58,10 @@ type TaskJobData = { taskId?: unknown };
  * channel (worker-directory.ts) — which fetches one job at once. A worker of another pool is
  * not woken, and neither are the other workers of this one: an idle worker's process does no
  * work per task (its listening session still reads and drops each notification before
- * PostgreSQL 19, which wakes every listener of a database). A full worker remembers the queue and fetches from it when a run ends; if it was the
- * chosen one it passes the notification on, once. Cancel/deadline/revocation notifications
- * reach the running task's abort signal directly.
+ * PostgreSQL 19, which wakes every listener of a database). A full worker remembers the queue
+ * and fetches from it when a run ends; if it was the chosen one it passes the notification
+ * on, once. Cancel/deadline/revocation notifications reach the running task's abort signal
+ * directly.
  */
 export function createWorkerLoop(o: WorkerLoopOptions) {
   const running = new Map<

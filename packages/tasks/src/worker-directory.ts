@@ -62,7 +62,7 @@ export function createWorkerDirectory(
   options: { cacheMs?: number; staleMs?: number; seenWithinMs?: number } = {},
 ): WorkerDirectory {
   const cacheMs = options.cacheMs ?? 1000;
-  const staleMs = options.staleMs ?? 5 * cacheMs;
+  const staleMs = Math.max(cacheMs, options.staleMs ?? 5 * cacheMs);
   const seenWithinMs = options.seenWithinMs ?? WORKER_SEEN_WITHIN_MS;
   let last: { byQueue: Map<string, LiveWorker[]>; at: number } | undefined;
   let reading: Promise<Map<string, LiveWorker[]>> | undefined;
@@ -83,7 +83,8 @@ export function createWorkerDirectory(
     const age = last ? performance.now() - last.at : Infinity;
     if (age > cacheMs && !reading) {
       reading = read().finally(() => (reading = undefined));
-      reading.catch(() => {}); // a caller that waits for it is told; one that does not, not
+      // Its failure reaches the callers that wait for it; the others were answered from `last`.
+      reading.catch(() => {});
     }
     return last && age <= staleMs ? Promise.resolve(last.byQueue) : reading!;
   };

@@ -103,6 +103,25 @@ test('a directory answers from what it read until that is older than its cache, 
   expect(await fresh.wakeChannel('late-queue', 't')).toBe(wakeChannelOf('w-late'));
 });
 
+test('while what it read is fresh enough, a directory answers from it and reads anew behind the answer', async () => {
+  const directory = createWorkerDirectory(s.gateway, { cacheMs: 0, staleMs: 60_000 });
+  expect(await directory.serves('behind-queue')).toBe(false);
+  await s.admin.query(
+    `INSERT INTO app.workers (id, queues, registry_fingerprint, wake_channel)
+     VALUES ('w-behind', '{behind-queue}', 'r', $1)`,
+    [wakeChannelOf('w-behind')],
+  );
+  // Answered from the first read, which did not see the worker; a newer read starts.
+  expect(await directory.serves('behind-queue')).toBe(false);
+  await pollUntil(
+    () => directory.serves('behind-queue'),
+    (served) => served,
+    10_000,
+    10,
+    'the newer read answering',
+  );
+});
+
 test("a worker's channel is a plain identifier of at most 63 bytes, whatever its id", () => {
   for (const id of ['w', 'worker-7f9c', 'host.example/with spaces "and quotes"', 'x'.repeat(500)]) {
     expect(wakeChannelOf(id)).toMatch(/^[a-z_][a-z0-9_]{0,62}$/);
