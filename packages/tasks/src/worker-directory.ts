@@ -52,10 +52,11 @@ export interface WorkerDirectory {
 
 /**
  * The live workers as a gateway knows them: app.workers read at most once per `cacheMs` for
- * every caller. While what was last read is younger than `staleMs`, callers are answered from
- * it while a newer read runs, so no start under load waits for one; after a quiet spell the
- * first caller waits for a fresh read (workers may have come and gone meanwhile). A read that
- * fails leaves the shared channel as the answer, never a failed start: every worker hears it.
+ * every caller. A status read past that waits for a newer read. A start is answered from what
+ * was last read while it is younger than `staleMs`, with a newer read behind the answer, so no
+ * start under load waits for one; after a quiet spell the first start waits for a fresh read
+ * (workers may have come and gone meanwhile). A read that fails leaves the shared channel as
+ * the answer, never a failed start: every worker hears it.
  */
 export function createWorkerDirectory(
   pool: Pool,
@@ -79,21 +80,23 @@ export function createWorkerDirectory(
     last = { byQueue, at };
     return byQueue;
   };
-  const current = (): Promise<Map<string, LiveWorker[]>> => {
+  /** What was last read, younger than `maxAgeMs`; past `cacheMs` a newer read starts. */
+  const current = (maxAgeMs: number): Promise<Map<string, LiveWorker[]>> => {
     const age = last ? performance.now() - last.at : Infinity;
     if (age > cacheMs && !reading) {
       reading = read().finally(() => (reading = undefined));
       // Its failure reaches the callers that wait for it; the others were answered from `last`.
       reading.catch(() => {});
     }
-    return last && age <= staleMs ? Promise.resolve(last.byQueue) : reading!;
+    return last && age <= maxAgeMs ? Promise.resolve(last.byQueue) : reading!;
   };
   return {
+    // A status read says what it waits for as of the last second: it waits for the read.
     async serves(queue) {
-      return ((await current()).get(queue)?.length ?? 0) > 0;
+      return ((await current(cacheMs)).get(queue)?.length ?? 0) > 0;
     },
     async wakeChannel(queue, taskId) {
-      const workers = await current().catch(() => undefined);
+      const workers = await current(staleMs).catch(() => undefined);
       const serving = workers?.get(queue) ?? [];
       const chosen = preferredWorker(
         serving.map((w) => w.id),

@@ -103,23 +103,30 @@ test('a directory answers from what it read until that is older than its cache, 
   expect(await fresh.wakeChannel('late-queue', 't')).toBe(wakeChannelOf('w-late'));
 });
 
-test('while what it read is fresh enough, a directory answers from it and reads anew behind the answer', async () => {
+test('a start is answered from what was read while a newer read runs; a status read waits for the newer read', async () => {
   const directory = createWorkerDirectory(s.gateway, { cacheMs: 0, staleMs: 60_000 });
-  expect(await directory.serves('behind-queue')).toBe(false);
+  expect(await directory.wakeChannel('behind-queue', 't')).toBe(CHANNELS.created);
   await s.admin.query(
     `INSERT INTO app.workers (id, queues, registry_fingerprint, wake_channel)
      VALUES ('w-behind', '{behind-queue}', 'r', $1)`,
     [wakeChannelOf('w-behind')],
   );
   // Answered from the first read, which did not see the worker; a newer read starts.
-  expect(await directory.serves('behind-queue')).toBe(false);
+  expect(await directory.wakeChannel('behind-queue', 't')).toBe(CHANNELS.created);
   await pollUntil(
-    () => directory.serves('behind-queue'),
-    (served) => served,
+    () => directory.wakeChannel('behind-queue', 't'),
+    (channel) => channel === wakeChannelOf('w-behind'),
     10_000,
     10,
     'the newer read answering',
   );
+  // A status read of a queue nobody served a moment ago sees the worker that came since.
+  const statuses = createWorkerDirectory(s.gateway, { cacheMs: 0, staleMs: 60_000 });
+  expect(await statuses.serves('status-queue')).toBe(false);
+  await s.admin.query(
+    `INSERT INTO app.workers (id, queues, registry_fingerprint) VALUES ('w-status', '{status-queue}', 'r')`,
+  );
+  expect(await statuses.serves('status-queue')).toBe(true);
 });
 
 test("a worker's channel is a plain identifier of at most 63 bytes, whatever its id", () => {
