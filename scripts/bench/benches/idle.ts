@@ -22,9 +22,9 @@ const WARM_TASKS = 300;
  * its start used, and its first announcement after that opens another, about 25 ms of backend
  * CPU once). The log splits each window's CPU by session (application_name) and says how much
  * went to sessions opened during the window. After each idle window, a light load on the same
- * workers, warmed up first: LIGHT_RATE starts/s of the headline tool for 10 s, run to its end; the worker
- * processes' CPU per completed task with 1 and with 8 workers says what the workers that wait
- * cost while the others run tasks (each woken per task, or not).
+ * workers, warmed up first: LIGHT_RATE starts/s of the headline tool for 10 s, run to its end.
+ * The worker processes' CPU per completed task with 1 and with 8 workers says what the workers
+ * that wait cost while the others run tasks (each woken per task, or not).
  */
 export async function benchIdleWorkers(ctx: BenchContext): Promise<void> {
   const settleMs = Number(process.env.BENCH_IDLE_SETTLE_MS ?? 10_000);
