@@ -15,10 +15,11 @@ export const WORKER_SEEN_WITHIN_MS = 15_000;
 // announced row comes from RETURNING instead. Prepared: an idle worker's one statement every
 // 5 s, parsed and planned once per session instead of at each.
 const ANNOUNCE = prepared(`WITH announced AS (
-    INSERT INTO app.workers (id, queues, registry_fingerprint, wake_channel)
-    VALUES ($1, $2, $3, $5)
+    INSERT INTO app.workers (id, queues, registry_fingerprint, wake_channel, wake_seen_at)
+    VALUES ($1, $2, $3, $5, now())
     ON CONFLICT (id) DO UPDATE
-      SET queues = $2, registry_fingerprint = $3, wake_channel = $5, seen_at = now()
+      SET queues = $2, registry_fingerprint = $3, wake_channel = $5, wake_seen_at = now(),
+          seen_at = now()
     RETURNING id, queues)
   SELECT id, queues FROM announced
   UNION ALL

@@ -39,7 +39,10 @@ export function wakeChannelOf(workerId: string): string {
 export interface LiveWorker {
   id: string;
   queues: string[];
-  /** Its own wake-up channel; null for a worker of a release that LISTENs on the shared one only. */
+  /**
+   * Its own wake-up channel; null for a worker of a release that LISTENs on the shared one
+   * only, including one whose row a worker of this release announced a channel in before.
+   */
   wake_channel: string | null;
 }
 
@@ -70,8 +73,10 @@ export function createWorkerDirectory(
   const read = async () => {
     const at = performance.now();
     const r = await pool.query<LiveWorker>(
-      `SELECT id, queues, wake_channel FROM app.workers
-        WHERE seen_at > now() - $1 * interval '1 millisecond'`,
+      // A channel announced before the row's last announcement (an earlier release's, which
+      // does not touch the column) may have nobody LISTENing on it: the shared one instead.
+      `SELECT id, queues, CASE WHEN wake_seen_at = seen_at THEN wake_channel END AS wake_channel
+         FROM app.workers WHERE seen_at > now() - $1 * interval '1 millisecond'`,
       [seenWithinMs],
     );
     const byQueue = new Map<string, LiveWorker[]>();

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { pollUntil } from '../../../../test/support/poll.ts';
 import { CHANNELS } from '../../src/channels.ts';
+import { announceWorker } from '../../src/live-workers.ts';
 import { createTask } from '../../src/task-state/index.ts';
 import {
   createWorkerDirectory,
@@ -127,6 +128,35 @@ test('a start is answered from what was read while a newer read runs; a status r
     `INSERT INTO app.workers (id, queues, registry_fingerprint) VALUES ('w-status', '{status-queue}', 'r')`,
   );
   expect(await statuses.serves('status-queue')).toBe(true);
+});
+
+test("a worker id reused by an earlier release's worker loses the channel it no longer LISTENs on", async () => {
+  // A worker of this release killed (its row stays), and within the live window a worker of
+  // the previous release starting with the same WORKER_ID: it upserts with its own statement
+  // (v0.1.0's, copied here as it ran), which leaves wake_channel as it was.
+  const earlierReleaseAnnounce = `INSERT INTO app.workers (id, queues, registry_fingerprint)
+     VALUES ($1, $2, $3)
+     ON CONFLICT (id) DO UPDATE SET queues = $2, registry_fingerprint = $3, seen_at = now()`;
+  const id = 'w-reused';
+  const queue = 'reused-queue';
+  const directory = createWorkerDirectory(s.gateway, { cacheMs: 0, staleMs: 0 });
+  await announceWorker(s.worker, {
+    id,
+    queues: [queue],
+    registryFingerprint: 'r',
+    wakeChannel: wakeChannelOf(id),
+  });
+  expect(await directory.wakeChannel(queue, 't')).toBe(wakeChannelOf(id));
+  await s.worker.query(earlierReleaseAnnounce, [id, [queue], 'r']);
+  expect(await directory.wakeChannel(queue, 't')).toBe(CHANNELS.created);
+  // A worker of this release taking the id back announces its channel again.
+  await announceWorker(s.worker, {
+    id,
+    queues: [queue],
+    registryFingerprint: 'r',
+    wakeChannel: wakeChannelOf(id),
+  });
+  expect(await directory.wakeChannel(queue, 't')).toBe(wakeChannelOf(id));
 });
 
 test("a worker's channel is a plain identifier of at most 63 bytes, whatever its id", () => {
