@@ -119,6 +119,9 @@ async function main(): Promise<void> {
     for (const [name, bench] of BENCHES) {
       if (only && !only.has(name)) continue;
       const t0 = Date.now();
+      // Fresh tokens for each bench: a whole run outlasts a token's hour (a run of every bench
+      // once reached the volume bench with expired ones, and failed there).
+      for (const user of users) user.token = await stack.token(user.sub, user.tenant);
       ctx.log(`--- ${name}`);
       try {
         await bench(ctx);
