@@ -140,22 +140,19 @@ test("a worker id reused by an earlier release's worker loses the channel it no 
   const id = 'w-reused';
   const queue = 'reused-queue';
   const directory = createWorkerDirectory(s.gateway, { cacheMs: 0, staleMs: 0 });
-  await announceWorker(s.worker, {
-    id,
-    queues: [queue],
-    registryFingerprint: 'r',
-    wakeChannel: wakeChannelOf(id),
-  });
+  const announce = () =>
+    announceWorker(s.worker, {
+      id,
+      queues: [queue],
+      registryFingerprint: 'r',
+      wakeChannel: wakeChannelOf(id),
+    });
+  await announce();
   expect(await directory.wakeChannel(queue, 't')).toBe(wakeChannelOf(id));
   await s.worker.query(earlierReleaseAnnounce, [id, [queue], 'r']);
   expect(await directory.wakeChannel(queue, 't')).toBe(CHANNELS.created);
   // A worker of this release taking the id back announces its channel again.
-  await announceWorker(s.worker, {
-    id,
-    queues: [queue],
-    registryFingerprint: 'r',
-    wakeChannel: wakeChannelOf(id),
-  });
+  await announce();
   expect(await directory.wakeChannel(queue, 't')).toBe(wakeChannelOf(id));
 });
 
